@@ -1,0 +1,43 @@
+# Tapwire: `make run` and `make test` are the two commands a newcomer needs.
+# Both first install the Debian packages the build links against (only those missing).
+
+SWIFT        ?= swift
+CONFIG       ?= config/tapwire.json
+DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev
+DEB_TEST     := curl python3
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+JOBS         ?= $(shell nproc)
+
+.PHONY: run build release test deps test-deps clean
+
+# Installs only what dpkg does not already have; apt-get update runs only then.
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(DEB_BUILD))
+
+test-deps: deps
+	$(call apt_install,$(DEB_TEST))
+
+build: deps
+	$(SWIFT) build -j $(JOBS)
+
+release: deps
+	$(SWIFT) build -c release -j $(JOBS)
+
+run: release
+	$$($(SWIFT) build -c release --show-bin-path)/tapwire run --config $(CONFIG)
+
+# The whole suite. End-to-end tests start the release binary, so it is built first.
+test: test-deps release
+	TAPWIRE_BIN=$$($(SWIFT) build -c release --show-bin-path)/tapwire \
+	  $(SWIFT) test -j $(JOBS)
+
+clean:
+	rm -rf .build

@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+// Tapwire: a local HTTP inspection proxy. Only the toolchain's own modules and
+// Debian's C libraries (through system-library targets) are used.
+import PackageDescription
+
+let package = Package(
+    name: "Tapwire",
+    products: [
+        .executable(name: "tapwire", targets: ["tapwire"]),
+        .library(name: "ResponseSerialization", targets: ["ResponseSerialization"]),
+        .library(name: "HTTP1", targets: ["HTTP1"]),
+    ],
+    targets: [
+        // C libraries from Debian, found through pkg-config.
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_pthreads",
+                       providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+
+        // Pure logic: no sockets, tested and fuzzed on bytes.
+        .target(name: "HTTP1"),
+        .target(name: "ResponseSerialization",
+                dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
+        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1"]),
+
+        // I/O: event loops, sockets, upstream pool.
+        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
+
+        .executableTarget(name: "tapwire",
+                          dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
+
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
+        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

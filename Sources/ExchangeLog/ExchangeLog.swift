@@ -1,0 +1,1 @@
+// ExchangeLog: see DESIGN.md

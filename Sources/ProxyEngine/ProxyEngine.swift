@@ -1,0 +1,1 @@
+// ProxyEngine: see DESIGN.md

@@ -1,0 +1,5 @@
+import XCTest
+
+final class ProxyEngineTestsPlaceholder: XCTestCase {
+    func testBuilds() {}
+}

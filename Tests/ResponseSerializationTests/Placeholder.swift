@@ -1,0 +1,5 @@
+import XCTest
+
+final class ResponseSerializationTestsPlaceholder: XCTestCase {
+    func testBuilds() {}
+}
