@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "HTTP1"),
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
-        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1"]),
+        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
