@@ -60,11 +60,15 @@ public enum ContentDecodingError: Error, Sendable, Equatable, CustomStringConver
 /// Output is bounded: the libraries are streamed into a fixed chunk, and decoding
 /// stops once `maxOutputBytes` are produced (`truncated` is then set), so a small
 /// body that inflates to gigabytes costs at most about `maxOutputBytes` plus one
-/// chunk per coding layer. With stacked codings every intermediate layer is
+/// chunk per coding layer (plus the libraries' own windows: 32 KiB for zlib, at most
+/// 16 MiB for brotli, 8 MiB for zstd). With stacked codings every intermediate layer is
 /// bounded the same way, and a bounded layer is handed to the next as cut input.
 public struct ContentDecoder: Sendable {
     /// Each library call writes at most this many bytes before they are kept.
     public static let outputChunkSize = 64 * 1024
+
+    /// 2^23 = 8 MiB, the largest zstd window RFC 9659 lets HTTP content use.
+    public static let zstdWindowLogMax: Int32 = 23
 
     public let maxOutputBytes: Int
 
@@ -408,6 +412,10 @@ extension ContentDecoder {
                 return failure("could not allocate a zstd decoder")
             }
             defer { ZSTD_freeDCtx(context) }
+            // RFC 9659 §3: `zstd` content uses windows of at most 8 MiB, and a larger
+            // one may be refused. Refusing keeps a hostile frame header from making
+            // the library allocate a 128 MiB window (its default ceiling).
+            ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, ContentDecoder.zstdWindowLogMax)
 
             var source = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
             var idleCalls = 0

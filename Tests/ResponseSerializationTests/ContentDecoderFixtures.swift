@@ -130,12 +130,14 @@ extension ContentDecoderFixtures {
 
     /// One zstd frame; without `contentSize` the header omits the decoded size,
     /// as streaming servers produce.
-    static func zstd(_ input: [UInt8], contentSize: Bool = true, level: Int32 = 3) -> [UInt8] {
+    static func zstd(_ input: [UInt8], contentSize: Bool = true, level: Int32 = 3,
+                     windowLog: Int32 = 0) -> [UInt8] {
         guard let context = ZSTD_createCCtx() else { preconditionFailure("ZSTD_createCCtx") }
         defer { ZSTD_freeCCtx(context) }
         ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
         ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, contentSize ? 1 : 0)
         ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1)
+        ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, windowLog)
         var output = [UInt8](repeating: 0, count: ZSTD_compressBound(input.count))
         let written = output.withUnsafeMutableBytes { out in
             input.withUnsafeBytes { src in

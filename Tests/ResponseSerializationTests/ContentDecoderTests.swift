@@ -196,6 +196,16 @@ final class ContentDecoderTests: XCTestCase {
         XCTAssertEqual(decodeError(Fixtures.zstd(text) + [1, 2, 3, 4, 5], "zstd")?.coding, "zstd")
     }
 
+    func testZstdWindowOverEightMebibytesIsRefused() throws {
+        let zeros = [UInt8](repeating: 0, count: 16 << 20)
+        let wide = Fixtures.zstd(zeros, contentSize: false, level: 1, windowLog: 24)
+        XCTAssertEqual(decodeError(wide, "zstd"),
+                       .corrupt(coding: "zstd", message: "Frame requires too much memory for decoding"))
+        let allowed = Fixtures.zstd(zeros, contentSize: false, level: 1, windowLog: 23)
+        let roomy = ContentDecoder(maxOutputBytes: 32 << 20)
+        XCTAssertTrue(try roomy.decode(allowed, contentEncoding: "zstd").bytes == zeros)
+    }
+
     func testCorruptDescription() {
         let error = ContentDecodingError.corrupt(coding: "gzip", message: "incorrect header check")
         XCTAssertEqual(error.coding, "gzip")
