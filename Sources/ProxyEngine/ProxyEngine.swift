@@ -1,1 +1,159 @@
-// ProxyEngine: see DESIGN.md
+import CLibevent
+import Foundation
+import Synchronization
+
+/// Starts and stops everything in a fixed order: loops, then listeners; on
+/// shutdown, listeners first, then a drain of in-flight exchanges, then loops.
+public final class ProxyEngine: @unchecked Sendable {
+    public let configuration: EngineConfiguration
+    public let metrics = EngineMetrics()
+    public let sink: ExchangeSink?
+    /// Extra `/metrics` text (log writer, serialization queue), appended as is.
+    public var additionalMetrics: (@Sendable () -> String)?
+    private var loops: [EventLoop] = []
+    private var listeners: [Listener] = []
+    /// The addresses actually bound (port 0 resolved), in `listen` order.
+    public private(set) var boundAddresses: [SocketAddress] = []
+    private let openConnections = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+    private let stopped = DispatchSemaphore(value: 0)
+    private var signalEvents: [OpaquePointer] = []
+    private var signalHandlers: [Int32: () -> Void] = [:]
+
+    static let threadingSetUp: Bool = { evthread_use_pthreads() == 0 }()
+
+    public init(configuration: EngineConfiguration, sink: ExchangeSink?) {
+        self.configuration = configuration
+        self.sink = sink
+        _ = ProxyEngine.threadingSetUp
+    }
+
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
+    var primaryListenText: String { boundAddresses.first?.description ?? configuration.listen.first ?? "127.0.0.1:8080" }
+
+    func connectionOpened() { openConnections.add(1, ordering: .relaxed) }
+    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+    /// Reserves a connection slot; false when `limits.maxConnections` is reached.
+    func tryReserveConnection() -> Bool {
+        let n = openConnections.add(1, ordering: .relaxed).newValue
+        if n > configuration.maxConnections {
+            openConnections.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func metricsText() -> String { metrics.prometheusText() + (additionalMetrics?() ?? "") }
+
+    /// Whether a resolved origin address is one of our own listeners (a request loop).
+    func isOwnListener(_ address: SocketAddress) -> Bool {
+        boundAddresses.contains { bound in
+            guard bound.port == address.port else { return false }
+            if bound == address { return true }
+            return bound.isUnspecified && (address.isLoopback || address.isUnspecified)
+        }
+    }
+
+    /// Binds every listener on every loop (SO_REUSEPORT) and starts the loops.
+    /// Throws when an address cannot be bound; nothing is left running then.
+    public func start() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let count = configuration.loops > 0 ? configuration.loops : ProcessInfo.processInfo.activeProcessorCount
+        for i in 0..<max(1, count) {
+            let loop = try EventLoop(index: i)
+            loop.engine = self
+            loops.append(loop)
+        }
+        do {
+            for text in configuration.listen {
+                guard var address = SocketAddress(parsing: text) else { throw EngineError.badAddress(text) }
+                for loop in loops {
+                    let l = try Listener(loop: loop, engine: self, address: address)
+                    listeners.append(l)
+                    // Port 0: every loop must share the port the first one got.
+                    if address.port == 0, let actual = l.boundAddress { address = actual }
+                }
+                boundAddresses.append(address)
+            }
+        } catch {
+            listeners.removeAll()
+            throw error
+        }
+        for loop in loops { loop.start() }
+    }
+
+    /// Runs `handler` on the first loop whenever `signal` arrives.
+    public func onSignal(_ signo: Int32, _ handler: @escaping () -> Void) {
+        guard let loop = loops.first else { return }
+        signalHandlers[signo] = handler
+        let box = Unmanaged.passRetained(SignalBox(handler)).toOpaque()
+        loop.execute {
+            if let ev = event_new(loop.base, signo, Int16(EV_SIGNAL | EV_PERSIST), { _, _, ctx in
+                guard let ctx else { return }
+                Unmanaged<SignalBox>.fromOpaque(ctx).takeUnretainedValue().handler()
+            }, box) {
+                event_add(ev, nil)
+                self.signalEvents.append(ev)
+            }
+        }
+    }
+
+    /// Stops accepting, lets in-flight exchanges finish for up to
+    /// `limits.drainTimeout`, then stops the loops. Safe from any thread.
+    public func shutdown() {
+        guard !draining.exchange(true, ordering: .relaxed) else { return }
+        for loop in loops {
+            loop.execute { [self] in
+                for l in listeners where l.loop === loop { l.close() }
+                for s in Array(loop.sessions.values) { s.drain() }
+            }
+        }
+        let deadline = EventLoop.monotonicNow() + configuration.drainTimeout
+        DispatchQueue.global().async { [self] in
+            while EventLoop.monotonicNow() < deadline {
+                if busyCount() == 0 { break }
+                usleep(20_000)
+            }
+            let group = DispatchGroup()
+            for loop in loops {
+                group.enter()
+                loop.execute {
+                    for s in Array(loop.sessions.values) { s.close() }
+                    for t in Array(loop.tunnels.values) { t.end(closedBy: "shutdown", error: nil) }
+                    loop.pool.closeAll()
+                    group.leave()
+                }
+            }
+            group.wait()
+            for loop in loops { loop.stop() }
+            for loop in loops { loop.waitUntilStopped() }
+            stopped.signal()
+        }
+    }
+
+    /// Sessions with an exchange in flight, across loops.
+    private func busyCount() -> Int {
+        var total = 0
+        let group = DispatchGroup()
+        let lock = Mutex(0)
+        for loop in loops {
+            group.enter()
+            loop.execute {
+                let n = loop.sessions.values.filter { !$0.isIdle }.count
+                lock.withLock { $0 += n }
+                group.leave()
+            }
+        }
+        group.wait()
+        total = lock.withLock { $0 }
+        return total
+    }
+
+    /// Blocks until `shutdown()` has finished.
+    public func waitUntilStopped() { stopped.wait() }
+}
+
+private final class SignalBox {
+    let handler: () -> Void
+    init(_ h: @escaping () -> Void) { handler = h }
+}

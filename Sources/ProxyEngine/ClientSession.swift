@@ -1,0 +1,304 @@
+import CLibevent
+import Foundation
+import HTTP1
+
+/// One client connection: reads request heads, routes each request (forward,
+/// CONNECT tunnel, admin endpoint), streams bodies both ways with
+/// backpressure, and answers pipelined requests strictly in order (the next
+/// head is not read until the current response is complete).
+final class ClientSession {
+    let loop: EventLoop
+    let engine: ProxyEngine
+    private(set) var bev: OpaquePointer?
+    let peer: SocketAddress
+    let peerText: String
+    private var exchange: Exchange?
+    /// The slow-header / idle deadline while waiting for a head.
+    private var headTimer: LoopTimer?
+    private var closeWhenFlushed = false
+    private var readingPausedForBackpressure = false
+    private var closed = false
+
+    var config: EngineConfiguration { engine.configuration }
+    var isIdle: Bool { exchange == nil }
+
+    init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress) throws {
+        self.loop = loop
+        self.engine = engine
+        self.peer = peer
+        self.peerText = peer.description
+        guard let b = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            Foundation.close(fd)
+            throw EngineError.eventBase
+        }
+        bev = b
+        _ = bufferevent_set_max_single_read(b, 64 * 1024)
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(b, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().readable()
+        }, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().writable()
+        }, { _, events, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().event(events)
+        }, ctx)
+        bufferevent_enable(b, Int16(EV_READ | EV_WRITE))
+        engine.metrics.activeClients.add()
+        armHeadTimer()
+    }
+
+    private var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
+    private var output: OpaquePointer? { bev.flatMap { bufferevent_get_output($0) } }
+
+    // MARK: reading heads
+
+    private func armHeadTimer() {
+        if headTimer == nil {
+            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimedOut() }
+        }
+        headTimer?.schedule(after: config.clientIdleTimeout)
+    }
+
+    private func headTimedOut() {
+        guard exchange == nil, !closed else { return }
+        if let input, evbuffer_get_length(input) > 0 {
+            respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+        } else {
+            close()
+        }
+    }
+
+    private func readable() {
+        guard !closed, let input else { return }
+        if let ex = exchange {
+            ex.clientReadable()
+            return
+        }
+        parseNextHead(input)
+    }
+
+    /// Parses and starts the next request if a whole head is buffered.
+    func parseNextHead(_ input: OpaquePointer) {
+        while exchange == nil && !closed && !closeWhenFlushed {
+            let available = evbuffer_get_length(input)
+            if available == 0 { return }
+            let n = min(available, config.maxHeaderBytes + 4)
+            guard let p = evbuffer_pullup(input, n) else { return }
+            let result: HeadParseResult<HTTPRequestHead>
+            do {
+                result = try HTTPHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+            } catch {
+                let reason = error.kind == .headTooLarge ? "Request Header Fields Too Large" :
+                    error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request"
+                respondError(error.status, reason, error.reason, close: true)
+                return
+            }
+            guard case .complete(let head, let length) = result else { return }
+            evbuffer_drain(input, length)
+            engine.metrics.bytesFromClients.add(length)
+            headTimer?.cancel()
+            start(head)
+        }
+    }
+
+    private func start(_ head: HTTPRequestHead) {
+        let form: ProxyRequestForm
+        let framing: BodyFraming
+        do {
+            form = try head.proxyForm()
+            framing = try head.bodyFraming()
+        } catch {
+            respondError(error.status, error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request",
+                         error.reason, close: true)
+            return
+        }
+        switch form {
+        case .absolute(let authority, let originTarget):
+            let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
+            exchange = ex
+            ex.begin()
+        case .authority(let authority):
+            guard framing == .none else {
+                respondError(400, "Bad Request", "CONNECT must not carry a body", close: true)
+                return
+            }
+            startTunnel(head: head, authority: authority)
+        case .origin(let path):
+            if framing != .none { closeWhenFlushed = true }
+            answerAdmin(head: head, path: path)
+        case .asterisk:
+            respond(status: 200, reason: "OK", body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
+                    close: head.wantsClose)
+        }
+    }
+
+    // MARK: admin endpoints (origin-form requests to the proxy itself)
+
+    private func answerAdmin(head: HTTPRequestHead, path: String) {
+        let bare = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        let close = head.wantsClose || closeWhenFlushed
+        switch bare {
+        case "/healthz":
+            respond(status: 200, reason: "OK", body: "ok\n", close: close, headOnly: head.method == "HEAD")
+        case "/metrics":
+            respond(status: 200, reason: "OK", body: engine.metricsText(),
+                    extraHeaders: [("Content-Type", "text/plain; version=0.0.4")], close: close, headOnly: head.method == "HEAD")
+        default:
+            respond(status: 400, reason: "Bad Request",
+                    body: "Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(engine.primaryListenText)). Its own endpoints are /healthz and /metrics.\n",
+                    close: close)
+        }
+    }
+
+    // MARK: CONNECT
+
+    private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
+        let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
+        exchange = ex
+        ex.beginConnectTunnel()
+    }
+
+    /// Hands this session's socket to a tunnel; the session ends without closing it.
+    func handOver(to tunnelBuilder: (OpaquePointer) -> Void) {
+        guard let b = bev else { return }
+        headTimer?.cancel()
+        bev = nil
+        exchange = nil
+        finishClose()
+        tunnelBuilder(b)
+    }
+
+    // MARK: writing
+
+    func write(_ bytes: [UInt8]) {
+        guard let output else { return }
+        bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+    }
+
+    var outputLength: Int { output.map { evbuffer_get_length($0) } ?? 0 }
+    var clientInput: OpaquePointer? { input }
+    var clientOutput: OpaquePointer? { output }
+
+    func respond(status: Int, reason: String, body: String, extraHeaders: [(String, String)] = [],
+                 close: Bool, headOnly: Bool = false) {
+        let bytes = Array(body.utf8)
+        var head = "HTTP/1.1 \(status) \(reason)\r\n"
+        for (n, v) in extraHeaders { head += "\(n): \(v)\r\n" }
+        if !extraHeaders.contains(where: { $0.0 == "Content-Type" }) { head += "Content-Type: text/plain; charset=utf-8\r\n" }
+        head += "Content-Length: \(bytes.count)\r\n"
+        if close { head += "Connection: close\r\n" }
+        head += "\r\n"
+        write(Array(head.utf8))
+        if !headOnly { write(bytes) }
+        if close { closeAfterFlush() } else { exchangeFinished(keepAlive: true) }
+    }
+
+    /// A short error answer naming the cause, as nginx and HAProxy do.
+    func respondError(_ status: Int, _ reason: String, _ detail: String, close: Bool) {
+        respond(status: status, reason: reason, body: "\(status) \(reason): \(detail)\n", close: close)
+    }
+
+    // MARK: flow control, called by the exchange
+
+    func pauseReading() {
+        guard let bev, !readingPausedForBackpressure else { return }
+        readingPausedForBackpressure = true
+        bufferevent_disable(bev, Int16(EV_READ))
+    }
+
+    func resumeReading() {
+        guard let bev, readingPausedForBackpressure else { return }
+        readingPausedForBackpressure = false
+        bufferevent_enable(bev, Int16(EV_READ))
+    }
+
+    /// While the response to a fully read request is pending, the next pipelined
+    /// head stays in the input buffer unread.
+    func stopReadingUntilResponse() {
+        guard let bev else { return }
+        bufferevent_disable(bev, Int16(EV_READ))
+    }
+
+    func setClientReadTimeout(_ seconds: Double?) {
+        guard let bev else { return }
+        if let s = seconds {
+            var tv = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
+            bufferevent_set_timeouts(bev, &tv, nil)
+        } else {
+            bufferevent_set_timeouts(bev, nil, nil)
+        }
+    }
+
+    /// The exchange is over; keep the connection for the next request or close it.
+    func exchangeFinished(keepAlive: Bool) {
+        exchange = nil
+        readingPausedForBackpressure = false
+        setClientReadTimeout(nil)
+        guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
+        guard let bev, let input else { return }
+        bufferevent_enable(bev, Int16(EV_READ))
+        armHeadTimer()
+        if evbuffer_get_length(input) > 0 {
+            // A pipelined request is already buffered: answer it now.
+            loop.execute { [weak self] in
+                guard let self, let input = self.input else { return }
+                self.parseNextHead(input)
+            }
+        }
+    }
+
+    func closeAfterFlush() {
+        guard let bev else { return }
+        closeWhenFlushed = true
+        bufferevent_disable(bev, Int16(EV_READ))
+        if outputLength == 0 { close() }
+    }
+
+    private func writable() {
+        if closeWhenFlushed && outputLength == 0 { close(); return }
+        exchange?.clientWritable()
+    }
+
+    private func event(_ events: Int16) {
+        let e = Int32(events)
+        if e & BEV_EVENT_TIMEOUT != 0 {
+            if let ex = exchange { ex.clientFailed(TransportError("clientTimeout", "client sent nothing for \(config.clientIdleTimeout) s")) }
+            close()
+            return
+        }
+        if e & BEV_EVENT_EOF != 0, e & BEV_EVENT_ERROR == 0 {
+            // Half-close: the client may still read the response it is waiting for.
+            if let ex = exchange, ex.clientEOF() { return }
+            if exchange == nil && closeWhenFlushed { return }
+        }
+        if let ex = exchange {
+            ex.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
+        }
+        close()
+    }
+
+    func close() {
+        guard !closed else { return }
+        exchange?.abandon()
+        exchange = nil
+        if let bev { bufferevent_free(bev); self.bev = nil }
+        finishClose()
+    }
+
+    private func finishClose() {
+        guard !closed else { return }
+        closed = true
+        headTimer?.cancel()
+        headTimer = nil
+        engine.metrics.activeClients.sub()
+        engine.connectionClosed()
+        loop.sessions[ObjectIdentifier(self)] = nil
+    }
+
+    /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
+    func drain() {
+        if exchange == nil { closeAfterFlush(); if bev != nil && outputLength == 0 { close() } }
+    }
+}

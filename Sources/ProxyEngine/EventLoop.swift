@@ -1,0 +1,115 @@
+import CLibevent
+import Foundation
+import Synchronization
+
+/// One libevent `event_base` driven by its own thread. Everything a loop owns
+/// (sessions, its upstream pool, its resolver) is touched only on that thread;
+/// other threads talk to it by `execute`, which queues a closure and wakes it.
+final class EventLoop: @unchecked Sendable {
+    let index: Int
+    let base: OpaquePointer
+    private(set) var dns: OpaquePointer?
+    private var wakeEvent: OpaquePointer?
+    private let inbox = Mutex<[() -> Void]>([])
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Owned by the loop thread.
+    var sessions: [ObjectIdentifier: ClientSession] = [:]
+    var tunnels: [ObjectIdentifier: Tunnel] = [:]
+    lazy var pool = UpstreamPool(loop: self)
+    var engine: ProxyEngine?
+
+    init(index: Int) throws {
+        guard let base = event_base_new() else { throw EngineError.eventBase }
+        self.index = index
+        self.base = base
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        wakeEvent = event_new(base, -1, Int16(EV_PERSIST), { _, _, ctx in
+            guard let ctx else { return }
+            Unmanaged<EventLoop>.fromOpaque(ctx).takeUnretainedValue().drainInbox()
+        }, ctx)
+        if let wakeEvent { event_add(wakeEvent, nil) }
+        dns = EventLoop.makeResolver(base: base)
+    }
+
+    /// evdns_base_new(…, INITIALIZE) fails outright when resolv.conf is missing or
+    /// empty (containers, sandboxes), so the resolver is built in steps and a
+    /// missing nameserver only matters for names not in the hosts file.
+    private static func makeResolver(base: OpaquePointer) -> OpaquePointer? {
+        guard let dns = evdns_base_new(base, 0) else { return nil }
+        _ = evdns_base_resolv_conf_parse(dns, DNS_OPTION_SEARCH | DNS_OPTION_NAMESERVERS | DNS_OPTION_MISC, "/etc/resolv.conf")
+        _ = evdns_base_load_hosts(dns, "/etc/hosts")
+        return dns
+    }
+
+    func start() {
+        let t = Thread { [self] in
+            _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+            finished.signal()
+        }
+        t.name = "tapwire-loop-\(index)"
+        t.stackSize = 1 << 20
+        thread = t
+        t.start()
+    }
+
+    /// Runs `work` on the loop thread. Safe from any thread.
+    func execute(_ work: @escaping () -> Void) {
+        inbox.withLock { $0.append(work) }
+        if let wakeEvent { event_active(wakeEvent, EV_READ, 0) }
+    }
+
+    private func drainInbox() {
+        let work = inbox.withLock { q -> [() -> Void] in let w = q; q.removeAll(); return w }
+        for w in work { w() }
+    }
+
+    func stop() { execute { [base] in event_base_loopbreak(base) } }
+    func waitUntilStopped() { finished.wait() }
+
+    /// Seconds on the monotonic clock; exchanges derive all their clock points from it.
+    static func monotonicNow() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+/// A one-shot or repeating libevent timer whose callback is a Swift closure.
+/// The closure must not capture its owner strongly if the owner holds the timer.
+final class LoopTimer {
+    private var event: OpaquePointer?
+    private let action: () -> Void
+
+    init(loop: EventLoop, persistent: Bool = false, action: @escaping () -> Void) {
+        self.action = action
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        event = event_new(loop.base, -1, persistent ? Int16(EV_PERSIST) : 0, { _, _, ctx in
+            guard let ctx else { return }
+            Unmanaged<LoopTimer>.fromOpaque(ctx).takeUnretainedValue().action()
+        }, ctx)
+    }
+
+    func schedule(after seconds: Double) {
+        guard let event else { return }
+        _ = tw_evtimer_add(event, max(0, seconds))
+    }
+
+    func cancel() { if let event { event_del(event) } }
+
+    deinit { if let event { event_free(event) } }
+}
+
+enum EngineError: Error, CustomStringConvertible {
+    case eventBase
+    case listen(String, String)
+    case badAddress(String)
+    var description: String {
+        switch self {
+        case .eventBase: return "could not create an event base"
+        case .listen(let a, let why): return "cannot listen on \(a): \(why)"
+        case .badAddress(let a): return "bad address \(a)"
+        }
+    }
+}

@@ -1,0 +1,449 @@
+import CLibevent
+import Foundation
+import HTTP1
+
+/// Moves one message body from `source` to `destination` without copying
+/// (evbuffer chain moves), through `framer` to find where the body ends; copies
+/// at most `captureLimit` payload bytes into `capture` for decoding later.
+/// Returns true once the body is complete.
+func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
+              capture: inout CapturedBody, captureLimit: Int) throws(HTTPParseError) -> Bool {
+    while !framer.isComplete {
+        var vec = iovec()
+        let n = evbuffer_peek(source, -1, nil, &vec, 1)
+        guard n > 0, vec.iov_len > 0, let base = vec.iov_base else { break }
+        let segment = UnsafeRawBufferPointer(start: base, count: vec.iov_len)
+        let consumed = try framer.consume(segment) { payload in
+            let room = captureLimit - capture.bytes.count
+            if room > 0 { capture.bytes.append(contentsOf: payload.prefix(room)) }
+        }
+        capture.totalBytes = framer.payloadBytes
+        if consumed > 0 { evbuffer_remove_buffer(source, destination, consumed) }
+        if consumed < segment.count { break }
+    }
+    return framer.isComplete
+}
+
+/// One request/response exchange on a client session: connects (or reuses) the
+/// upstream, forwards the rewritten head, streams both bodies with backpressure,
+/// and hands a `CapturedExchange` to the sink when it ends, however it ends.
+final class Exchange: UpstreamOwner {
+    unowned let session: ClientSession
+    let head: HTTPRequestHead
+    let authority: HTTPAuthority
+    let originTarget: String
+    let requestFraming: BodyFraming
+    private var requestFramer: BodyFramer
+    private var requestDone = false
+    private let wantsUpgrade: Bool
+    private var upstream: UpstreamConnection?
+    private var responseHead: HTTPResponseHead?
+    private var responseFramer: BodyFramer?
+    private var responseBytesSeen = false
+    private var headForwarded = false
+    private var requestCapture = CapturedBody()
+    private var responseCapture = CapturedBody()
+    private var clock = ExchangeClock()
+    private let wall0: Double
+    private let mono0: Double
+    private var retried = false
+    private var closeClientAfter = false
+    private var upstreamPaused = false
+    private var clientPaused = false
+    private var finished = false
+    private var connectionReused = false
+
+    var config: EngineConfiguration { session.config }
+    var engine: ProxyEngine { session.engine }
+
+    init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming) {
+        self.session = session
+        self.head = head
+        self.authority = authority
+        self.originTarget = originTarget
+        self.requestFraming = framing
+        self.requestFramer = BodyFramer(framing)
+        wall0 = Date().timeIntervalSince1970
+        mono0 = EventLoop.monotonicNow()
+        clock.requestStart = wall0
+        let connectionTokens = head.headers.tokens(name: "Connection").map { $0.lowercased() }
+        wantsUpgrade = connectionTokens.contains("upgrade") && head.headers.contains(name: "Upgrade")
+        closeClientAfter = head.wantsClose
+    }
+
+    private func now() -> Double { wall0 + (EventLoop.monotonicNow() - mono0) }
+
+    private var isIdempotent: Bool {
+        ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(head.method)
+    }
+
+    // MARK: starting
+
+    func begin() {
+        // The body stays in the client's buffer until an upstream is ready, so a
+        // failed address can be retried without losing bytes.
+        session.pauseReading()
+        if !wantsUpgrade, let pooled = session.loop.pool.take(authority) {
+            connectionReused = true
+            attach(pooled)
+            return
+        }
+        connectNew()
+    }
+
+    private func connectNew() {
+        clock.connectStart = now()
+        let c = UpstreamConnection(loop: session.loop, authority: authority)
+        upstream = c
+        connectionReused = false
+        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener,
+                  clock: { [weak self] _ in self.map { $0.clock.dnsDone = $0.now() } }) { [weak self] result in
+            guard let self, !self.finished else { return }
+            switch result {
+            case .success:
+                self.clock.connected = self.now()
+                self.attach(c)
+            case .failure(let error):
+                self.failBeforeResponse(error)
+            }
+        }
+    }
+
+    private func attach(_ c: UpstreamConnection) {
+        upstream = c
+        upstreamAddressText = c.address?.description
+        c.owner = self
+        c.setReadTimeout(config.upstreamReadTimeout)
+        let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade)
+        if let out = c.output {
+            let bytes = forwarded.serialized()
+            bytes.withUnsafeBytes { _ = evbuffer_add(out, $0.baseAddress, $0.count) }
+        }
+        if requestFraming == .none {
+            requestComplete()
+        } else {
+            session.resumeReading()
+            session.setClientReadTimeout(config.clientIdleTimeout)
+            pumpRequest()
+        }
+        if let input = c.input, evbuffer_get_length(input) > 0 { upstreamReadable(c) }
+    }
+
+    private func requestComplete() {
+        requestDone = true
+        clock.requestSent = now()
+        session.setClientReadTimeout(nil)
+        session.stopReadingUntilResponse()
+    }
+
+    // MARK: request body
+
+    func clientReadable() {
+        guard upstream?.bev != nil, !requestDone, !finished else { return }
+        pumpRequest()
+    }
+
+    private func pumpRequest() {
+        guard !requestDone, let input = session.clientInput, let c = upstream, let out = c.output else { return }
+        let before = evbuffer_get_length(input)
+        do {
+            let done = try pumpBody(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
+                                    captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
+            engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
+            if done { requestComplete(); return }
+        } catch {
+            closeClientAfter = true
+            if !headForwarded {
+                finish(error: TransportError("malformedRequest", error.reason), respond: (error.status, "Bad Request", error.reason))
+            } else {
+                finish(error: TransportError("malformedRequest", error.reason), respond: nil)
+            }
+            return
+        }
+        if evbuffer_get_length(out) >= config.highWaterBytes, let bev = c.bev {
+            clientPaused = true
+            session.pauseReading()
+            bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+        }
+    }
+
+    func upstreamWritable(_ connection: UpstreamConnection) {
+        guard clientPaused, let bev = connection.bev else { return }
+        clientPaused = false
+        bufferevent_setwatermark(bev, Int16(EV_WRITE), 0, 0)
+        session.resumeReading()
+        pumpRequest()
+    }
+
+    /// Returns true when the exchange goes on after the client's half-close.
+    func clientEOF() -> Bool {
+        if requestDone { closeClientAfter = true; return true }
+        return false
+    }
+
+    func clientFailed(_ error: TransportError) {
+        guard !finished else { return }
+        closeClientAfter = true
+        finish(error: error, respond: nil)
+    }
+
+    /// The session is going away: account for the exchange and drop the upstream.
+    func abandon() {
+        guard !finished else { return }
+        closeClientAfter = true
+        finish(error: TransportError("clientAborted", "the client closed the connection mid-exchange"), respond: nil)
+    }
+
+    // MARK: response
+
+    func upstreamReadable(_ c: UpstreamConnection) {
+        guard !finished, let input = c.input else { return }
+        if !responseBytesSeen, evbuffer_get_length(input) > 0 {
+            responseBytesSeen = true
+            clock.firstResponseByte = now()
+        }
+        while responseHead == nil && !finished {
+            let available = evbuffer_get_length(input)
+            if available == 0 { return }
+            let n = min(available, config.maxHeaderBytes + 4)
+            guard let p = evbuffer_pullup(input, n) else { return }
+            let parsed: HeadParseResult<HTTPResponseHead>
+            do {
+                parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+            } catch {
+                failBeforeResponse(TransportError("malformedResponse", "the origin sent a malformed response head: \(error.reason)"))
+                return
+            }
+            guard case .complete(let rh, let length) = parsed else { return }
+            evbuffer_drain(input, length)
+            engine.metrics.bytesFromUpstreams.add(length)
+            if rh.status == 101 {
+                guard wantsUpgrade else {
+                    failBeforeResponse(TransportError("malformedResponse", "the origin switched protocols without being asked"))
+                    return
+                }
+                responseHead = rh
+                startWebSocket(rh, c)
+                return
+            }
+            if rh.status < 200 {
+                // 100 Continue and other interim answers go to the client as they are.
+                var interim = rh
+                interim.headers = rh.headers.removingHopByHop(keepUpgrade: false)
+                session.write(interim.serialized())
+                continue
+            }
+            let framing: BodyFraming
+            do { framing = try rh.bodyFraming(requestMethod: head.method) } catch {
+                failBeforeResponse(TransportError("malformedResponse", "the origin's response framing is invalid: \(error.reason)"))
+                return
+            }
+            responseHead = rh
+            responseFramer = BodyFramer(framing)
+            forwardResponseHead(rh, framing: framing)
+        }
+        pumpResponse()
+    }
+
+    private func forwardResponseHead(_ rh: HTTPResponseHead, framing: BodyFraming) {
+        if framing == .closeDelimited || !requestDone || engine.isDraining { closeClientAfter = true }
+        var out = rh
+        out.version = .http1_1
+        out.headers = rh.headers.removingHopByHop(keepUpgrade: false)
+        if closeClientAfter {
+            out.headers.add(name: "Connection", value: "close")
+        } else if head.version == .http1_0 {
+            out.headers.add(name: "Connection", value: "keep-alive")
+        }
+        session.write(out.serialized())
+        headForwarded = true
+    }
+
+    private func pumpResponse() {
+        guard !finished, let c = upstream, let input = c.input, let out = session.clientOutput, var framer = responseFramer else { return }
+        let before = evbuffer_get_length(input)
+        let done: Bool
+        do {
+            done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes)
+            responseFramer = framer
+        } catch {
+            responseFramer = framer
+            closeClientAfter = true
+            finish(error: TransportError("malformedResponse", "the origin's body framing is invalid: \(error.reason)"), respond: nil)
+            return
+        }
+        engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
+        if done {
+            clock.lastResponseByte = now()
+            finish(error: nil, respond: nil)
+            return
+        }
+        if session.outputLength >= config.highWaterBytes, let bev = c.bev, let cbev = session.bev {
+            upstreamPaused = true
+            bufferevent_disable(bev, Int16(EV_READ))
+            bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+        }
+    }
+
+    func clientWritable() {
+        guard upstreamPaused, let c = upstream, let bev = c.bev, let cbev = session.bev else { return }
+        upstreamPaused = false
+        bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
+        bufferevent_enable(bev, Int16(EV_READ))
+        pumpResponse()
+    }
+
+    func upstreamEvent(_ c: UpstreamConnection, events: Int16) {
+        guard !finished else { return }
+        let e = Int32(events)
+        if e & BEV_EVENT_TIMEOUT != 0 {
+            let err = TransportError("upstreamTimeout", "the origin sent nothing for \(config.upstreamReadTimeout) s")
+            if headForwarded { closeClientAfter = true; finish(error: err, respond: nil) } else { failBeforeResponse(err) }
+            return
+        }
+        // EOF or error: whatever is still buffered belongs to the response.
+        if responseHead != nil { pumpResponse() } else if let input = c.input, evbuffer_get_length(input) > 0 { upstreamReadable(c) }
+        guard !finished else { return }
+        let reset = e & BEV_EVENT_ERROR != 0
+        if var framer = responseFramer {
+            let cleanEnd = !reset && framer.finishAtEOF()
+            responseFramer = framer
+            closeClientAfter = true
+            c.close()
+            if cleanEnd {
+                clock.lastResponseByte = now()
+                finish(error: nil, respond: nil)
+            } else {
+                finish(error: TransportError("upstreamReset", "the origin closed the connection before the body was complete"), respond: nil)
+            }
+            return
+        }
+        if !responseBytesSeen && connectionReused && !retried && isIdempotent && requestFraming == .none {
+            // A pooled connection the origin had already closed: try once more on a fresh one.
+            retried = true
+            c.owner = nil
+            c.close()
+            upstream = nil
+            connectNew()
+            return
+        }
+        let why = responseBytesSeen ? "the origin closed the connection inside the response head"
+                                    : "the origin closed the connection without answering"
+        failBeforeResponse(TransportError(responseBytesSeen ? "malformedResponse" : "upstreamReset", why))
+    }
+
+    // MARK: ending
+
+    /// A failure before any response head reached the client: answer with the matching status.
+    private func failBeforeResponse(_ error: TransportError) {
+        guard !finished else { return }
+        let (status, reason): (Int, String) = switch error.code {
+        case "upstreamTimeout": (504, "Gateway Timeout")
+        case "loopDetected": (508, "Loop Detected")
+        default: (502, "Bad Gateway")
+        }
+        if !requestDone { closeClientAfter = true }
+        finish(error: error, respond: (status, reason, error.message))
+    }
+
+    private func finish(error: TransportError?, respond: (Int, String, String)?) {
+        guard !finished else { return }
+        finished = true
+        if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
+        if let c = upstream {
+            c.owner = nil
+            let reusable = error == nil && requestDone && !(responseHead?.wantsClose ?? true)
+                && responseFramer.map { $0.isComplete } == true && c.bev != nil
+                && !engine.isDraining
+            if reusable, let rh = responseHead, rh.status >= 200 {
+                c.exchangesServed += 1
+                session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout)
+            } else {
+                c.close()
+            }
+            if upstreamPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
+        }
+        upstream = nil
+        emitRecord(error: error)
+        if let (status, reason, detail) = respond {
+            session.respondError(status, reason, detail, close: closeClientAfter)
+        } else if error != nil {
+            session.closeAfterFlush()
+        } else {
+            session.exchangeFinished(keepAlive: !closeClientAfter)
+        }
+    }
+
+    private func capturedValue(error: TransportError?) -> CapturedExchange {
+        CapturedExchange(client: session.peerText, url: head.target, request: head, requestBody: requestCapture,
+                         response: responseHead, responseBody: responseCapture, error: error, clock: clock,
+                         connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
+    }
+
+    private var upstreamAddressText: String?
+
+    private func emitRecord(error: TransportError?) {
+        let duration = (clock.lastResponseByte ?? now()) - clock.requestStart
+        engine.metrics.recordExchange(status: responseHead?.status, duration: duration)
+        engine.sink?.accept(.http(capturedValue(error: error)))
+    }
+
+    // MARK: tunnels
+
+    func beginConnectTunnel() {
+        session.pauseReading()
+        let c = UpstreamConnection(loop: session.loop, authority: authority)
+        upstream = c
+        let start = now()
+        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, clock: { _ in }) { [weak self] result in
+            guard let self, !self.finished else { return }
+            self.finished = true
+            self.upstream = nil
+            switch result {
+            case .failure(let error):
+                let (status, reason): (Int, String) = switch error.code {
+                case "upstreamTimeout": (504, "Gateway Timeout")
+                case "loopDetected": (508, "Loop Detected")
+                default: (502, "Bad Gateway")
+                }
+                self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
+                    target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
+                    start: start, end: self.now(), closedBy: "error", error: error, upgrade: nil)))
+                self.session.respondError(status, reason, error.message, close: true)
+            case .success:
+                self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+                let address = c.address?.description
+                guard let upstreamBev = c.detachBufferevent() else { self.session.close(); return }
+                let session = self.session
+                let tunnelStart = start
+                _ = address
+                session.handOver { clientBev in
+                    Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientBev,
+                                 upstream: upstreamBev, clientText: session.peerText, target: self.authority.description,
+                                 status: 200, start: tunnelStart, upgrade: nil)
+                }
+            }
+        }
+    }
+
+    private func startWebSocket(_ rh: HTTPResponseHead, _ c: UpstreamConnection) {
+        finished = true
+        upstream = nil
+        c.owner = nil
+        var out = rh
+        out.headers = rh.headers.removingHopByHop(keepUpgrade: true)
+        session.write(out.serialized())
+        clock.lastResponseByte = now()
+        let upgrade = capturedValue(error: nil)
+        engine.metrics.recordExchange(status: 101, duration: now() - clock.requestStart)
+        guard let upstreamBev = c.detachBufferevent() else { session.close(); return }
+        let session = self.session
+        let start = clock.requestStart
+        let target = head.target
+        session.handOver { clientBev in
+            Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientBev,
+                         upstream: upstreamBev, clientText: session.peerText, target: target,
+                         status: 101, start: start, upgrade: upgrade)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import CLibevent
+import Foundation
+
+/// A listening socket on one loop. Every loop binds the same address with
+/// SO_REUSEPORT, so the kernel spreads new clients across loops.
+final class Listener {
+    let loop: EventLoop
+    unowned let engine: ProxyEngine
+    private var listener: OpaquePointer?
+    private(set) var boundAddress: SocketAddress?
+    private var backoff: LoopTimer?
+
+    init(loop: EventLoop, engine: ProxyEngine, address: SocketAddress) throws {
+        self.loop = loop
+        self.engine = engine
+        var flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT
+        if address.family == AF_INET6 { flags |= LEV_OPT_BIND_IPV6ONLY }
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        let l = address.withSockaddr { sa, len in
+            evconnlistener_new_bind(loop.base, { _, fd, sa, len, ctx in
+                guard let ctx, let sa else { Foundation.close(fd); return }
+                Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue().accepted(fd, sa, socklen_t(len))
+            }, ctx, UInt32(flags), 1024, sa, len)
+        }
+        guard let l else {
+            throw EngineError.listen(address.description, String(cString: strerror(errno)))
+        }
+        listener = l
+        evconnlistener_set_error_cb(l) { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue().acceptFailed()
+        }
+        var st = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd = evconnlistener_get_fd(l)
+        let ok = withUnsafeMutablePointer(to: &st) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) == 0 ? SocketAddress($0, length: len) : nil }
+        }
+        boundAddress = ok
+    }
+
+    private func accepted(_ fd: Int32, _ sa: UnsafeMutablePointer<sockaddr>, _ len: socklen_t) {
+        guard let peer = SocketAddress(sa, length: len) else { Foundation.close(fd); return }
+        let config = engine.configuration
+        guard config.allow.contains(where: { $0.contains(peer) }) else {
+            engine.metrics.refusedConnections.add()
+            // A short answer, written without waiting: the socket is new, so it fits.
+            let body = "403 Forbidden: \(peer.host) is not in access.allow\n"
+            let msg = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            _ = msg.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            Foundation.close(fd)
+            return
+        }
+        guard engine.tryReserveConnection() else {
+            engine.metrics.refusedConnections.add()
+            Foundation.close(fd)
+            return
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        do {
+            let session = try ClientSession(loop: loop, engine: engine, fd: fd, peer: peer)
+            loop.sessions[ObjectIdentifier(session)] = session
+        } catch {
+            engine.connectionClosed()
+        }
+    }
+
+    /// EMFILE and friends leave the listener readable forever: pause it for a
+    /// moment instead of spinning, then try again.
+    private func acceptFailed() {
+        guard let listener else { return }
+        evconnlistener_disable(listener)
+        if backoff == nil {
+            backoff = LoopTimer(loop: loop) { [weak self] in
+                guard let self, let l = self.listener else { return }
+                evconnlistener_enable(l)
+            }
+        }
+        backoff?.schedule(after: 0.25)
+    }
+
+    func close() {
+        backoff?.cancel()
+        if let listener { evconnlistener_free(listener); self.listener = nil }
+    }
+
+    deinit { close() }
+}

@@ -1,0 +1,229 @@
+import CLibevent
+import Foundation
+import HTTP1
+
+/// Whoever is using an upstream connection right now gets its events.
+protocol UpstreamOwner: AnyObject {
+    func upstreamReadable(_ connection: UpstreamConnection)
+    func upstreamWritable(_ connection: UpstreamConnection)
+    func upstreamEvent(_ connection: UpstreamConnection, events: Int16)
+}
+
+/// One TCP connection to an origin: resolved with evdns, connected trying every
+/// address in turn within `connectTimeout`, then lent to one exchange at a time
+/// and kept in the loop's `UpstreamPool` between them.
+final class UpstreamConnection {
+    let loop: EventLoop
+    let authority: HTTPAuthority
+    private(set) var bev: OpaquePointer?
+    private(set) var address: SocketAddress?
+    weak var owner: UpstreamOwner?
+    /// Exchanges this connection has carried before the current one.
+    var exchangesServed = 0
+    private var pending: [SocketAddress] = []
+    private var connectCompletion: ((Result<Void, TransportError>) -> Void)?
+    private var deadline: LoopTimer?
+    private var lastConnectError = ""
+    private(set) var isClosed = false
+    var idleTimer: LoopTimer?
+
+    init(loop: EventLoop, authority: HTTPAuthority) {
+        self.loop = loop
+        self.authority = authority
+        loop.engine?.metrics.activeUpstreams.add()
+    }
+
+    deinit { close() }
+
+    // MARK: connecting
+
+    /// Resolves and connects. `completion` runs once on the loop thread, never
+    /// synchronously from inside this call. `isOwnListener` guards against loops.
+    func connect(timeout: Double, isOwnListener: @escaping (SocketAddress) -> Bool,
+                 clock: @escaping (Bool) -> Void,
+                 completion: @escaping (Result<Void, TransportError>) -> Void) {
+        connectCompletion = completion
+        let timer = LoopTimer(loop: loop) { [weak self] in
+            self?.finishConnect(.failure(TransportError("upstreamTimeout",
+                "connecting to \(self?.authority.description ?? "?") timed out")))
+        }
+        timer.schedule(after: timeout)
+        deadline = timer
+        Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result in
+            guard let self, self.connectCompletion != nil else { return }
+            clock(true)
+            switch result {
+            case .failure(let e): self.finishConnect(.failure(e))
+            case .success(let addresses):
+                if let own = addresses.first(where: isOwnListener) {
+                    self.finishConnect(.failure(TransportError("loopDetected",
+                        "\(self.authority) is this proxy's own listener (\(own))")))
+                    return
+                }
+                self.pending = addresses
+                self.tryNextAddress()
+            }
+        }
+    }
+
+    private func tryNextAddress() {
+        guard connectCompletion != nil else { return }
+        if let bev { bufferevent_free(bev); self.bev = nil }
+        guard !pending.isEmpty else {
+            finishConnect(.failure(TransportError("upstreamConnectFailed",
+                "cannot connect to \(authority): \(lastConnectError)")))
+            return
+        }
+        let addr = pending.removeFirst()
+        guard let b = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            lastConnectError = "out of memory"; tryNextAddress(); return
+        }
+        bev = b
+        address = addr
+        installCallbacks()
+        let rc = addr.withSockaddr { bufferevent_socket_connect(b, $0, $1) }
+        if rc != 0 {
+            lastConnectError = String(cString: strerror(errno))
+            // The event callback may not fire for an immediate failure.
+            loop.execute { [weak self] in self?.tryNextAddress() }
+        }
+    }
+
+    private func finishConnect(_ result: Result<Void, TransportError>) {
+        guard let completion = connectCompletion else { return }
+        connectCompletion = nil
+        deadline?.cancel()
+        deadline = nil
+        if case .failure = result { close() } else if let bev {
+            let fd = bufferevent_getfd(bev)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            _ = bufferevent_set_max_single_read(bev, 64 * 1024)
+        }
+        completion(result)
+    }
+
+    private func installCallbacks() {
+        guard let bev else { return }
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(bev, { _, ctx in
+            guard let ctx else { return }
+            let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
+            if let o = c.owner { o.upstreamReadable(c) } else { c.idleEvent() }
+        }, { _, ctx in
+            guard let ctx else { return }
+            let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
+            c.owner?.upstreamWritable(c)
+        }, { _, events, ctx in
+            guard let ctx else { return }
+            let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
+            c.handleEvent(events)
+        }, ctx)
+        bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+    }
+
+    private func handleEvent(_ events: Int16) {
+        if connectCompletion != nil {
+            if Int32(events) & BEV_EVENT_CONNECTED != 0 {
+                finishConnect(.success(()))
+            } else {
+                // libevent leaves the socket's SO_ERROR in errno for this callback.
+                let err = errno
+                lastConnectError = err != 0 ? String(cString: strerror(err)) : "connection failed"
+                tryNextAddress()
+            }
+            return
+        }
+        if let o = owner { o.upstreamEvent(self, events: events) } else { idleEvent() }
+    }
+
+    /// Bytes or EOF on a pooled connection: the origin closed it (or misbehaved). Drop it.
+    private func idleEvent() {
+        loop.pool.remove(self)
+        close()
+    }
+
+    // MARK: use
+
+    var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
+    var output: OpaquePointer? { bev.flatMap { bufferevent_get_output($0) } }
+
+    func setReadTimeout(_ seconds: Double?) {
+        guard let bev else { return }
+        if let s = seconds {
+            var tv = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
+            bufferevent_set_timeouts(bev, &tv, nil)
+        } else {
+            bufferevent_set_timeouts(bev, nil, nil)
+        }
+    }
+
+    /// Hands the socket to a tunnel; this object no longer owns it.
+    func detachBufferevent() -> OpaquePointer? {
+        let b = bev
+        bev = nil
+        if !isClosed { isClosed = true; loop.engine?.metrics.activeUpstreams.sub() }
+        return b
+    }
+
+    func close() {
+        connectCompletion = nil
+        deadline?.cancel()
+        idleTimer?.cancel()
+        idleTimer = nil
+        owner = nil
+        if let bev { bufferevent_free(bev); self.bev = nil }
+        if !isClosed { isClosed = true; loop.engine?.metrics.activeUpstreams.sub() }
+    }
+}
+
+/// Idle upstream connections of one loop, keyed by `host:port`, each closed
+/// after `upstream.idleTimeout` unused.
+final class UpstreamPool {
+    unowned let loop: EventLoop
+    private var idle: [HTTPAuthority: [UpstreamConnection]] = [:]
+    /// Bound per origin so one busy origin cannot hold every descriptor.
+    var maxIdlePerOrigin = 64
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    func take(_ authority: HTTPAuthority) -> UpstreamConnection? {
+        while var list = idle[authority], let c = list.popLast() {
+            idle[authority] = list.isEmpty ? nil : list
+            loop.engine?.metrics.pooledUpstreams.sub()
+            c.idleTimer?.cancel()
+            c.idleTimer = nil
+            if c.bev != nil && !c.isClosed { return c }
+        }
+        return nil
+    }
+
+    func put(_ c: UpstreamConnection, idleTimeout: Double) {
+        guard c.bev != nil, (idle[c.authority]?.count ?? 0) < maxIdlePerOrigin,
+              evbuffer_get_length(c.input) == 0 else { c.close(); return }
+        c.owner = nil
+        c.setReadTimeout(nil)
+        if let bev = c.bev { bufferevent_enable(bev, Int16(EV_READ)) }
+        let timer = LoopTimer(loop: loop) { [weak self, weak c] in
+            guard let self, let c else { return }
+            self.remove(c)
+            c.close()
+        }
+        timer.schedule(after: idleTimeout)
+        c.idleTimer = timer
+        idle[c.authority, default: []].append(c)
+        loop.engine?.metrics.pooledUpstreams.add()
+    }
+
+    func remove(_ c: UpstreamConnection) {
+        guard var list = idle[c.authority], let i = list.firstIndex(where: { $0 === c }) else { return }
+        list.remove(at: i)
+        idle[c.authority] = list.isEmpty ? nil : list
+        loop.engine?.metrics.pooledUpstreams.sub()
+    }
+
+    func closeAll() {
+        for (_, list) in idle { for c in list { c.close(); loop.engine?.metrics.pooledUpstreams.sub() } }
+        idle.removeAll()
+    }
+}
