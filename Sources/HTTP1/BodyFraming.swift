@@ -129,7 +129,7 @@ enum ContentLength {
 /// the caller forwards the consumed input bytes verbatim and copies payload
 /// slices only for its bounded capture.
 public struct BodyFramer: Sendable {
-    /// Longest chunk-size line (size plus extensions), like nginx's bound.
+    /// Longest chunk-size line (size plus extensions, without CRLF).
     public static let maxChunkLineBytes = 8 * 1024
     /// Largest trailer section after the last chunk.
     public static let maxTrailerBytes = 64 * 1024
@@ -237,7 +237,7 @@ public struct BodyFramer: Sendable {
                     default: throw HTTPParseError(.malformed, "invalid chunk size")
                     }
                 }
-                try countLineByte()
+                if b != ByteClass.cr { try countLineByte() }
             case .sizeBWS:
                 switch b {
                 case ByteClass.sp, ByteClass.htab: break
@@ -250,8 +250,9 @@ public struct BodyFramer: Sendable {
                     chunkState = .sizeLF
                 } else if !ByteClass.isFieldValue(b) {
                     throw HTTPParseError(.malformed, "invalid character in chunk extension")
+                } else {
+                    try countLineByte()
                 }
-                try countLineByte()
             case .sizeLF:
                 guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "chunk size line not ended by CRLF") }
                 if remaining == 0 {
