@@ -16,10 +16,11 @@ public enum HTTPHeadParser {
         guard let span = try findHead(bytes, maxHeadBytes: maxHeadBytes, skipLeadingEmptyLines: true) else {
             return .incomplete
         }
-        let lineEnd = nextLineEnd(bytes, from: span.start)
-        let (method, target, version) = try parseRequestLine(bytes, span.start, lineEnd)
-        let headers = try parseFields(bytes, from: lineEnd + 2, to: span.end)
-        try checkHost(headers, version: version)
+        let firstLineEnd = try lineEnd(bytes, from: span.start, end: span.end)
+        let (method, target, version) = try parseRequestLine(bytes, span.start, firstLineEnd)
+        var hosts = HostFields()
+        let headers = try parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
+        try checkHost(bytes, hosts, version: version)
         return .complete(HTTPRequestHead(method: method, target: target, version: version, headers: headers),
                          length: span.end)
     }
@@ -31,9 +32,10 @@ public enum HTTPHeadParser {
         guard let span = try findHead(bytes, maxHeadBytes: maxHeadBytes, skipLeadingEmptyLines: false) else {
             return .incomplete
         }
-        let lineEnd = nextLineEnd(bytes, from: span.start)
-        let (version, status, reason) = try parseStatusLine(bytes, span.start, lineEnd)
-        let headers = try parseFields(bytes, from: lineEnd + 2, to: span.end)
+        let firstLineEnd = try lineEnd(bytes, from: span.start, end: span.end)
+        let (version, status, reason) = try parseStatusLine(bytes, span.start, firstLineEnd)
+        var hosts = HostFields()
+        let headers = try parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
         return .complete(HTTPResponseHead(status: status, reason: reason, version: version, headers: headers),
                          length: span.end)
     }
@@ -41,49 +43,44 @@ public enum HTTPHeadParser {
     // MARK: - Finding the head
 
     /// Where the head starts (after skipped empty lines) and ends (just past the
-    /// empty line), or nil when more bytes are needed. Line endings are checked
-    /// here once, so the line parsers can rely on every CR being followed by LF.
+    /// empty line), or nil when more bytes are needed. Every LF must follow a CR
+    /// here; a CR not followed by LF is refused by the line parsers, since no
+    /// line may contain one.
     static func findHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int,
                          skipLeadingEmptyLines: Bool) throws(HTTPParseError) -> (start: Int, end: Int)? {
-        let count = bytes.count
-        let scanLimit = min(count, max(maxHeadBytes, 0))
-        var i = 0
+        let scanLimit = min(bytes.count, max(maxHeadBytes, 0))
         var lineStart = 0
         var headStart = 0
-        while i < scanLimit {
-            let b = bytes[i]
-            if b == ByteClass.cr {
-                guard i + 1 < count else { break }
-                guard bytes[i + 1] == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR in head") }
-                if i == lineStart {
-                    if i == headStart {
-                        guard skipLeadingEmptyLines else { throw HTTPParseError(.malformed, "empty start-line") }
-                        headStart = i + 2
-                        lineStart = i + 2
-                        i += 2
-                        continue
-                    }
-                    let end = i + 2
-                    guard end <= maxHeadBytes else { throw HTTPParseError(.headTooLarge, "head larger than \(maxHeadBytes) bytes") }
-                    return (headStart, end)
-                }
-                lineStart = i + 2
-                i += 2
-                continue
+        while let lf = ByteSearch.firstIndex(of: ByteClass.lf, in: bytes, from: lineStart, to: scanLimit) {
+            guard lf > lineStart, bytes[lf - 1] == ByteClass.cr else { throw HTTPParseError(.malformed, "bare LF in head") }
+            // A line made of CRs is never valid; refusing it here keeps "\r\r\n"
+            // from passing for a non-empty line and leaving the head incomplete.
+            if bytes[lineStart] == ByteClass.cr && lf - 1 != lineStart {
+                throw HTTPParseError(.malformed, "bare CR in head")
             }
-            if b == ByteClass.lf { throw HTTPParseError(.malformed, "bare LF in head") }
-            i += 1
+            if lf - 1 == lineStart {
+                if lineStart == headStart {
+                    guard skipLeadingEmptyLines else { throw HTTPParseError(.malformed, "empty start-line") }
+                    headStart = lf + 1
+                } else {
+                    return (headStart, lf + 1)   // lf < scanLimit <= maxHeadBytes
+                }
+            }
+            lineStart = lf + 1
         }
-        if count > maxHeadBytes { throw HTTPParseError(.headTooLarge, "head larger than \(maxHeadBytes) bytes") }
+        if bytes.count > maxHeadBytes { throw HTTPParseError(.headTooLarge, "head larger than \(maxHeadBytes) bytes") }
         return nil
     }
 
-    /// Index of the CR ending the line that starts at `from` (findHead guarantees one).
+    /// Index of the CR ending the line that starts at `from`; findHead guarantees
+    /// a CRLF before `end`. A CR not followed by LF is refused.
     @inline(__always)
-    static func nextLineEnd(_ bytes: UnsafeRawBufferPointer, from: Int) -> Int {
-        var i = from
-        while i < bytes.count && bytes[i] != ByteClass.cr { i += 1 }
-        return i
+    static func lineEnd(_ bytes: UnsafeRawBufferPointer, from: Int, end: Int) throws(HTTPParseError) -> Int {
+        guard let cr = ByteSearch.firstIndex(of: ByteClass.cr, in: bytes, from: from, to: end),
+              cr + 1 < end, bytes[cr + 1] == ByteClass.lf else {
+            throw HTTPParseError(.malformed, "bare CR in head")
+        }
+        return cr
     }
 
     @inline(__always)
@@ -149,64 +146,69 @@ public enum HTTPHeadParser {
 
     // MARK: - Fields
 
-    /// Field lines between `from` and the final CRLF before `to`.
-    static func parseFields(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int) throws(HTTPParseError) -> HTTPHeaders {
+    /// The Host fields seen while parsing, so the check needs no second pass.
+    struct HostFields {
+        var count = 0
+        var firstValue: Range<Int>?
+    }
+
+    /// Field lines from `from` up to the final CRLF, which ends at `to`.
+    static func parseFields(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int,
+                            hosts: inout HostFields) throws(HTTPParseError) -> HTTPHeaders {
         var fields: [HTTPHeaders.Field] = []
+        fields.reserveCapacity(16)
         var lineStart = from
         let sectionEnd = to - 2
+        // Every loop below stops at the CR of the final CRLF at the latest, so
+        // indexes stay below `to` without separate bounds checks.
         while lineStart < sectionEnd {
-            let lineEnd = nextLineEnd(bytes, from: lineStart)
-            let first = bytes[lineStart]
-            if ByteClass.isOWS(first) { throw HTTPParseError(.malformed, "obsolete line folding") }
+            if ByteClass.isOWS(bytes[lineStart]) { throw HTTPParseError(.malformed, "obsolete line folding") }
             var p = lineStart
-            while p < lineEnd && ByteClass.isToken(bytes[p]) { p += 1 }
-            guard p < lineEnd, bytes[p] == UInt8(ascii: ":") else {
-                if p < lineEnd && ByteClass.isOWS(bytes[p]) {
-                    throw HTTPParseError(.malformed, "whitespace between field name and colon")
-                }
+            while ByteClass.isToken(bytes[p]) { p += 1 }
+            guard bytes[p] == UInt8(ascii: ":") else {
+                if ByteClass.isOWS(bytes[p]) { throw HTTPParseError(.malformed, "whitespace between field name and colon") }
                 throw HTTPParseError(.malformed, "invalid field name")
             }
             guard p > lineStart else { throw HTTPParseError(.malformed, "empty field name") }
             var valueStart = p + 1
-            while valueStart < lineEnd && ByteClass.isOWS(bytes[valueStart]) { valueStart += 1 }
-            var valueEnd = lineEnd
+            while ByteClass.isOWS(bytes[valueStart]) { valueStart += 1 }
+            var k = valueStart
+            while true {
+                k = ByteSearch.firstControl(in: bytes, from: k, to: to)
+                let c = bytes[k]
+                if c == ByteClass.htab { k += 1; continue }
+                guard c == ByteClass.cr else { throw HTTPParseError(.malformed, "invalid character in field value") }
+                guard bytes[k + 1] == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR in head") }
+                break
+            }
+            var valueEnd = k
             while valueEnd > valueStart && ByteClass.isOWS(bytes[valueEnd - 1]) { valueEnd -= 1 }
-            var v = valueStart
-            while v < valueEnd {
-                guard ByteClass.isFieldValue(bytes[v]) else { throw HTTPParseError(.malformed, "invalid character in field value") }
-                v += 1
+            if p - lineStart == 4 && isHostName(bytes, lineStart) {
+                if hosts.count == 0 { hosts.firstValue = valueStart..<valueEnd }
+                hosts.count += 1
             }
             fields.append(HTTPHeaders.Field(name: string(bytes, lineStart, p), value: string(bytes, valueStart, valueEnd)))
-            lineStart = lineEnd + 2
+            lineStart = k + 2
         }
         return HTTPHeaders(fields: fields)
     }
 
+    @inline(__always)
+    static func isHostName(_ bytes: UnsafeRawBufferPointer, _ at: Int) -> Bool {
+        bytes[at] | 0x20 == UInt8(ascii: "h") && bytes[at + 1] | 0x20 == UInt8(ascii: "o")
+            && bytes[at + 2] | 0x20 == UInt8(ascii: "s") && bytes[at + 3] | 0x20 == UInt8(ascii: "t")
+    }
+
     /// RFC 9112 §3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0, and
     /// its value must be a uri-host with an optional port.
-    static func checkHost(_ headers: HTTPHeaders, version: HTTPVersion) throws(HTTPParseError) {
-        var host: String?
-        for field in headers where HTTPHeaders.equalNames(field.name, "host") {
-            guard host == nil else { throw HTTPParseError(.malformed, "multiple Host fields") }
-            host = field.value
-        }
-        guard let host else {
+    static func checkHost(_ bytes: UnsafeRawBufferPointer, _ hosts: HostFields, version: HTTPVersion) throws(HTTPParseError) {
+        guard hosts.count <= 1 else { throw HTTPParseError(.malformed, "multiple Host fields") }
+        guard let range = hosts.firstValue else {
             if version == .http1_1 { throw HTTPParseError(.malformed, "missing Host") }
             return
         }
-        for c in host.utf8 where !isHostFieldByte(c) {
+        for i in range where !ByteClass.isHostFieldByte(bytes[i]) {
             throw HTTPParseError(.malformed, "invalid Host")
-        }
-    }
-
-    /// unreserved / pct-encoded / sub-delims, plus ':' and brackets for port and IPv6.
-    static func isHostFieldByte(_ c: UInt8) -> Bool {
-        switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~%!$&'()*+,;=:[]".utf8.contains(c)
         }
     }
 }
