@@ -14,7 +14,25 @@ extension HTTPRequestHead {
     /// bad CL syntax → `.malformed`; a TE whose final coding is not chunked → `.malformed`;
     /// an unknown coding → `.unsupportedTransferCoding`.
     public func bodyFraming() throws(HTTPParseError) -> BodyFraming {
-        fatalError("unimplemented")
+        let hasTE = headers.contains(name: "transfer-encoding")
+        let hasCL = headers.contains(name: "content-length")
+        if hasTE {
+            // Both present is the classic smuggling vector (RFC 9112 §6.3 item 3):
+            // refuse rather than pick one.
+            if hasCL { throw HTTPParseError(.malformed, "both Transfer-Encoding and Content-Length") }
+            if version == .http1_0 { throw HTTPParseError(.malformed, "Transfer-Encoding in an HTTP/1.0 request") }
+            let codings = try TransferCodings.parse(headers)
+            try TransferCodings.checkChunkedPlacement(codings)
+            if let unknown = codings.first(where: { !TransferCodings.known.contains($0) }) {
+                throw HTTPParseError(.unsupportedTransferCoding, "unsupported transfer coding \(unknown)")
+            }
+            guard codings.last == "chunked" else {
+                throw HTTPParseError(.malformed, "request transfer coding does not end in chunked")
+            }
+            return .chunked
+        }
+        if let length = try ContentLength.parse(headers) { return .contentLength(length) }
+        return .none
     }
 }
 
@@ -24,7 +42,85 @@ extension HTTPResponseHead {
     /// close-delimited when TE ends otherwise or neither header is present.
     /// CL with TE, differing CLs, bad CL → `.malformed`.
     public func bodyFraming(requestMethod: String) throws(HTTPParseError) -> BodyFraming {
-        fatalError("unimplemented")
+        if requestMethod == "HEAD" || (100...199).contains(status) || status == 204 || status == 304 {
+            return .none
+        }
+        if requestMethod == "CONNECT" && (200...299).contains(status) { return .none }
+        let hasTE = headers.contains(name: "transfer-encoding")
+        let hasCL = headers.contains(name: "content-length")
+        if hasTE {
+            if hasCL { throw HTTPParseError(.malformed, "both Transfer-Encoding and Content-Length") }
+            // RFC 9112 §6.1: TE in an HTTP/1.0 message means faulty framing.
+            if version == .http1_0 { throw HTTPParseError(.malformed, "Transfer-Encoding in an HTTP/1.0 response") }
+            let codings = try TransferCodings.parse(headers)
+            let chunkedCount = codings.lazy.filter { $0 == "chunked" }.count
+            if chunkedCount > 1 { throw HTTPParseError(.malformed, "chunked applied more than once") }
+            return codings.last == "chunked" ? .chunked : .closeDelimited
+        }
+        if let length = try ContentLength.parse(headers) { return .contentLength(length) }
+        return .closeDelimited
+    }
+}
+
+enum TransferCodings {
+    static let known: Set<String> = ["chunked", "gzip", "x-gzip", "deflate", "compress", "x-compress"]
+
+    /// The coding names of every Transfer-Encoding field, lowercased, in order.
+    static func parse(_ headers: HTTPHeaders) throws(HTTPParseError) -> [String] {
+        var codings: [String] = []
+        for value in headers["transfer-encoding"] {
+            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let trimmed = element.trimmingOWS()
+                if trimmed.isEmpty { continue }   // empty list elements are allowed (RFC 9110 §5.6.1)
+                let parts = trimmed.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = parts[0].trimmingOWS().lowercased()
+                guard !name.isEmpty, name.utf8.allSatisfy(ByteClass.isToken) else {
+                    throw HTTPParseError(.malformed, "invalid transfer coding")
+                }
+                if name == "chunked" && parts.count > 1 {
+                    throw HTTPParseError(.malformed, "chunked takes no parameters")
+                }
+                codings.append(name)
+            }
+        }
+        guard !codings.isEmpty else { throw HTTPParseError(.malformed, "empty Transfer-Encoding") }
+        return codings
+    }
+
+    /// chunked at most once and only as the final coding (RFC 9112 §6.1).
+    static func checkChunkedPlacement(_ codings: [String]) throws(HTTPParseError) {
+        for (i, coding) in codings.enumerated() where coding == "chunked" && i != codings.count - 1 {
+            throw HTTPParseError(.malformed, "chunked is not the final transfer coding")
+        }
+    }
+}
+
+enum ContentLength {
+    /// The single length every Content-Length field and list element agrees on,
+    /// nil without the field.
+    static func parse(_ headers: HTTPHeaders) throws(HTTPParseError) -> UInt64? {
+        var result: UInt64?
+        for value in headers["content-length"] {
+            for element in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                var digits = element[...]
+                while let f = digits.first, ByteClass.isOWS(f) { digits = digits.dropFirst() }
+                while let l = digits.last, ByteClass.isOWS(l) { digits = digits.dropLast() }
+                guard !digits.isEmpty else { throw HTTPParseError(.malformed, "empty Content-Length") }
+                var n: UInt64 = 0
+                for c in digits {
+                    guard ByteClass.isDigit(c) else { throw HTTPParseError(.malformed, "invalid Content-Length") }
+                    let (times10, o1) = n.multipliedReportingOverflow(by: 10)
+                    let (sum, o2) = times10.addingReportingOverflow(UInt64(c - 48))
+                    guard !o1, !o2 else { throw HTTPParseError(.malformed, "Content-Length overflows") }
+                    n = sum
+                }
+                if let previous = result, previous != n {
+                    throw HTTPParseError(.malformed, "differing Content-Length values")
+                }
+                result = n
+            }
+        }
+        return result
     }
 }
 
@@ -33,13 +129,51 @@ extension HTTPResponseHead {
 /// the caller forwards the consumed input bytes verbatim and copies payload
 /// slices only for its bounded capture.
 public struct BodyFramer: Sendable {
-    public init(_ framing: BodyFraming) { fatalError("unimplemented") }
+    /// Longest chunk-size line (size plus extensions, without CRLF).
+    public static let maxChunkLineBytes = 8 * 1024
+    /// Largest trailer section after the last chunk.
+    public static let maxTrailerBytes = 64 * 1024
+
+    enum Mode: Sendable { case none, length, chunked, close }
+
+    enum ChunkState: Sendable {
+        case sizeStart, size, sizeBWS, extensions, sizeLF
+        case data, dataCR, dataLF
+        case trailerStart, trailerName, trailerValue, trailerLF, finalLF
+    }
+
+    let mode: Mode
+    var chunkState: ChunkState = .sizeStart
+    /// Bytes left in the body (content-length) or in the current chunk; while a
+    /// chunk-size line is read, the size accumulated so far.
+    var remaining: UInt64 = 0
+    var sizeDigits = 0
+    var lineBytes = 0
+    var trailerBytes = 0
+    var complete = false
+    var payloadCount: UInt64 = 0
+
+    public init(_ framing: BodyFraming) {
+        switch framing {
+        case .none:
+            mode = .none
+            complete = true
+        case .contentLength(let n):
+            mode = .length
+            remaining = n
+            complete = n == 0
+        case .chunked:
+            mode = .chunked
+        case .closeDelimited:
+            mode = .close
+        }
+    }
 
     /// True once the whole body (including a chunked body's trailers) was consumed.
-    public var isComplete: Bool { fatalError("unimplemented") }
+    public var isComplete: Bool { complete }
 
     /// Payload bytes seen so far (the decoded body size).
-    public var payloadBytes: UInt64 { fatalError("unimplemented") }
+    public var payloadBytes: UInt64 { payloadCount }
 
     /// Consumes the longest prefix of `input` that belongs to this body, calling
     /// `payload` for each run of payload bytes inside it. Returns how many bytes of
@@ -49,10 +183,143 @@ public struct BodyFramer: Sendable {
     /// chunk line or trailers).
     public mutating func consume(_ input: UnsafeRawBufferPointer,
                                  payload: (UnsafeRawBufferPointer) -> Void) throws(HTTPParseError) -> Int {
-        fatalError("unimplemented")
+        if complete || input.isEmpty { return 0 }
+        switch mode {
+        case .none:
+            return 0
+        case .close:
+            payload(input)
+            payloadCount &+= UInt64(input.count)
+            return input.count
+        case .length:
+            let take = Int(min(UInt64(input.count), remaining))
+            payload(UnsafeRawBufferPointer(rebasing: input[0..<take]))
+            remaining -= UInt64(take)
+            payloadCount += UInt64(take)
+            complete = remaining == 0
+            return take
+        case .chunked:
+            return try consumeChunked(input, payload: payload)
+        }
+    }
+
+    private mutating func consumeChunked(_ input: UnsafeRawBufferPointer,
+                                         payload: (UnsafeRawBufferPointer) -> Void) throws(HTTPParseError) -> Int {
+        let n = input.count
+        var i = 0
+        while i < n && !complete {
+            if chunkState == .data {
+                let take = Int(min(UInt64(n - i), remaining))
+                payload(UnsafeRawBufferPointer(rebasing: input[i..<(i + take)]))
+                i += take
+                remaining -= UInt64(take)
+                payloadCount += UInt64(take)
+                if remaining == 0 { chunkState = .dataCR }
+                continue
+            }
+            let b = input[i]
+            i += 1
+            switch chunkState {
+            case .data:
+                break   // handled above
+            case .sizeStart, .size:
+                if let digit = ByteClass.hexValue(b) {
+                    sizeDigits += 1
+                    guard sizeDigits <= 16 else { throw HTTPParseError(.malformed, "chunk size too large") }
+                    remaining = remaining << 4 | digit
+                    chunkState = .size
+                } else {
+                    guard chunkState == .size else { throw HTTPParseError(.malformed, "missing chunk size") }
+                    switch b {
+                    case ByteClass.cr: chunkState = .sizeLF
+                    case UInt8(ascii: ";"): chunkState = .extensions
+                    case ByteClass.sp, ByteClass.htab: chunkState = .sizeBWS
+                    default: throw HTTPParseError(.malformed, "invalid chunk size")
+                    }
+                }
+                if b != ByteClass.cr { try countLineByte() }
+            case .sizeBWS:
+                switch b {
+                case ByteClass.sp, ByteClass.htab: break
+                case UInt8(ascii: ";"): chunkState = .extensions
+                default: throw HTTPParseError(.malformed, "invalid chunk size line")
+                }
+                try countLineByte()
+            case .extensions:
+                if b == ByteClass.cr {
+                    chunkState = .sizeLF
+                } else if !ByteClass.isFieldValue(b) {
+                    throw HTTPParseError(.malformed, "invalid character in chunk extension")
+                } else {
+                    try countLineByte()
+                }
+            case .sizeLF:
+                guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "chunk size line not ended by CRLF") }
+                if remaining == 0 {
+                    chunkState = .trailerStart
+                    trailerBytes = 0
+                } else {
+                    chunkState = .data
+                }
+            case .dataCR:
+                guard b == ByteClass.cr else { throw HTTPParseError(.malformed, "chunk data not followed by CRLF") }
+                chunkState = .dataLF
+            case .dataLF:
+                guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "chunk data not followed by CRLF") }
+                chunkState = .sizeStart
+                sizeDigits = 0
+                lineBytes = 0
+            case .trailerStart:
+                if b == ByteClass.cr {
+                    chunkState = .finalLF
+                } else if ByteClass.isToken(b) {
+                    chunkState = .trailerName
+                } else {
+                    throw HTTPParseError(.malformed, "invalid trailer field")
+                }
+                try countTrailerByte()
+            case .trailerName:
+                if b == UInt8(ascii: ":") {
+                    chunkState = .trailerValue
+                } else if !ByteClass.isToken(b) {
+                    throw HTTPParseError(.malformed, "invalid trailer field name")
+                }
+                try countTrailerByte()
+            case .trailerValue:
+                if b == ByteClass.cr {
+                    chunkState = .trailerLF
+                } else if !ByteClass.isFieldValue(b) {
+                    throw HTTPParseError(.malformed, "invalid character in trailer field")
+                }
+                try countTrailerByte()
+            case .trailerLF:
+                guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR in trailer section") }
+                chunkState = .trailerStart
+                try countTrailerByte()
+            case .finalLF:
+                guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR after last chunk") }
+                complete = true
+            }
+        }
+        return i
+    }
+
+    @inline(__always)
+    private mutating func countLineByte() throws(HTTPParseError) {
+        lineBytes += 1
+        if lineBytes > Self.maxChunkLineBytes { throw HTTPParseError(.malformed, "chunk size line too long") }
+    }
+
+    @inline(__always)
+    private mutating func countTrailerByte() throws(HTTPParseError) {
+        trailerBytes += 1
+        if trailerBytes > Self.maxTrailerBytes { throw HTTPParseError(.malformed, "trailer section too large") }
     }
 
     /// Called at end of stream. Returns true when EOF validly ends the body
     /// (close-delimited, or already complete); false means the body was truncated.
-    public mutating func finishAtEOF() -> Bool { fatalError("unimplemented") }
+    public mutating func finishAtEOF() -> Bool {
+        if mode == .close { complete = true }
+        return complete
+    }
 }

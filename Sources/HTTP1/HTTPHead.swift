@@ -25,12 +25,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     public init() { fields = [] }
     public init(_ pairs: [(String, String)]) { fields = pairs.map { Field(name: $0.0, value: $0.1) } }
     public init(arrayLiteral elements: (String, String)...) { self.init(elements) }
+    public init(fields: [Field]) { self.fields = fields }
 
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+    public mutating func insert(name: String, value: String, at index: Int) {
+        fields.insert(Field(name: name, value: value), at: index)
+    }
 
     /// Replaces every field named `name` with one field (appended if absent).
     public mutating func replaceOrAdd(name: String, value: String) {
@@ -66,7 +70,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     @inlinable
     public static func equalNames(_ a: String, _ b: String) -> Bool {
         if a.utf8.count != b.utf8.count { return false }
-        return zip(a.utf8, b.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
+        for (x, y) in zip(a.utf8, b.utf8) where asciiLower(x) != asciiLower(y) { return false }
+        return true
     }
 }
 

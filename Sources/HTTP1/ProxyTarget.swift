@@ -8,7 +8,22 @@ public struct HTTPAuthority: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     public init(scheme: String, host: String, port: Int) { self.scheme = scheme; self.host = host; self.port = port }
     /// `host:port`, bracketing IPv6 literals.
-    public var description: String { fatalError("unimplemented") }
+    public var description: String { "\(bracketedHost):\(port)" }
+
+    /// The host as it appears in a URI or Host field: IPv6 literals in brackets.
+    public var bracketedHost: String { host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host }
+
+    /// The default port of `scheme` (80 for http, 443 for https), nil for others.
+    public var defaultPort: Int? {
+        switch scheme {
+        case "http": return 80
+        case "https": return 443
+        default: return nil
+        }
+    }
+
+    /// The Host field value: the port is left out when it is the scheme's default.
+    public var hostFieldValue: String { port == defaultPort ? bracketedHost : description }
 }
 
 public enum ProxyRequestForm: Sendable, Equatable {
@@ -28,27 +43,85 @@ extension HTTPRequestHead {
     /// invalid host or port (0, > 65535, non-digits), userinfo, or CONNECT without
     /// authority-form.
     public func proxyForm() throws(HTTPParseError) -> ProxyRequestForm {
-        fatalError("unimplemented")
+        let t = Array(target.utf8)
+        if method == "CONNECT" {
+            let (host, port) = try RequestTarget.parseHostPort(t[...], scheme: "")
+            return .authority(HTTPAuthority(scheme: "", host: host, port: port))
+        }
+        guard let first = t.first else { throw HTTPParseError(.malformed, "empty request-target") }
+        if first == UInt8(ascii: "/") { return .origin(path: target) }
+        if t == [UInt8(ascii: "*")] {
+            guard method == "OPTIONS" else { throw HTTPParseError(.malformed, "asterisk-form is only for OPTIONS") }
+            return .asterisk
+        }
+        return try RequestTarget.parseAbsolute(t)
     }
 
     /// The head to send upstream for an absolute-form request: origin-form target,
     /// `Host` replaced by the authority from the target (the target wins over a
     /// conflicting Host), hop-by-hop fields removed (see `removingHopByHop`).
+    /// The version is ours (RFC 9110 §6.2: an intermediary sends its own version).
     public func forwardedRequestHead(authority: HTTPAuthority, originTarget: String, keepUpgrade: Bool) -> HTTPRequestHead {
-        fatalError("unimplemented")
+        var forwardedHeaders = headers.removingHopByHop(keepUpgrade: keepUpgrade)
+        let host = authority.hostFieldValue
+        if forwardedHeaders.contains(name: "host") {
+            forwardedHeaders.replaceOrAdd(name: "Host", value: host)
+        } else {
+            forwardedHeaders.insert(name: "Host", value: host, at: 0)
+        }
+        return HTTPRequestHead(method: method, target: originTarget, version: .http1_1, headers: forwardedHeaders)
     }
 
     /// Whether the client asked to close after this exchange (HTTP/1.0 without
     /// keep-alive, or `Connection: close`).
-    public var wantsClose: Bool { fatalError("unimplemented") }
+    public var wantsClose: Bool { ConnectionOptions.wantsClose(version: version, headers: headers) }
 
-    /// The head's wire form: request-line, fields, CRLF.
-    public func serialized() -> [UInt8] { fatalError("unimplemented") }
+    /// The head's wire form: request-line, fields, CRLF. The version written is
+    /// the head's own (`forwardedRequestHead` sets HTTP/1.1).
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(WireForm.estimatedSize(headers) + method.utf8.count + target.utf8.count + 12)
+        out.append(contentsOf: method.utf8)
+        out.append(ByteClass.sp)
+        out.append(contentsOf: target.utf8)
+        out.append(ByteClass.sp)
+        WireForm.appendVersion(version, to: &out)
+        out.append(ByteClass.cr); out.append(ByteClass.lf)
+        WireForm.appendFields(headers, to: &out)
+        return out
+    }
 }
 
 extension HTTPResponseHead {
-    public var wantsClose: Bool { fatalError("unimplemented") }
-    public func serialized() -> [UInt8] { fatalError("unimplemented") }
+    public var wantsClose: Bool { ConnectionOptions.wantsClose(version: version, headers: headers) }
+
+    /// The status-line, fields and CRLF, with the head's own version.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(WireForm.estimatedSize(headers) + reason.utf8.count + 16)
+        WireForm.appendVersion(version, to: &out)
+        out.append(ByteClass.sp)
+        let code = min(max(status, 0), 999)
+        out.append(UInt8(48 + code / 100))
+        out.append(UInt8(48 + code / 10 % 10))
+        out.append(UInt8(48 + code % 10))
+        out.append(ByteClass.sp)
+        out.append(contentsOf: reason.utf8)
+        out.append(ByteClass.cr); out.append(ByteClass.lf)
+        WireForm.appendFields(headers, to: &out)
+        return out
+    }
+
+    /// The head to send the client for an upstream response: hop-by-hop fields
+    /// removed and our own version (RFC 9110 §6.2); `Connection: close` added
+    /// when `closing`, so the client knows not to reuse the connection.
+    public func forwardedResponseHead(keepUpgrade: Bool, closing: Bool) -> HTTPResponseHead {
+        var forwardedHeaders = headers.removingHopByHop(keepUpgrade: keepUpgrade)
+        if closing && !forwardedHeaders.contains(name: "connection") {
+            forwardedHeaders.add(name: "Connection", value: "close")
+        }
+        return HTTPResponseHead(status: status, reason: reason, version: .http1_1, headers: forwardedHeaders)
+    }
 }
 
 extension HTTPHeaders {
@@ -56,7 +129,155 @@ extension HTTPHeaders {
     /// Keep-Alive, TE, Trailer, Transfer-Encoding is KEPT (framing is forwarded verbatim),
     /// Proxy-Authorization, Proxy-Authenticate, and Upgrade unless `keepUpgrade`
     /// (then `Connection: upgrade` is kept too).
+    /// Fields that carry framing or routing (Transfer-Encoding, Content-Length, Host)
+    /// are kept even when Connection names them: dropping them would change how the
+    /// next hop delimits the body we forward verbatim.
     public func removingHopByHop(keepUpgrade: Bool) -> HTTPHeaders {
-        fatalError("unimplemented")
+        let named = Set(tokens(name: "connection").map { $0.lowercased() })
+        let keepsUpgrade = keepUpgrade && contains(name: "upgrade")
+        var result: [Field] = []
+        result.reserveCapacity(fields.count)
+        var placedConnection = false
+        for field in fields {
+            let lower = field.name.lowercased()
+            switch lower {
+            case "transfer-encoding", "content-length", "host":
+                result.append(field)
+            case "connection":
+                if keepsUpgrade && !placedConnection {
+                    result.append(Field(name: field.name, value: "upgrade"))
+                    placedConnection = true
+                }
+            case "upgrade":
+                if keepsUpgrade { result.append(field) }
+            case "proxy-connection", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-authenticate":
+                continue
+            default:
+                if !named.contains(lower) { result.append(field) }
+            }
+        }
+        if keepsUpgrade && !placedConnection { result.append(Field(name: "Connection", value: "upgrade")) }
+        return HTTPHeaders(fields: result)
+    }
+}
+
+enum ConnectionOptions {
+    static func wantsClose(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
+        var close = false, keepAlive = false
+        for token in headers.tokens(name: "connection") {
+            if HTTPHeaders.equalNames(token, "close") { close = true }
+            if HTTPHeaders.equalNames(token, "keep-alive") { keepAlive = true }
+        }
+        if close { return true }
+        return version == .http1_0 && !keepAlive
+    }
+}
+
+enum WireForm {
+    static func estimatedSize(_ headers: HTTPHeaders) -> Int {
+        headers.reduce(2) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+    }
+
+    static func appendVersion(_ version: HTTPVersion, to out: inout [UInt8]) {
+        out.append(contentsOf: "HTTP/".utf8)
+        out.append(contentsOf: String(version.major).utf8)
+        out.append(UInt8(ascii: "."))
+        out.append(contentsOf: String(version.minor).utf8)
+    }
+
+    static func appendFields(_ headers: HTTPHeaders, to out: inout [UInt8]) {
+        for field in headers {
+            out.append(contentsOf: field.name.utf8)
+            out.append(UInt8(ascii: ":"))
+            out.append(ByteClass.sp)
+            out.append(contentsOf: field.value.utf8)
+            out.append(ByteClass.cr); out.append(ByteClass.lf)
+        }
+        out.append(ByteClass.cr); out.append(ByteClass.lf)
+    }
+}
+
+/// Request-target syntax (RFC 9112 §3.2, RFC 3986 §3.2).
+enum RequestTarget {
+    static func parseAbsolute(_ t: [UInt8]) throws(HTTPParseError) -> ProxyRequestForm {
+        // scheme ":" "//"
+        guard let colon = t.firstIndex(of: UInt8(ascii: ":")) else {
+            throw HTTPParseError(.malformed, "request-target fits no form")
+        }
+        let scheme = String(decoding: t[..<colon], as: UTF8.self).lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            throw HTTPParseError(.malformed, "unsupported scheme in request-target")
+        }
+        guard t.count >= colon + 3, t[colon + 1] == UInt8(ascii: "/"), t[colon + 2] == UInt8(ascii: "/") else {
+            throw HTTPParseError(.malformed, "absolute-form without authority")
+        }
+        let authorityStart = colon + 3
+        var authorityEnd = authorityStart
+        while authorityEnd < t.count, !"/?#".utf8.contains(t[authorityEnd]) { authorityEnd += 1 }
+        let (host, port) = try parseHostPort(t[authorityStart..<authorityEnd], scheme: scheme)
+
+        // A fragment is never sent on the wire by a correct client; drop it rather than forward it.
+        var end = authorityEnd
+        while end < t.count && t[end] != UInt8(ascii: "#") { end += 1 }
+        var origin = String(decoding: t[authorityEnd..<end], as: UTF8.self)
+        if origin.isEmpty || origin.utf8.first == UInt8(ascii: "?") { origin = "/" + origin }
+        return .absolute(HTTPAuthority(scheme: scheme, host: host, port: port), originTarget: origin)
+    }
+
+    /// `host[:port]` (absolute-form, port defaults by scheme) or `host:port`
+    /// (authority-form, scheme "", port required). Host is lowercased.
+    static func parseHostPort(_ a: ArraySlice<UInt8>, scheme: String) throws(HTTPParseError) -> (String, Int) {
+        if a.contains(UInt8(ascii: "@")) { throw HTTPParseError(.malformed, "userinfo in request-target") }
+        var hostBytes: ArraySlice<UInt8>
+        var rest: ArraySlice<UInt8>
+        if a.first == UInt8(ascii: "[") {
+            guard let close = a.firstIndex(of: UInt8(ascii: "]")) else {
+                throw HTTPParseError(.malformed, "unterminated IPv6 literal")
+            }
+            hostBytes = a[(a.startIndex + 1)..<close]
+            guard hostBytes.contains(UInt8(ascii: ":")),
+                  hostBytes.allSatisfy({ ByteClass.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
+                throw HTTPParseError(.malformed, "invalid IPv6 literal")
+            }
+            rest = a[(close + 1)...]
+        } else {
+            let colon = a.firstIndex(of: UInt8(ascii: ":")) ?? a.endIndex
+            hostBytes = a[..<colon]
+            rest = a[colon...]
+            guard hostBytes.allSatisfy(isRegNameByte) else { throw HTTPParseError(.malformed, "invalid host") }
+        }
+        guard !hostBytes.isEmpty else { throw HTTPParseError(.malformed, "missing host") }
+        let host = String(decoding: hostBytes, as: UTF8.self).lowercased()
+
+        let port: Int
+        if rest.isEmpty || rest == [UInt8(ascii: ":")] {
+            // RFC 3986 §3.2.3: an empty port means the scheme's default.
+            switch scheme {
+            case "http": port = 80
+            case "https": port = 443
+            default: throw HTTPParseError(.malformed, "CONNECT target without port")
+            }
+        } else {
+            guard rest.first == UInt8(ascii: ":") else { throw HTTPParseError(.malformed, "invalid authority") }
+            let digits = rest.dropFirst()
+            guard digits.count <= 5, digits.allSatisfy(ByteClass.isDigit) else {
+                throw HTTPParseError(.malformed, "invalid port")
+            }
+            let value = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+            guard (1...65535).contains(value) else { throw HTTPParseError(.malformed, "invalid port") }
+            port = value
+        }
+        return (host, port)
+    }
+
+    /// unreserved / pct-encoded / sub-delims (RFC 3986 reg-name and IPv4).
+    static func isRegNameByte(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~%!$&'()*+,;=".utf8.contains(c)
+        }
     }
 }

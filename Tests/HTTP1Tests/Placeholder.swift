@@ -1,5 +1,0 @@
-import XCTest
-
-final class HTTP1TestsPlaceholder: XCTestCase {
-    func testBuilds() {}
-}

@@ -1,0 +1,248 @@
+import XCTest
+@testable import HTTP1
+
+final class ProxyTargetTests: XCTestCase {
+    private func form(_ method: String, _ target: String,
+                      file: StaticString = #filePath, line: UInt = #line) -> ProxyRequestForm? {
+        do { return try HTTPRequestHead(method: method, target: target, headers: [("Host", "h")]).proxyForm() }
+        catch { XCTFail("refused: \(error.reason)", file: file, line: line); return nil }
+    }
+
+    private func assertFormRefused(_ method: String, _ target: String,
+                                   file: StaticString = #filePath, line: UInt = #line) {
+        do {
+            let result = try HTTPRequestHead(method: method, target: target, headers: [("Host", "h")]).proxyForm()
+            XCTFail("accepted as \(result)", file: file, line: line)
+        } catch {
+            XCTAssertEqual(error.kind, .malformed, file: file, line: line)
+            XCTAssertEqual(error.status, 400, file: file, line: line)
+        }
+    }
+
+    // MARK: - Absolute-form
+
+    func testAbsoluteFormDefaults() {
+        XCTAssertEqual(form("GET", "http://example.com/a/b?x=1&y"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/a/b?x=1&y"))
+        XCTAssertEqual(form("GET", "https://example.com/"),
+                       .absolute(HTTPAuthority(scheme: "https", host: "example.com", port: 443), originTarget: "/"))
+    }
+
+    func testSchemeAndHostCaseFolded() {
+        XCTAssertEqual(form("GET", "HTTP://Example.COM:8080/Path"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 8080), originTarget: "/Path"))
+        XCTAssertEqual(form("GET", "hTTpS://A.b"),
+                       .absolute(HTTPAuthority(scheme: "https", host: "a.b", port: 443), originTarget: "/"))
+    }
+
+    func testEmptyPathBecomesSlashAndQueryIsKept() {
+        XCTAssertEqual(form("GET", "http://example.com"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/"))
+        XCTAssertEqual(form("GET", "http://example.com?q=1"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/?q=1"))
+    }
+
+    func testFragmentStripped() {
+        XCTAssertEqual(form("GET", "http://example.com/p?q#frag"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/p?q"))
+        XCTAssertEqual(form("GET", "http://example.com#frag"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/"))
+    }
+
+    func testIPLiterals() {
+        XCTAssertEqual(form("GET", "http://[::1]:8080/x"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "::1", port: 8080), originTarget: "/x"))
+        XCTAssertEqual(form("GET", "http://[2001:DB8::1]/"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "2001:db8::1", port: 80), originTarget: "/"))
+        XCTAssertEqual(form("GET", "http://127.0.0.1:3000/"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "127.0.0.1", port: 3000), originTarget: "/"))
+    }
+
+    func testEmptyPortMeansDefault() {
+        XCTAssertEqual(form("GET", "http://example.com:/"),
+                       .absolute(HTTPAuthority(scheme: "http", host: "example.com", port: 80), originTarget: "/"))
+    }
+
+    func testAbsoluteFormRefusals() {
+        assertFormRefused("GET", "ftp://example.com/")
+        assertFormRefused("GET", "ws://example.com/")
+        assertFormRefused("GET", "http:example.com/")
+        assertFormRefused("GET", "http:/example.com/")
+        assertFormRefused("GET", "http:///path")
+        assertFormRefused("GET", "http://:80/")
+        assertFormRefused("GET", "http://user@example.com/")
+        assertFormRefused("GET", "http://user:pass@example.com/")
+        assertFormRefused("GET", "http://example.com:0/")
+        assertFormRefused("GET", "http://example.com:65536/")
+        assertFormRefused("GET", "http://example.com:99999999/")
+        assertFormRefused("GET", "http://example.com:8a/")
+        assertFormRefused("GET", "http://example.com:-1/")
+        assertFormRefused("GET", "http://[::1/")
+        assertFormRefused("GET", "http://[zz::1]/")
+        assertFormRefused("GET", "http://[::1]x/")
+        assertFormRefused("GET", "http://exa\"mple.com/")
+        assertFormRefused("GET", "example.com")
+        assertFormRefused("GET", "example.com:80")
+        assertFormRefused("GET", "")
+    }
+
+    // MARK: - Authority-form, origin-form, asterisk
+
+    func testConnectAuthorityForm() {
+        XCTAssertEqual(form("CONNECT", "Example.com:443"),
+                       .authority(HTTPAuthority(scheme: "", host: "example.com", port: 443)))
+        XCTAssertEqual(form("CONNECT", "[::1]:8443"), .authority(HTTPAuthority(scheme: "", host: "::1", port: 8443)))
+        XCTAssertEqual(form("CONNECT", "10.0.0.1:22"), .authority(HTTPAuthority(scheme: "", host: "10.0.0.1", port: 22)))
+    }
+
+    func testConnectRefusals() {
+        assertFormRefused("CONNECT", "example.com")
+        assertFormRefused("CONNECT", "example.com:")
+        assertFormRefused("CONNECT", "example.com:0")
+        assertFormRefused("CONNECT", "example.com:70000")
+        assertFormRefused("CONNECT", ":443")
+        assertFormRefused("CONNECT", "/path")
+        assertFormRefused("CONNECT", "http://example.com:443/")
+        assertFormRefused("CONNECT", "user@example.com:443")
+        assertFormRefused("CONNECT", "*")
+    }
+
+    func testAuthorityFormOnlyForConnect() {
+        assertFormRefused("GET", "example.com:443")
+    }
+
+    func testOriginForm() {
+        XCTAssertEqual(form("GET", "/metrics"), .origin(path: "/metrics"))
+        XCTAssertEqual(form("GET", "/healthz?x"), .origin(path: "/healthz?x"))
+    }
+
+    func testAsteriskOnlyForOptions() {
+        XCTAssertEqual(form("OPTIONS", "*"), .asterisk)
+        assertFormRefused("GET", "*")
+    }
+
+    // MARK: - HTTPAuthority
+
+    func testAuthorityDescription() {
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "example.com", port: 80).description, "example.com:80")
+        XCTAssertEqual(HTTPAuthority(scheme: "", host: "::1", port: 8080).description, "[::1]:8080")
+        XCTAssertEqual(HTTPAuthority(scheme: "https", host: "10.1.2.3", port: 443).description, "10.1.2.3:443")
+    }
+
+    func testHostFieldValueOmitsDefaultPort() {
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "example.com", port: 80).hostFieldValue, "example.com")
+        XCTAssertEqual(HTTPAuthority(scheme: "https", host: "example.com", port: 443).hostFieldValue, "example.com")
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "example.com", port: 443).hostFieldValue, "example.com:443")
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "::1", port: 80).hostFieldValue, "[::1]")
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "::1", port: 8080).hostFieldValue, "[::1]:8080")
+    }
+
+    // MARK: - Forwarding
+
+    func testForwardedHeadUsesOriginFormAndTargetAuthority() throws {
+        let text = "GET http://Example.com/a?b HTTP/1.1\r\nHost: other.example\r\nAccept: */*\r\n\r\n"
+        guard let (head, _) = request(text) else { return }
+        guard case .absolute(let authority, let origin) = try head.proxyForm() else { return XCTFail("not absolute") }
+        let forwarded = head.forwardedRequestHead(authority: authority, originTarget: origin, keepUpgrade: false)
+        XCTAssertEqual(forwarded.method, "GET")
+        XCTAssertEqual(forwarded.target, "/a?b")
+        XCTAssertEqual(forwarded.version, .http1_1)
+        // The target wins over the conflicting Host, in Host's original position.
+        XCTAssertEqual(forwarded.headers.fields, [.init(name: "Host", value: "example.com"), .init(name: "Accept", value: "*/*")])
+    }
+
+    func testForwardedHeadAddsHostWithPortFirstWhenAbsent() throws {
+        guard let (head, _) = request("GET http://example.com:8080/ HTTP/1.0\r\nAccept: */*\r\n\r\n") else { return }
+        guard case .absolute(let authority, let origin) = try head.proxyForm() else { return XCTFail("not absolute") }
+        let forwarded = head.forwardedRequestHead(authority: authority, originTarget: origin, keepUpgrade: false)
+        XCTAssertEqual(forwarded.headers.fields.first, .init(name: "Host", value: "example.com:8080"))
+        XCTAssertEqual(forwarded.headers.count, 2)
+        XCTAssertEqual(forwarded.version, .http1_1)
+    }
+
+    func testForwardedHeadWireBytes() throws {
+        let text = "POST http://example.com/submit HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\n"
+            + "Content-Length: 3\r\nProxy-Authorization: Basic eA==\r\n\r\n"
+        guard let (head, _) = request(text) else { return }
+        guard case .absolute(let authority, let origin) = try head.proxyForm() else { return XCTFail("not absolute") }
+        let bytes = head.forwardedRequestHead(authority: authority, originTarget: origin, keepUpgrade: false).serialized()
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self),
+                       "POST /submit HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\n")
+    }
+
+    // MARK: - Hop-by-hop
+
+    func testHopByHopFieldsRemoved() {
+        let headers: HTTPHeaders = [
+            ("Host", "h"), ("Connection", "keep-alive"), ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "keep-alive"), ("TE", "trailers"), ("Trailer", "Expires"),
+            ("Transfer-Encoding", "chunked"), ("Proxy-Authorization", "Basic x"),
+            ("Proxy-Authenticate", "Basic"), ("Upgrade", "websocket"), ("Accept", "*/*"),
+        ]
+        let kept = headers.removingHopByHop(keepUpgrade: false)
+        XCTAssertEqual(kept.fields.map(\.name), ["Host", "Transfer-Encoding", "Accept"])
+    }
+
+    func testFieldsNamedByConnectionRemoved() {
+        let headers: HTTPHeaders = [
+            ("Host", "h"), ("Connection", "X-Secret, close"), ("connection", "x-other"),
+            ("x-secret", "1"), ("X-Other", "2"), ("X-Kept", "3"),
+        ]
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: false).fields,
+                       [.init(name: "Host", value: "h"), .init(name: "X-Kept", value: "3")])
+    }
+
+    func testConnectionCannotStripFramingOrHost() {
+        let headers: HTTPHeaders = [
+            ("Host", "h"), ("Connection", "Content-Length, Transfer-Encoding, Host"),
+            ("Content-Length", "3"), ("Transfer-Encoding", "chunked"),
+        ]
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: false).fields.map(\.name),
+                       ["Host", "Content-Length", "Transfer-Encoding"])
+    }
+
+    func testUpgradeKeptWhenAsked() {
+        let headers: HTTPHeaders = [
+            ("Host", "h"), ("Connection", "Upgrade, X-Hop"), ("Upgrade", "websocket"),
+            ("X-Hop", "1"), ("Sec-WebSocket-Key", "k"),
+        ]
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: true).fields,
+                       [.init(name: "Host", value: "h"), .init(name: "Connection", value: "upgrade"),
+                        .init(name: "Upgrade", value: "websocket"), .init(name: "Sec-WebSocket-Key", value: "k")])
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: false).fields.map(\.name), ["Host", "Sec-WebSocket-Key"])
+    }
+
+    func testKeepUpgradeWithoutUpgradeFieldAddsNothing() {
+        let headers: HTTPHeaders = [("Host", "h"), ("Connection", "close")]
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: true).fields.map(\.name), ["Host"])
+    }
+
+    func testForwardedResponseHead() {
+        let head = HTTPResponseHead(status: 200, reason: "OK", version: .http1_0,
+                                    headers: [("Connection", "keep-alive"), ("Keep-Alive", "timeout=5"), ("Content-Length", "2")])
+        let forwarded = head.forwardedResponseHead(keepUpgrade: false, closing: true)
+        XCTAssertEqual(forwarded.version, .http1_1)
+        XCTAssertEqual(forwarded.headers.fields,
+                       [.init(name: "Content-Length", value: "2"), .init(name: "Connection", value: "close")])
+        XCTAssertEqual(head.forwardedResponseHead(keepUpgrade: false, closing: false).headers.fields.map(\.name), ["Content-Length"])
+    }
+
+    // MARK: - Connection persistence
+
+    func testWantsClose() {
+        XCTAssertFalse(request("GET / HTTP/1.1\r\nHost: h\r\n\r\n")?.head.wantsClose ?? true)
+        XCTAssertTrue(request("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")?.head.wantsClose ?? false)
+        XCTAssertTrue(request("GET / HTTP/1.1\r\nHost: h\r\nConnection: foo, CLOSE\r\n\r\n")?.head.wantsClose ?? false)
+        XCTAssertFalse(request("GET / HTTP/1.1\r\nHost: h\r\nConnection: closed\r\n\r\n")?.head.wantsClose ?? true)
+        XCTAssertTrue(request("GET / HTTP/1.0\r\n\r\n")?.head.wantsClose ?? false)
+        XCTAssertFalse(request("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")?.head.wantsClose ?? true)
+        XCTAssertTrue(request("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n")?.head.wantsClose ?? false)
+    }
+
+    func testResponseWantsClose() {
+        XCTAssertFalse(response("HTTP/1.1 200 OK\r\n\r\n")?.head.wantsClose ?? true)
+        XCTAssertTrue(response("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")?.head.wantsClose ?? false)
+        XCTAssertTrue(response("HTTP/1.0 200 OK\r\n\r\n")?.head.wantsClose ?? false)
+        XCTAssertFalse(response("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n")?.head.wantsClose ?? true)
+    }
+}
