@@ -8,7 +8,7 @@ DEB_TEST     := curl python3
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean
+.PHONY: run build release test deps test-deps clean bench-json
 
 # Installs only what dpkg does not already have; apt-get update runs only then.
 define apt_install
@@ -38,6 +38,11 @@ run: release
 test: test-deps release
 	TAPWIRE_BIN=$$($(SWIFT) build -c release --show-bin-path)/tapwire \
 	  $(SWIFT) test -j $(JOBS)
+
+# JSON parse/write throughput against Foundation; exits non-zero when below the goals.
+bench-json: deps
+	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark
+	$$($(SWIFT) build -c release --show-bin-path)/JSONBenchmark
 
 clean:
 	rm -rf .build

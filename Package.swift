@@ -29,6 +29,7 @@ let package = Package(
 
         .executableTarget(name: "tapwire",
                           dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
+        .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),

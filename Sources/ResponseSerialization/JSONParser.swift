@@ -1,4 +1,5 @@
 // CONTRACT (filled in by the JSON work): signatures here are what other code calls.
+import Foundation  // only for the `Data` overload below; the parser itself works on raw bytes.
 
 /// Where and why a document is not RFC 8259 JSON.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -9,11 +10,498 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { "\(message) at byte \(offset)" }
 }
 
+/// Strict RFC 8259 parsing.
+///
+/// Decisions worth knowing:
+/// - Strings must be valid UTF-8 (RFC 3629: no overlongs, no encoded surrogates, nothing
+///   above U+10FFFF); invalid bytes are an error, not replaced with U+FFFD, because a log
+///   that silently repairs a body hides the very bug someone is looking for.
+/// - A `\u` escape of a lone surrogate (a high one not followed by a `\u` low one, or a
+///   low one on its own) is an error for the same reason: it cannot become a Swift String
+///   without being changed.
+/// - A byte order mark is not white space (RFC 8259 §8.1 lets parsers reject it).
+/// - Nesting is tracked on an explicit stack, so depth costs heap, never the call stack;
+///   a container that would be deeper than `maxDepth` fails with "nesting deeper than N".
 public enum JSONParser {
     /// Parses one JSON text (surrounding white space allowed). `allowFragments`
     /// accepts a scalar at top level (Alamofire's default); nesting deeper than
     /// `maxDepth` fails cleanly instead of overflowing the stack.
     public static func parse(_ bytes: UnsafeRawBufferPointer, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
-        fatalError("unimplemented")
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw JSONParseError(offset: 0, message: "unexpected end of input")
+        }
+        var reader = JSONReader(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
+        return try reader.parseDocument(allowFragments: allowFragments)
+    }
+
+    public static func parse(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
+        let result: Result<JSON, JSONParseError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(JSONParseError) -> JSON in try parse(raw, allowFragments: allowFragments, maxDepth: maxDepth) }
+        }
+        return try result.get()
+    }
+
+    public static func parse(_ data: Data, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
+        let result: Result<JSON, JSONParseError> = data.withUnsafeBytes { raw in
+            Result { () throws(JSONParseError) -> JSON in try parse(raw, allowFragments: allowFragments, maxDepth: maxDepth) }
+        }
+        return try result.get()
+    }
+
+    /// Offsets in errors count UTF-8 bytes of `string`.
+    public static func parse(_ string: String, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
+        var text = string
+        let result: Result<JSON, JSONParseError> = text.withUTF8 { utf8 in
+            Result { () throws(JSONParseError) -> JSON in
+                try parse(UnsafeRawBufferPointer(utf8), allowFragments: allowFragments, maxDepth: maxDepth)
+            }
+        }
+        return try result.get()
+    }
+}
+
+// MARK: - Reader
+
+private enum Byte {
+    static let quote: UInt8 = 0x22, backslash: UInt8 = 0x5C, slash: UInt8 = 0x2F
+    static let comma: UInt8 = 0x2C, colon: UInt8 = 0x3A, minus: UInt8 = 0x2D, plus: UInt8 = 0x2B
+    static let dot: UInt8 = 0x2E, zero: UInt8 = 0x30, nine: UInt8 = 0x39
+    static let openBrace: UInt8 = 0x7B, closeBrace: UInt8 = 0x7D
+    static let openBracket: UInt8 = 0x5B, closeBracket: UInt8 = 0x5D
+}
+
+/// A growable buffer that hands its tail to a new array by moving, not copying:
+/// closing a container moves its children out without a retain/release per child.
+private struct MoveStack<Element>: ~Copyable {
+    private(set) var base: UnsafeMutablePointer<Element>
+    private(set) var count = 0
+    private var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        base = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    @inline(__always)
+    mutating func push(_ element: consuming Element) {
+        if count == capacity { grow() }
+        (base + count).initialize(to: element)
+        count += 1
+    }
+
+    mutating func pop() -> Element {
+        count -= 1
+        return (base + count).move()
+    }
+
+    private mutating func grow() {
+        let newCapacity = capacity * 2
+        let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+        newBase.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    /// Moves the elements from `start` to the top into a new array.
+    mutating func popArray(from start: Int) -> [Element] {
+        let n = count - start
+        if n == 0 { return [] }
+        let source = base + start
+        let array = [Element](unsafeUninitializedCapacity: n) { buffer, initialized in
+            buffer.baseAddress?.moveInitialize(from: source, count: n)
+            initialized = n
+        }
+        count = start
+        return array
+    }
+
+    /// Drops the top `n` elements after the caller has moved them out.
+    mutating func forgetTop(_ n: Int) { count -= n }
+}
+
+private struct Frame {
+    var isObject: Bool
+    var valueStart: Int
+    var keyStart: Int
+}
+
+private struct JSONReader: ~Copyable {
+    let p: UnsafePointer<UInt8>
+    let end: Int
+    let maxDepth: Int
+    var pos = 0
+    var values = MoveStack<JSON>(capacity: 64)
+    var keys = MoveStack<String>(capacity: 32)
+    var frames: [Frame] = []
+    /// Decoded bytes of a string with escapes; reused so each escaped string costs no new buffer.
+    var scratch: [UInt8] = []
+    // Shared boxes: `JSON` is indirect, so reusing these turns an allocation into a retain.
+    let trueValue = JSON.bool(true)
+    let falseValue = JSON.bool(false)
+    let nullValue = JSON.null
+
+    init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
+        self.p = p
+        self.end = count
+        self.maxDepth = maxDepth
+    }
+
+    func failure(_ message: String, at offset: Int) -> JSONParseError {
+        JSONParseError(offset: offset, message: message)
+    }
+
+    func unexpected(at offset: Int, _ suffix: String = "") -> JSONParseError {
+        guard offset < end else { return failure("unexpected end of input", at: offset) }
+        return failure("unexpected \(describe(p[offset]))\(suffix)", at: offset)
+    }
+
+    func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte <= 0x7E { return "character '\(Character(Unicode.Scalar(byte)))'" }
+        let hex = String(byte, radix: 16, uppercase: true)
+        return "byte 0x\(hex.count == 1 ? "0" + hex : hex)"
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while pos < end {
+            let c = p[pos]
+            if c > 0x20 { return }
+            guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
+            pos += 1
+        }
+    }
+
+    mutating func parseDocument(allowFragments: Bool) throws(JSONParseError) -> JSON {
+        skipWhitespace()
+        guard pos < end else { throw failure("unexpected end of input", at: pos) }
+        if !allowFragments && p[pos] != Byte.openBrace && p[pos] != Byte.openBracket {
+            throw failure("expected an object or array at top level", at: pos)
+        }
+        try parseValues()
+        skipWhitespace()
+        if pos < end { throw unexpected(at: pos, " after the value") }
+        return values.pop()
+    }
+
+    /// Parses one value, containers included, without recursion: `frames` holds the open
+    /// containers; their finished children wait on `values` (and `keys`) until the close.
+    mutating func parseValues() throws(JSONParseError) {
+        nextValue: while true {
+            skipWhitespace()
+            guard pos < end else { throw failure("unexpected end of input", at: pos) }
+            switch p[pos] {
+            case Byte.openBrace:
+                try checkDepth()
+                pos += 1
+                skipWhitespace()
+                if pos < end && p[pos] == Byte.closeBrace {
+                    pos += 1
+                    values.push(.object([]))
+                } else {
+                    frames.append(Frame(isObject: true, valueStart: values.count, keyStart: keys.count))
+                    try parseKeyAndColon()
+                    continue nextValue
+                }
+            case Byte.openBracket:
+                try checkDepth()
+                pos += 1
+                skipWhitespace()
+                if pos < end && p[pos] == Byte.closeBracket {
+                    pos += 1
+                    values.push(.array([]))
+                } else {
+                    frames.append(Frame(isObject: false, valueStart: values.count, keyStart: keys.count))
+                    continue nextValue
+                }
+            case Byte.quote:
+                values.push(.string(try parseString()))
+            case Byte.minus, Byte.zero...Byte.nine:
+                values.push(try parseNumber())
+            case UInt8(ascii: "t"):
+                try expectLiteral("true")
+                values.push(trueValue)
+            case UInt8(ascii: "f"):
+                try expectLiteral("false")
+                values.push(falseValue)
+            case UInt8(ascii: "n"):
+                try expectLiteral("null")
+                values.push(nullValue)
+            default:
+                throw unexpected(at: pos)
+            }
+
+            // A value is complete: close every container that ends here.
+            while let frame = frames.last {
+                skipWhitespace()
+                guard pos < end else { throw failure("unexpected end of input", at: pos) }
+                let c = p[pos]
+                if c == Byte.comma {
+                    pos += 1
+                    if frame.isObject { try parseKeyAndColon() }
+                    continue nextValue
+                }
+                if frame.isObject {
+                    guard c == Byte.closeBrace else { throw unexpected(at: pos, ", expected ',' or '}'") }
+                    pos += 1
+                    frames.removeLast()
+                    closeObject(frame)
+                } else {
+                    guard c == Byte.closeBracket else { throw unexpected(at: pos, ", expected ',' or ']'") }
+                    pos += 1
+                    frames.removeLast()
+                    values.push(.array(values.popArray(from: frame.valueStart)))
+                }
+            }
+            return
+        }
+    }
+
+    @inline(__always)
+    func checkDepth() throws(JSONParseError) {
+        if frames.count >= maxDepth { throw failure("nesting deeper than \(maxDepth)", at: pos) }
+    }
+
+    mutating func closeObject(_ frame: Frame) {
+        let n = values.count - frame.valueStart
+        let valueBase = values.base + frame.valueStart
+        let keyBase = keys.base + frame.keyStart
+        let members = [JSON.Member](unsafeUninitializedCapacity: n) { buffer, initialized in
+            guard let out = buffer.baseAddress else { return }
+            for i in 0..<n {
+                (out + i).initialize(to: JSON.Member((keyBase + i).move(), (valueBase + i).move()))
+            }
+            initialized = n
+        }
+        values.forgetTop(n)
+        keys.forgetTop(n)
+        values.push(.object(members))
+    }
+
+    mutating func parseKeyAndColon() throws(JSONParseError) {
+        skipWhitespace()
+        guard pos < end, p[pos] == Byte.quote else { throw unexpected(at: pos, ", expected a string key") }
+        keys.push(try parseString())
+        skipWhitespace()
+        guard pos < end, p[pos] == Byte.colon else { throw unexpected(at: pos, ", expected ':'") }
+        pos += 1
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let n = literal.utf8CodeUnitCount
+        let text = literal.utf8Start
+        for i in 0..<n {
+            guard pos + i < end else { throw failure("unexpected end of input", at: pos + i) }
+            guard p[pos + i] == text[i] else { throw unexpected(at: pos + i, " in literal") }
+        }
+        pos += n
+    }
+
+    @inline(__always)
+    func isDigit(_ i: Int) -> Bool {
+        i < end && p[i] &- Byte.zero < 10
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSON {
+        let start = pos
+        var i = pos
+        if p[i] == Byte.minus { i += 1 }
+        guard i < end else { throw failure("unexpected end of input in number", at: i) }
+        let first = p[i]
+        if first == Byte.zero {
+            i += 1
+            if isDigit(i) { throw failure("leading zero in number", at: i - 1) }
+        } else if first > Byte.zero && first <= Byte.nine {
+            i += 1
+            while isDigit(i) { i += 1 }
+        } else {
+            throw unexpected(at: i, ", expected a digit")
+        }
+        if i < end && p[i] == Byte.dot {
+            i += 1
+            guard isDigit(i) else { throw unexpected(at: i, ", expected a digit after '.'") }
+            while isDigit(i) { i += 1 }
+        }
+        if i < end && (p[i] | 0x20) == UInt8(ascii: "e") {
+            i += 1
+            if i < end && (p[i] == Byte.plus || p[i] == Byte.minus) { i += 1 }
+            guard isDigit(i) else { throw unexpected(at: i, ", expected a digit in exponent") }
+            while isDigit(i) { i += 1 }
+        }
+        pos = i
+        return .number(String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self))
+    }
+
+    /// Index of the first byte at or after `i` that a string cannot copy as is:
+    /// `"`, `\`, a control character, or a non-ASCII byte (which needs validating).
+    @inline(__always)
+    func scanPlain(from start: Int) -> Int {
+        var i = start
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= end {
+            let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            let quote = w ^ (ones &* 0x22)
+            let backslash = w ^ (ones &* 0x5C)
+            // Classic "has zero byte" / "has byte less than n" tests: the lowest flagged
+            // byte is always a real match, which is all the scan needs.
+            var special = w | ((w &- ones &* 0x20) & ~w)
+            special |= (quote &- ones) & ~quote
+            special |= (backslash &- ones) & ~backslash
+            special &= highs
+            if special != 0 { return i + special.trailingZeroBitCount >> 3 }
+            i += 8
+        }
+        while i < end {
+            let c = p[i]
+            if c == Byte.quote || c == Byte.backslash || c < 0x20 || c >= 0x80 { return i }
+            i += 1
+        }
+        return i
+    }
+
+    /// `pos` is on the opening quote; leaves `pos` after the closing one.
+    mutating func parseString() throws(JSONParseError) -> String {
+        let open = pos
+        var i = pos + 1
+        var segment = i
+        var escaped = false
+        while true {
+            i = scanPlain(from: i)
+            guard i < end else { throw failure("unterminated string", at: open) }
+            let c = p[i]
+            if c == Byte.quote {
+                let result: String
+                if escaped {
+                    scratch.append(contentsOf: UnsafeBufferPointer(start: p + segment, count: i - segment))
+                    result = String(decoding: scratch, as: UTF8.self)
+                } else {
+                    result = String(decoding: UnsafeBufferPointer(start: p + segment, count: i - segment), as: UTF8.self)
+                }
+                pos = i + 1
+                return result
+            } else if c == Byte.backslash {
+                if !escaped {
+                    escaped = true
+                    scratch.removeAll(keepingCapacity: true)
+                }
+                scratch.append(contentsOf: UnsafeBufferPointer(start: p + segment, count: i - segment))
+                i = try decodeEscape(at: i)
+                segment = i
+            } else if c < 0x20 {
+                throw failure("unescaped control character in string", at: i)
+            } else {
+                i = try validateUTF8Sequence(at: i)
+            }
+        }
+    }
+
+    /// Checks the multi-byte UTF-8 sequence starting at `i` (RFC 3629 table) and returns
+    /// the index after it.
+    func validateUTF8Sequence(at i: Int) throws(JSONParseError) -> Int {
+        let lead = p[i]
+        let length: Int
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
+        case 0xED: length = 3; high = 0x9F
+        case 0xF0: length = 4; low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; high = 0x8F
+        default: throw failure("invalid UTF-8 in string", at: i)
+        }
+        guard i + length <= end else { throw failure("invalid UTF-8 in string", at: i) }
+        let second = p[i + 1]
+        guard second >= low && second <= high else { throw failure("invalid UTF-8 in string", at: i) }
+        for k in 2..<max(length, 2) where p[i + k] & 0xC0 != 0x80 {
+            throw failure("invalid UTF-8 in string", at: i)
+        }
+        return i + length
+    }
+
+    /// Decodes the escape at `i` (on the backslash) into `scratch`; returns the index after it.
+    mutating func decodeEscape(at i: Int) throws(JSONParseError) -> Int {
+        guard i + 1 < end else { throw failure("unterminated string", at: i) }
+        let decoded: UInt8
+        switch p[i + 1] {
+        case Byte.quote: decoded = Byte.quote
+        case Byte.backslash: decoded = Byte.backslash
+        case Byte.slash: decoded = Byte.slash
+        case UInt8(ascii: "b"): decoded = 0x08
+        case UInt8(ascii: "f"): decoded = 0x0C
+        case UInt8(ascii: "n"): decoded = 0x0A
+        case UInt8(ascii: "r"): decoded = 0x0D
+        case UInt8(ascii: "t"): decoded = 0x09
+        case UInt8(ascii: "u"):
+            var scalar = try hex4(at: i + 2)
+            var next = i + 6
+            if scalar >= 0xDC00 && scalar <= 0xDFFF {
+                throw failure("lone low surrogate in \\u escape", at: i)
+            }
+            if scalar >= 0xD800 && scalar <= 0xDBFF {
+                guard next + 1 < end, p[next] == Byte.backslash, p[next + 1] == UInt8(ascii: "u") else {
+                    throw failure("lone high surrogate in \\u escape", at: i)
+                }
+                let low = try hex4(at: next + 2)
+                guard low >= 0xDC00 && low <= 0xDFFF else {
+                    throw failure("lone high surrogate in \\u escape", at: i)
+                }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                next += 6
+            }
+            appendUTF8(scalar)
+            return next
+        default:
+            throw failure("invalid escape \\\(describeEscape(p[i + 1]))", at: i)
+        }
+        scratch.append(decoded)
+        return i + 2
+    }
+
+    func describeEscape(_ byte: UInt8) -> String {
+        byte >= 0x21 && byte <= 0x7E ? String(Character(Unicode.Scalar(byte))) : "(byte \(byte))"
+    }
+
+    func hex4(at i: Int) throws(JSONParseError) -> UInt32 {
+        guard i + 4 <= end else { throw failure("unterminated string", at: i) }
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            let c = p[i + k]
+            let digit: UInt8
+            switch c {
+            case Byte.zero...Byte.nine: digit = c - Byte.zero
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+            default: throw failure("invalid hex digit in \\u escape", at: i + k)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80:
+            scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | scalar >> 6))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | scalar >> 12))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            scratch.append(UInt8(0xF0 | scalar >> 18))
+            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        }
     }
 }

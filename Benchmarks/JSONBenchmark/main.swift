@@ -1,0 +1,154 @@
+// Measures Tapwire's JSON parse and parse+write throughput against Foundation's
+// JSONSerialization on deterministic API-like documents; exits 1 when below the goals
+// (parse >= 200 MB/s on every document, parse+write >= 10x Foundation's parse+write).
+import Dispatch
+import Foundation
+import ResponseSerialization
+
+/// Deterministic generator (SplitMix64), so every run measures the same bytes.
+struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+let words = ["alpha", "beta", "proxy", "request", "latency", "cache", "inspect", "socket",
+             "header", "stream", "swift", "event", "buffer", "route", "token", "signal"]
+let phrases = ["Fast \\\"typed\\\" JSON", "Déjà vu – naïve café", "Line one\\nLine two",
+               "日本語のテキスト", "Emoji 🚀 and ✓ marks", "Tab\\tseparated\\tvalues",
+               "Path C:\\\\tmp\\\\file", "Unicode escape \\u00e9\\u4e2d\\ud83d\\ude00", "plain ascii description text"]
+
+func item(_ index: Int, _ rng: inout SplitMix64) -> String {
+    let name = "\(words[rng.below(words.count)])-\(words[rng.below(words.count)])-\(index)"
+    let login = "\(words[rng.below(words.count)])\(rng.below(10000))"
+    let tags = (0..<(1 + rng.below(5))).map { _ in "\"\(words[rng.below(words.count)])\"" }.joined(separator: ",")
+    let samples = (0..<(2 + rng.below(6))).map { _ -> String in
+        switch rng.below(4) {
+        case 0: return String(rng.below(1_000_000))
+        case 1: return "-\(rng.below(1000)).\(rng.below(1000))"
+        case 2: return "\(rng.below(10)).\(rng.below(100000))e\(rng.below(30))"
+        default: return "12345678901234567890"
+        }
+    }.joined(separator: ",")
+    return """
+    {"id":\(100000 + index * 7),"node_id":"MDEwOlJlcG9zaXRvcnk\(rng.next() % 100000)","name":"\(name)",\
+    "full_name":"\(login)/\(name)","private":\(rng.below(2) == 0),"owner":{"login":"\(login)",\
+    "id":\(rng.below(90_000_000)),"avatar_url":"https://avatars.example.com/u/\(rng.below(90_000_000))?v=4",\
+    "type":"User","site_admin":false},"html_url":"https://example.com/\(login)/\(name)",\
+    "description":"\(phrases[rng.below(phrases.count)])","fork":false,"score":\(rng.below(100)).\(rng.below(100)),\
+    "created_at":"2026-0\(1 + rng.below(9))-1\(rng.below(10))T10:1\(rng.below(10)):00Z","homepage":null,\
+    "size":\(rng.below(500000)),"stargazers_count":\(rng.below(100000)),"language":"Swift",\
+    "topics":[\(tags)],"samples":[\(samples)],"license":{"key":"mit","name":"MIT License","spdx_id":"MIT"},\
+    "matrix":[[1,2,3],[4.5,6e2,-7],[]],"open_issues":\(rng.below(300)),"default_branch":"main"}
+    """
+}
+
+func document(approximateBytes: Int, seed: UInt64) -> [UInt8] {
+    var rng = SplitMix64(state: seed)
+    var items: [String] = []
+    var size = 0
+    while size < approximateBytes - 64 {
+        let text = item(items.count, &rng)
+        size += text.utf8.count + 1
+        items.append(text)
+    }
+    let text = "{\"total_count\":\(items.count),\"incomplete_results\":false,\"items\":[\n\(items.joined(separator: ",\n"))\n]}"
+    return Array(text.utf8)
+}
+
+/// Best (shortest) time per iteration over several rounds, in seconds, with a monotonic clock.
+func measure(rounds: Int = 7, minimumSeconds: Double = 0.15, _ body: () -> Void) -> Double {
+    body()  // warm up caches and lazy initialisation
+    var iterations = 1
+    while true {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations { body() }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        if elapsed >= minimumSeconds / Double(rounds) || iterations >= 1 << 20 { break }
+        iterations *= 2
+    }
+    var best = Double.infinity
+    for _ in 0..<rounds {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations { body() }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        best = min(best, elapsed / Double(iterations))
+    }
+    return best
+}
+
+@inline(never) func sink<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+struct Row {
+    var name: String
+    var bytes: Int
+    var tapwireParse: Double, tapwireRoundTrip: Double, foundationParse: Double, foundationRoundTrip: Double
+}
+
+var rows: [Row] = []
+for (name, target, seed) in [("64 KB", 64 * 1024, UInt64(64)), ("1 MB", 1024 * 1024, UInt64(1024))] {
+    let bytes = document(approximateBytes: target, seed: seed)
+    let data = Data(bytes)
+    let mb = Double(bytes.count) / 1_000_000
+
+    // Sanity: both parsers accept the document and Tapwire's output re-parses to the same value.
+    guard let parsed = try? JSONParser.parse(bytes),
+          (try? JSONSerialization.jsonObject(with: data, options: [])) != nil else {
+        print("benchmark document \(name) does not parse"); exit(1)
+    }
+    var written: [UInt8] = []
+    JSONWriter.write(parsed, into: &written)
+    guard (try? JSONParser.parse(written)) == parsed else { print("round trip changed \(name)"); exit(1) }
+
+    let tParse = measure {
+        sink(try? bytes.withUnsafeBytes { raw throws(JSONParseError) in try JSONParser.parse(raw) })
+    }
+    let tRound = measure {
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        JSONWriter.write(value, into: &output)
+        sink(output)
+    }
+    let fParse = measure { sink(try? JSONSerialization.jsonObject(with: data, options: [])) }
+    let fRound = measure {
+        guard let object = try? JSONSerialization.jsonObject(with: data, options: []) else { return }
+        sink(try? JSONSerialization.data(withJSONObject: object, options: []))
+    }
+    rows.append(Row(name: name, bytes: bytes.count,
+                    tapwireParse: mb / tParse, tapwireRoundTrip: mb / tRound,
+                    foundationParse: mb / fParse, foundationRoundTrip: mb / fRound))
+}
+
+func format(_ value: Double, width: Int = 10) -> String {
+    let text = String(format: "%.1f", value)
+    return String(repeating: " ", count: max(0, width - text.count)) + text
+}
+
+print("document      bytes   tapwire parse  tapwire p+w  foundation parse  foundation p+w   (MB/s)")
+var failures: [String] = []
+for row in rows {
+    print("\(row.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(format(Double(row.bytes), width: 9).dropLast(2))"
+          + "   \(format(row.tapwireParse, width: 12))  \(format(row.tapwireRoundTrip, width: 11))"
+          + "  \(format(row.foundationParse, width: 16))  \(format(row.foundationRoundTrip, width: 14))")
+}
+print("")
+for row in rows {
+    let parseRatio = row.tapwireParse / row.foundationParse
+    let roundTripRatio = row.tapwireRoundTrip / row.foundationRoundTrip
+    print("\(row.name): parse \(format(parseRatio, width: 0))x Foundation, parse+write \(format(roundTripRatio, width: 0))x Foundation")
+    if row.tapwireParse < 200 { failures.append("\(row.name): parse \(format(row.tapwireParse, width: 0)) MB/s < 200 MB/s") }
+    if roundTripRatio < 10 { failures.append("\(row.name): parse+write only \(format(roundTripRatio, width: 0))x Foundation (< 10x)") }
+}
+if failures.isEmpty {
+    print("goals met: parse >= 200 MB/s, parse+write >= 10x Foundation")
+} else {
+    for failure in failures { print("GOAL NOT MET: \(failure)") }
+    exit(1)
+}
