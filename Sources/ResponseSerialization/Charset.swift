@@ -1,0 +1,116 @@
+import Foundation
+import HTTP1
+
+/// A character set known by its IANA name, with the Foundation encoding that
+/// decodes it. `name` is the canonical (preferred MIME) name in lower case, the
+/// one recorded in logs and in `stringSerializationFailed(encoding:)`.
+public struct Charset: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    public let encoding: String.Encoding
+
+    init(name: String, encoding: String.Encoding) { self.name = name; self.encoding = encoding }
+
+    public var description: String { name }
+
+    public static let utf8 = Charset(name: "utf-8", encoding: .utf8)
+    public static let isoLatin1 = Charset(name: "iso-8859-1", encoding: .isoLatin1)
+    public static let usASCII = Charset(name: "us-ascii", encoding: .ascii)
+    public static let windows1252 = Charset(name: "windows-1252", encoding: .windowsCP1252)
+    public static let utf16 = Charset(name: "utf-16", encoding: .utf16)
+    public static let utf16LE = Charset(name: "utf-16le", encoding: .utf16LittleEndian)
+    public static let utf16BE = Charset(name: "utf-16be", encoding: .utf16BigEndian)
+    public static let utf32 = Charset(name: "utf-32", encoding: .utf32)
+    public static let utf32LE = Charset(name: "utf-32le", encoding: .utf32LittleEndian)
+    public static let utf32BE = Charset(name: "utf-32be", encoding: .utf32BigEndian)
+    public static let isoLatin2 = Charset(name: "iso-8859-2", encoding: .isoLatin2)
+    public static let windows1250 = Charset(name: "windows-1250", encoding: .windowsCP1250)
+    public static let windows1251 = Charset(name: "windows-1251", encoding: .windowsCP1251)
+    public static let windows1253 = Charset(name: "windows-1253", encoding: .windowsCP1253)
+    public static let windows1254 = Charset(name: "windows-1254", encoding: .windowsCP1254)
+    public static let shiftJIS = Charset(name: "shift_jis", encoding: .shiftJIS)
+    public static let eucJP = Charset(name: "euc-jp", encoding: .japaneseEUC)
+    public static let iso2022JP = Charset(name: "iso-2022-jp", encoding: .iso2022JP)
+    public static let macintosh = Charset(name: "macintosh", encoding: .macOSRoman)
+
+    /// Every label accepted, lower case: the IANA name, its registered aliases,
+    /// and the spellings seen in the wild (`utf8`, `cp1252`, `sjis`).
+    public static let labels: [String: Charset] = {
+        let table: [(Charset, [String])] = [
+            (.utf8, ["utf-8", "utf8", "csutf8", "unicode-1-1-utf-8"]),
+            (.isoLatin1, ["iso-8859-1", "iso_8859-1:1987", "iso-ir-100", "iso_8859-1", "latin1", "l1",
+                          "ibm819", "cp819", "csisolatin1", "iso8859-1", "iso88591", "latin-1"]),
+            (.usASCII, ["us-ascii", "iso-ir-6", "ansi_x3.4-1968", "ansi_x3.4-1986", "iso_646.irv:1991",
+                        "iso646-us", "us", "ibm367", "cp367", "csascii", "ascii"]),
+            (.windows1252, ["windows-1252", "cp1252", "cswindows1252", "x-cp1252"]),
+            (.utf16, ["utf-16", "utf16", "csutf16"]),
+            (.utf16LE, ["utf-16le", "utf16le", "csutf16le"]),
+            (.utf16BE, ["utf-16be", "utf16be", "csutf16be"]),
+            (.utf32, ["utf-32", "utf32", "csutf32"]),
+            (.utf32LE, ["utf-32le", "utf32le", "csutf32le"]),
+            (.utf32BE, ["utf-32be", "utf32be", "csutf32be"]),
+            (.isoLatin2, ["iso-8859-2", "iso_8859-2:1987", "iso-ir-101", "iso_8859-2", "latin2", "l2",
+                          "csisolatin2", "iso8859-2", "iso88592"]),
+            (.windows1250, ["windows-1250", "cp1250", "cswindows1250", "x-cp1250"]),
+            (.windows1251, ["windows-1251", "cp1251", "cswindows1251", "x-cp1251"]),
+            (.windows1253, ["windows-1253", "cp1253", "cswindows1253", "x-cp1253"]),
+            (.windows1254, ["windows-1254", "cp1254", "cswindows1254", "x-cp1254"]),
+            (.shiftJIS, ["shift_jis", "shift-jis", "ms_kanji", "csshiftjis", "sjis", "x-sjis"]),
+            (.eucJP, ["euc-jp", "extended_unix_code_packed_format_for_japanese", "cseucpkdfmtjapanese",
+                      "eucjp", "x-euc-jp"]),
+            (.iso2022JP, ["iso-2022-jp", "csiso2022jp"]),
+            (.macintosh, ["macintosh", "mac", "csmacintosh", "x-mac-roman", "macroman"]),
+        ]
+        var labels: [String: Charset] = [:]
+        for (charset, names) in table { for name in names { labels[name] = charset } }
+        return labels
+    }()
+
+    /// The charset for an IANA name or alias, ignoring case and surrounding white
+    /// space; nil for a name not in the table.
+    public init?(ianaName: String) {
+        let key = ianaName.trimmingCharacters(in: .whitespaces).lowercased()
+        guard let known = Charset.labels[key] else { return nil }
+        self = known
+    }
+
+    /// The `charset` parameter of a Content-Type value (quotes removed), or nil.
+    public static func charsetParameter(ofContentType contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            guard let eq = parameter.firstIndex(of: "=") else { continue }
+            let key = parameter[..<eq].trimmingCharacters(in: .whitespaces)
+            guard key.caseInsensitiveCompare("charset") == .orderedSame else { continue }
+            var value = parameter[parameter.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
+            return value.isEmpty ? nil : value
+        }
+        return nil
+    }
+
+    /// The encoding a string serializer uses: the explicit one, else the
+    /// response's Content-Type charset when known, else ISO-8859-1 (HTTP's
+    /// historical default, which decodes every byte). Public so the log can
+    /// record the encoding actually used.
+    public static func forResponse(explicit: Charset?, response: HTTPResponseHead?) -> Charset {
+        if let explicit { return explicit }
+        if let contentType = response?.headers.first(name: "Content-Type"),
+           let name = charsetParameter(ofContentType: contentType),
+           let known = Charset(ianaName: name) {
+            return known
+        }
+        return .isoLatin1
+    }
+
+    /// The text of `data`, or nil when the bytes are not valid in this charset.
+    public func decode(_ data: Data) -> String? {
+        if encoding == .isoLatin1 {
+            // Every byte is the code point of the same value; no table, no failure.
+            var scalars = String.UnicodeScalarView()
+            scalars.reserveCapacity(data.count)
+            for byte in data { scalars.append(Unicode.Scalar(byte)) }
+            return String(scalars)
+        }
+        return String(data: data, encoding: encoding)
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import HTTP1
+
+/// How much of the response body was kept. `total` counts every body byte
+/// upstream sent; `captured` those kept under the capture limit.
+public struct BodyCapture: Sendable, Equatable {
+    public var captured: Int
+    public var total: Int
+    public var truncated: Bool
+
+    public init(captured: Int, total: Int, truncated: Bool? = nil) {
+        self.captured = captured
+        self.total = total
+        self.truncated = truncated ?? (captured < total)
+    }
+
+    /// A body kept whole.
+    public static func whole(_ count: Int) -> BodyCapture { BodyCapture(captured: count, total: count, truncated: false) }
+}
+
+/// One finished proxy exchange, seen the way Alamofire's `DataRequest` is seen
+/// by its response handlers: validators and serializers are attached to it and
+/// run over what was captured.
+///
+/// Validators run when attached (the exchange is already complete), in order,
+/// each skipped when there is no response or an error is already set; the
+/// first failure wins. A handler sees the validators attached before it, as
+/// with Alamofire's suspended delegate queue. Asynchronous handlers run on a
+/// serial queue of this exchange (targeting one shared concurrent pool) and are
+/// delivered on the caller's queue in attach order.
+public final class CompletedExchange: @unchecked Sendable {
+    /// The pool every exchange's serialization queue targets.
+    public static let serializationPool = DispatchQueue(label: "tapwire.serialization", qos: .utility,
+                                                        attributes: .concurrent)
+
+    public let request: HTTPRequestHead
+    public let response: HTTPResponseHead?
+    /// The body after content decoding; nil when none was received.
+    public let data: Data?
+    public let capture: BodyCapture
+    public let metrics: ExchangeMetrics?
+    public let requestStartTime: TimeInterval
+    public let initialResponseTime: TimeInterval
+    public let requestCompletedTime: TimeInterval
+
+    private let transportError: Error?
+    private let clock: @Sendable () -> TimeInterval
+    private let lock = NSLock()
+    private var validationError: Error?
+    private var queue: DispatchQueue?
+
+    /// - Parameters:
+    ///   - error: the transport failure (or `contentDecodingFailed`), if any.
+    ///   - capture: defaults to `data` kept whole.
+    ///   - clock: the exchange's clock, seconds since 1970; stamps serializationCompletedTime.
+    public init(request: HTTPRequestHead, response: HTTPResponseHead?, data: Data?, error: Error? = nil,
+                capture: BodyCapture? = nil,
+                requestStartTime: TimeInterval, initialResponseTime: TimeInterval = 0,
+                requestCompletedTime: TimeInterval, metrics: ExchangeMetrics? = nil,
+                clock: @escaping @Sendable () -> TimeInterval = { Date().timeIntervalSince1970 }) {
+        self.request = request
+        self.response = response
+        self.data = data
+        self.transportError = error
+        self.capture = capture ?? .whole(data?.count ?? 0)
+        self.requestStartTime = requestStartTime
+        self.initialResponseTime = initialResponseTime
+        self.requestCompletedTime = requestCompletedTime
+        self.metrics = metrics
+        self.clock = clock
+    }
+
+    /// The transport failure, else the first validation failure.
+    public var error: Error? {
+        lock.lock(); defer { lock.unlock() }
+        return transportError ?? validationError
+    }
+
+    // MARK: Validation
+
+    /// Runs `validation` now unless there is no response or an error is set. A
+    /// failure that is not a `TapwireError` is wrapped in `customValidationFailed`,
+    /// so the log can name it.
+    @discardableResult
+    public func validate(_ validation: @escaping Validation) -> Self {
+        guard let response, error == nil else { return self }
+        // Run outside the lock: a validator may read this exchange.
+        if case .failure(let failure) = validation(request, response, data) {
+            let wrapped: Error = failure is TapwireError
+                ? failure
+                : TapwireError.responseValidationFailed(reason: .customValidationFailed(error: failure))
+            lock.lock()
+            if validationError == nil { validationError = wrapped }
+            lock.unlock()
+        }
+        return self
+    }
+
+    @discardableResult
+    public func validate<S: Sequence>(statusCode acceptableStatusCodes: S) -> Self where S.Element == Int {
+        validate(ResponseValidation.statusCode(acceptableStatusCodes))
+    }
+
+    @discardableResult
+    public func validate<S: Sequence>(contentType acceptableContentTypes: S) -> Self where S.Element == String {
+        validate(ResponseValidation.contentType(acceptableContentTypes))
+    }
+
+    /// Status 200..<300, then the content types of the request's Accept header (`*/*` without one).
+    @discardableResult
+    public func validate() -> Self {
+        validate(statusCode: 200..<300)
+        return validate(contentType: ResponseValidation.acceptableContentTypes(of: request))
+    }
+
+    // MARK: Synchronous (the proxy pipeline, already on a pool thread)
+
+    /// The exchange with no serializer; serializationCompletedTime is now.
+    public func defaultResponse() -> DefaultDataResponse {
+        makeDefaultResponse(error: error)
+    }
+
+    /// Runs `serializer` here and now, stamping serializationCompletedTime right after it returns.
+    public func serialize<S: DataResponseSerializerProtocol>(with serializer: S) -> DataResponse<S.SerializedObject> {
+        serialize(with: serializer, error: errorFor(serializer))
+    }
+
+    // MARK: Asynchronous (Alamofire's handlers)
+
+    @discardableResult
+    public func response(queue: DispatchQueue = .main,
+                         completionHandler: @escaping (DefaultDataResponse) -> Void) -> Self {
+        let error = self.error
+        serializationQueue().async {
+            let response = self.makeDefaultResponse(error: error)
+            queue.async { completionHandler(response) }
+        }
+        return self
+    }
+
+    @discardableResult
+    public func response<S: DataResponseSerializerProtocol>(
+        queue: DispatchQueue = .main, responseSerializer: S,
+        completionHandler: @escaping (DataResponse<S.SerializedObject>) -> Void) -> Self {
+        let error = errorFor(responseSerializer)
+        serializationQueue().async {
+            let response = self.serialize(with: responseSerializer, error: error)
+            queue.async { completionHandler(response) }
+        }
+        return self
+    }
+
+    @discardableResult
+    public func responseData(queue: DispatchQueue = .main,
+                             completionHandler: @escaping (DataResponse<Data>) -> Void) -> Self {
+        response(queue: queue, responseSerializer: .data(), completionHandler: completionHandler)
+    }
+
+    @discardableResult
+    public func responseString(queue: DispatchQueue = .main, encoding: Charset? = nil,
+                               completionHandler: @escaping (DataResponse<String>) -> Void) -> Self {
+        response(queue: queue, responseSerializer: .string(encoding: encoding), completionHandler: completionHandler)
+    }
+
+    @discardableResult
+    public func responseJSON(queue: DispatchQueue = .main, allowFragments: Bool = true,
+                             completionHandler: @escaping (DataResponse<JSON>) -> Void) -> Self {
+        response(queue: queue, responseSerializer: .json(allowFragments: allowFragments),
+                 completionHandler: completionHandler)
+    }
+
+    @discardableResult
+    public func responsePropertyList(queue: DispatchQueue = .main,
+                                     completionHandler: @escaping (DataResponse<JSON>) -> Void) -> Self {
+        response(queue: queue, responseSerializer: .propertyList(), completionHandler: completionHandler)
+    }
+
+    // MARK: Internals
+
+    /// The error a serializer is handed: transport, else validation, else
+    /// `inputDataTruncated` when the body was cut and the serializer needs it whole.
+    private func errorFor<S: DataResponseSerializerProtocol>(_ serializer: S) -> Error? {
+        if let error { return error }
+        if capture.truncated && !serializer.acceptsTruncatedInput {
+            return TapwireError.responseSerializationFailed(
+                reason: .inputDataTruncated(captured: capture.captured, total: capture.total))
+        }
+        return nil
+    }
+
+    private func serialize<S: DataResponseSerializerProtocol>(with serializer: S, error: Error?) -> DataResponse<S.SerializedObject> {
+        let result = serializer.serializeResponse(request, response, data, error)
+        return DataResponse(request: request, response: response, data: data, result: result,
+                            timeline: timeline(serializationCompletedTime: stamp()), metrics: metrics)
+    }
+
+    private func makeDefaultResponse(error: Error?) -> DefaultDataResponse {
+        DefaultDataResponse(request: request, response: response, data: data, error: error,
+                            timeline: timeline(serializationCompletedTime: stamp()), metrics: metrics)
+    }
+
+    /// Never before requestCompletedTime, so durations stay non-negative even if the clock steps back.
+    private func stamp() -> TimeInterval { max(clock(), requestCompletedTime) }
+
+    private func timeline(serializationCompletedTime: TimeInterval) -> Timeline {
+        Timeline(requestStartTime: requestStartTime, initialResponseTime: initialResponseTime,
+                 requestCompletedTime: requestCompletedTime, serializationCompletedTime: serializationCompletedTime)
+    }
+
+    private func serializationQueue() -> DispatchQueue {
+        lock.lock(); defer { lock.unlock() }
+        if let queue { return queue }
+        let created = DispatchQueue(label: "tapwire.exchange.serialization", target: CompletedExchange.serializationPool)
+        queue = created
+        return created
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import HTTP1
+
+/// A serializer turns a completed exchange into a value, Alamofire-style: one
+/// closure of (request, response, data, error).
+public protocol DataResponseSerializerProtocol {
+    associatedtype SerializedObject
+    var serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<SerializedObject, Error> { get }
+    /// Whether a body cut at the capture limit may be serialized as it is. When
+    /// false the exchange hands the serializer `inputDataTruncated` as its error.
+    var acceptsTruncatedInput: Bool { get }
+}
+
+extension DataResponseSerializerProtocol {
+    public var acceptsTruncatedInput: Bool { false }
+}
+
+/// A serializer built from a closure; the built-ins are static factories on it
+/// (`.data()`, `.string()`, `.json()`, `.propertyList()`, `.jsonLines()`,
+/// `.form()`, `.eventStream()`), usable with a leading dot wherever a
+/// serializer is expected.
+public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
+    public typealias SerializedObject = Value
+    public let serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>
+    public let acceptsTruncatedInput: Bool
+
+    public init(acceptsTruncatedInput: Bool = false,
+                serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>) {
+        self.acceptsTruncatedInput = acceptsTruncatedInput
+        self.serializeResponse = serializeResponse
+    }
+}
+
+/// When an empty body is the right answer rather than a failure (check 2 of
+/// every built-in). Version 5 rule: only when the body is nil or empty.
+public struct EmptyResponsePolicy: Sendable, Equatable {
+    public static let defaultCodes: Set<Int> = [204, 205, 304]
+    public static let defaultMethods: Set<String> = ["HEAD"]
+
+    public var codes: Set<Int>
+    /// Compared exactly: HTTP methods are case-sensitive.
+    public var methods: Set<String>
+
+    public init(codes: Set<Int> = EmptyResponsePolicy.defaultCodes, methods: Set<String> = EmptyResponsePolicy.defaultMethods) {
+        self.codes = codes; self.methods = methods
+    }
+
+    public func allowsEmptyBody(request: HTTPRequestHead?, response: HTTPResponseHead?) -> Bool {
+        if let method = request?.method, methods.contains(method) { return true }
+        if let status = response?.status, codes.contains(status) { return true }
+        return false
+    }
+
+    func returnsEmptyValue(request: HTTPRequestHead?, response: HTTPResponseHead?, data: Data?) -> Bool {
+        (data?.isEmpty ?? true) && allowsEmptyBody(request: request, response: response)
+    }
+}
+
+func serializationFailure(_ reason: TapwireError.ResponseSerializationFailureReason) -> Error {
+    TapwireError.responseSerializationFailed(reason: reason)
+}
+
+// MARK: - Data
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Data> {
+    /// The bytes as they are. Fails only on nil data; accepts a truncated body.
+    public static func data(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                            emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<Data> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(Data()) }
+            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+            return .success(data)
+        }
+    }
+}
+
+// MARK: - String
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<String> {
+    /// Text in `encoding`, else the Content-Type charset, else ISO-8859-1.
+    /// Fails only on nil data or bytes invalid in the chosen charset; accepts a truncated body.
+    public static func string(encoding: Charset? = nil,
+                              emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                              emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<String> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success("") }
+            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+            if data.isEmpty { return .success("") }
+            let charset = Charset.forResponse(explicit: encoding, response: response)
+            guard let string = charset.decode(data) else {
+                return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+            }
+            return .success(string)
+        }
+    }
+}
+
+// MARK: - JSON
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
+    /// A typed JSON value keeping member order and number text. Fragments are
+    /// allowed by default, as in Alamofire. Empty-allowed responses give `.null`.
+    public static func json(allowFragments: Bool = true, maxDepth: Int = 512,
+                            emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                            emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
+            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
+            do {
+                let value = try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON in
+                    try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                }
+                return .success(value)
+            } catch {
+                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            }
+        }
+    }
+}
+
+// MARK: - Property list
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
+    /// An XML, binary or OpenStep property list, mapped to `JSON` (see
+    /// `PropertyListConversion`). Empty-allowed responses give `.null`.
+    public static func propertyList(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
+            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
+            do {
+                let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+                return .success(try PropertyListConversion.json(from: object))
+            } catch {
+                return .failure(serializationFailure(.propertyListSerializationFailed(error: error)))
+            }
+        }
+    }
+}
+
+// MARK: - Custom
+
+extension DataResponseSerializer {
+    /// A serializer from a throwing closure, with the built-ins' first check
+    /// (an error passed in is returned unchanged). A thrown `TapwireError` is
+    /// kept; any other error becomes `customSerializationFailed(error:)`.
+    public static func custom(acceptsTruncatedInput: Bool = false,
+                              _ body: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?) throws -> Value) -> DataResponseSerializer<Value> {
+        DataResponseSerializer(acceptsTruncatedInput: acceptsTruncatedInput) { request, response, data, error in
+            if let error { return .failure(error) }
+            do {
+                return .success(try body(request, response, data))
+            } catch let error as TapwireError {
+                return .failure(error)
+            } catch {
+                return .failure(serializationFailure(.customSerializationFailed(error: error)))
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import HTTP1
+
+/// Why one line of an NDJSON body is not JSON; `line` counts from 1.
+public struct JSONLinesError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var line: Int
+    public var parseError: JSONParseError
+    public init(line: Int, parseError: JSONParseError) { self.line = line; self.parseError = parseError }
+    public var description: String { "line \(line): \(parseError.description)" }
+}
+
+public enum JSONLines {
+    /// Every non-blank line parsed as one JSON value (fragments allowed), in
+    /// order. Lines end at LF; a CR before it is dropped.
+    public static func parse(_ data: Data, maxDepth: Int = 512) throws(JSONLinesError) -> [JSON] {
+        var values: [JSON] = []
+        var lineNumber = 0
+        var result: Result<Void, JSONLinesError> = .success(())
+        data.withUnsafeBytes { (all: UnsafeRawBufferPointer) in
+            var start = 0
+            while start <= all.count {
+                var end = start
+                while end < all.count && all[end] != 0x0A { end += 1 }
+                lineNumber += 1
+                var lineEnd = end
+                if lineEnd > start && all[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+                let line = UnsafeRawBufferPointer(rebasing: all[start..<lineEnd])
+                if !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
+                    do throws(JSONParseError) {
+                        values.append(try JSONParser.parse(line, allowFragments: true, maxDepth: maxDepth))
+                    } catch {
+                        result = .failure(JSONLinesError(line: lineNumber, parseError: error))
+                        return
+                    }
+                }
+                start = end + 1
+            }
+        }
+        if case .failure(let error) = result { throw error }
+        return values
+    }
+}
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
+    /// NDJSON / JSON Lines → a JSON array of the values. Blank lines are
+    /// skipped; a bad line fails with `jsonSerializationFailed(JSONLinesError)`
+    /// naming the line. Nil data fails with `inputDataNil`; an empty body (or an
+    /// empty-allowed response) is an empty array. Refuses a truncated body,
+    /// whose last line would be cut.
+    public static func jsonLines(maxDepth: Int = 512,
+                                 emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                                 emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
+            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+            do {
+                return .success(.array(try JSONLines.parse(data, maxDepth: maxDepth)))
+            } catch {
+                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            }
+        }
+    }
+}

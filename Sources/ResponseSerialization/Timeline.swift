@@ -1,0 +1,92 @@
+import Foundation
+
+/// The four clock points of one exchange and the durations between them, as in
+/// Alamofire's `Timeline`. Times are seconds since 1970 taken from one clock per
+/// exchange; durations are computed once here so every reader sees the same numbers.
+///
+/// In a proxy the points mean: request head fully received from the client;
+/// first response byte from upstream; last response byte (or the failure);
+/// the serializer returned.
+public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    public let requestStartTime: TimeInterval
+    /// Falls back to `requestCompletedTime` when no byte ever arrived (given as 0).
+    public let initialResponseTime: TimeInterval
+    public let requestCompletedTime: TimeInterval
+    public let serializationCompletedTime: TimeInterval
+
+    /// initialResponseTime − requestStartTime
+    public let latency: TimeInterval
+    /// requestCompletedTime − requestStartTime
+    public let requestDuration: TimeInterval
+    /// serializationCompletedTime − requestCompletedTime
+    public let serializationDuration: TimeInterval
+    /// serializationCompletedTime − requestStartTime
+    public let totalDuration: TimeInterval
+
+    public init(requestStartTime: TimeInterval = 0,
+                initialResponseTime: TimeInterval = 0,
+                requestCompletedTime: TimeInterval = 0,
+                serializationCompletedTime: TimeInterval = 0) {
+        let initial = initialResponseTime == 0 ? requestCompletedTime : initialResponseTime
+        self.requestStartTime = requestStartTime
+        self.initialResponseTime = initial
+        self.requestCompletedTime = requestCompletedTime
+        self.serializationCompletedTime = serializationCompletedTime
+        self.latency = initial - requestStartTime
+        self.requestDuration = requestCompletedTime - requestStartTime
+        self.serializationDuration = serializationCompletedTime - requestCompletedTime
+        self.totalDuration = serializationCompletedTime - requestStartTime
+    }
+
+    /// Alamofire's wording, kept so output can be compared with a client's own logs.
+    public var description: String {
+        let timings = [
+            "\"Latency\": " + Timeline.threeDecimals(latency) + " secs",
+            "\"Request Duration\": " + Timeline.threeDecimals(requestDuration) + " secs",
+            "\"Serialization Duration\": " + Timeline.threeDecimals(serializationDuration) + " secs",
+            "\"Total Duration\": " + Timeline.threeDecimals(totalDuration) + " secs",
+        ]
+        return "Timeline: { " + timings.joined(separator: ", ") + " }"
+    }
+
+    public var debugDescription: String {
+        let points = [
+            "\"Request Start Time\": " + Timeline.threeDecimals(requestStartTime),
+            "\"Initial Response Time\": " + Timeline.threeDecimals(initialResponseTime),
+            "\"Request Completed Time\": " + Timeline.threeDecimals(requestCompletedTime),
+            "\"Serialization Completed Time\": " + Timeline.threeDecimals(serializationCompletedTime),
+        ]
+        let timings = [
+            "\"Latency\": " + Timeline.threeDecimals(latency) + " secs",
+            "\"Request Duration\": " + Timeline.threeDecimals(requestDuration) + " secs",
+            "\"Serialization Duration\": " + Timeline.threeDecimals(serializationDuration) + " secs",
+            "\"Total Duration\": " + Timeline.threeDecimals(totalDuration) + " secs",
+        ]
+        return "Timeline: { " + (points + timings).joined(separator: ", ") + " }"
+    }
+
+    static func threeDecimals(_ value: Double) -> String { String(format: "%.3f", value) }
+}
+
+/// Where the time of an upstream exchange went, in seconds (nil: the phase did
+/// not happen, e.g. no DNS for a literal address, no TLS for plain HTTP, or a
+/// reused connection).
+public struct ExchangeMetrics: Sendable, Equatable {
+    public var dns: TimeInterval?
+    public var connect: TimeInterval?
+    public var tls: TimeInterval?
+    public var send: TimeInterval?
+    public var wait: TimeInterval?
+    public var receive: TimeInterval?
+    public var connectionReused: Bool
+    /// The upstream address actually used, `host:port`.
+    public var upstream: String?
+
+    public init(dns: TimeInterval? = nil, connect: TimeInterval? = nil, tls: TimeInterval? = nil,
+                send: TimeInterval? = nil, wait: TimeInterval? = nil, receive: TimeInterval? = nil,
+                connectionReused: Bool = false, upstream: String? = nil) {
+        self.dns = dns; self.connect = connect; self.tls = tls
+        self.send = send; self.wait = wait; self.receive = receive
+        self.connectionReused = connectionReused; self.upstream = upstream
+    }
+}

@@ -1,5 +1,0 @@
-import XCTest
-
-final class ResponseSerializationTestsPlaceholder: XCTestCase {
-    func testBuilds() {}
-}
