@@ -91,6 +91,13 @@ struct Row {
     var tapwireParse: Double, tapwireRoundTrip: Double, foundationParse: Double, foundationRoundTrip: Double
 }
 
+// `--profile-parse` only loops Tapwire's parser on the 1 MB document, for `perf record`.
+if CommandLine.arguments.contains("--profile-parse") {
+    let bytes = document(approximateBytes: 1024 * 1024, seed: 1024)
+    for _ in 0..<400 { sink(try? JSONParser.parse(bytes)) }
+    exit(0)
+}
+
 var rows: [Row] = []
 for (name, target, seed) in [("64 KB", 64 * 1024, UInt64(64)), ("1 MB", 1024 * 1024, UInt64(1024))] {
     let bytes = document(approximateBytes: target, seed: seed)

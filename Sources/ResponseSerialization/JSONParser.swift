@@ -112,17 +112,62 @@ private struct MoveStack<Element>: ~Copyable {
     mutating func popArray(from start: Int) -> [Element] {
         let n = count - start
         if n == 0 { return [] }
-        let source = base + start
-        let array = [Element](unsafeUninitializedCapacity: n) { buffer, initialized in
-            buffer.baseAddress?.moveInitialize(from: source, count: n)
-            initialized = n
-        }
+        // reserveCapacity + append is specialized inline; `init(unsafeUninitializedCapacity:)`
+        // went through an unspecialized path that looks up generic metadata on every call.
+        var array = [Element]()
+        array.reserveCapacity(n)
+        for i in start..<count { array.append((base + i).move()) }
         count = start
         return array
     }
 
     /// Drops the top `n` elements after the caller has moved them out.
     mutating func forgetTop(_ n: Int) { count -= n }
+}
+
+/// A direct-mapped cache from short byte strings (at most 16 bytes, held as two words)
+/// to what was built from them. API documents repeat short scalars ("User", "main",
+/// small numbers) and keys; sharing one `JSON` box or `String` per text saves an
+/// allocation and a free for each repeat, which is most of a short scalar's cost.
+private struct ShortTextCache<Element>: ~Copyable {
+    struct Entry {
+        var w0: UInt64
+        var w1: UInt64
+        var tag: Int
+        var element: Element?
+    }
+    let capacity: Int
+    let entries: UnsafeMutablePointer<Entry>
+
+    /// A disabled cache allocates nothing and must not be used.
+    init(enabled: Bool) {
+        capacity = enabled ? 1024 : 0
+        entries = .allocate(capacity: capacity)
+        entries.initialize(repeating: Entry(w0: 0, w1: 0, tag: -1, element: nil), count: capacity)
+    }
+
+    deinit {
+        entries.deinitialize(count: capacity)
+        entries.deallocate()
+    }
+
+    @inline(__always)
+    static func slot(_ w0: UInt64, _ w1: UInt64, _ tag: Int) -> Int {
+        let h = (w0 &* 0x9E37_79B9_7F4A_7C15) ^ (w1 &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(truncatingIfNeeded: tag)
+        return Int(truncatingIfNeeded: (h &* 0xFF51_AFD7_ED55_8CCD) >> 54)  // 10 bits: capacity 1024
+    }
+
+    @inline(__always)
+    func element(_ w0: UInt64, _ w1: UInt64, _ tag: Int, slot: Int) -> Element? {
+        let entry = entries + slot
+        guard entry.pointee.w0 == w0, entry.pointee.w1 == w1, entry.pointee.tag == tag else { return nil }
+        return entry.pointee.element
+    }
+
+    @inline(__always)
+    func store(_ element: Element, _ w0: UInt64, _ w1: UInt64, _ tag: Int, slot: Int) {
+        entries[slot] = Entry(w0: w0, w1: w1, tag: tag, element: element)
+    }
 }
 
 private struct Frame {
@@ -145,11 +190,18 @@ private struct JSONReader: ~Copyable {
     let trueValue = JSON.bool(true)
     let falseValue = JSON.bool(false)
     let nullValue = JSON.null
+    /// Off for small inputs, where setting up the tables would cost more than they save.
+    let cachesShortText: Bool
+    var valueCache: ShortTextCache<JSON>
+    var keyCache: ShortTextCache<String>
 
     init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
         self.p = p
         self.end = count
         self.maxDepth = maxDepth
+        cachesShortText = count >= 16 * 1024
+        valueCache = ShortTextCache(enabled: cachesShortText)
+        keyCache = ShortTextCache(enabled: cachesShortText)
     }
 
     func failure(_ message: String, at offset: Int) -> JSONParseError {
@@ -220,7 +272,7 @@ private struct JSONReader: ~Copyable {
                     continue nextValue
                 }
             case Byte.quote:
-                values.push(.string(try parseString()))
+                values.push(try parseStringValue())
             case Byte.minus, Byte.zero...Byte.nine:
                 values.push(try parseNumber())
             case UInt8(ascii: "t"):
@@ -271,13 +323,9 @@ private struct JSONReader: ~Copyable {
         let n = values.count - frame.valueStart
         let valueBase = values.base + frame.valueStart
         let keyBase = keys.base + frame.keyStart
-        let members = [JSON.Member](unsafeUninitializedCapacity: n) { buffer, initialized in
-            guard let out = buffer.baseAddress else { return }
-            for i in 0..<n {
-                (out + i).initialize(to: JSON.Member((keyBase + i).move(), (valueBase + i).move()))
-            }
-            initialized = n
-        }
+        var members = [JSON.Member]()
+        members.reserveCapacity(n)
+        for i in 0..<n { members.append(JSON.Member((keyBase + i).move(), (valueBase + i).move())) }
         values.forgetTop(n)
         keys.forgetTop(n)
         values.push(.object(members))
@@ -286,7 +334,7 @@ private struct JSONReader: ~Copyable {
     mutating func parseKeyAndColon() throws(JSONParseError) {
         skipWhitespace()
         guard pos < end, p[pos] == Byte.quote else { throw unexpected(at: pos, ", expected a string key") }
-        keys.push(try parseString())
+        keys.push(try parseKey())
         skipWhitespace()
         guard pos < end, p[pos] == Byte.colon else { throw unexpected(at: pos, ", expected ':'") }
         pos += 1
@@ -334,7 +382,39 @@ private struct JSONReader: ~Copyable {
             while isDigit(i) { i += 1 }
         }
         pos = i
-        return .number(String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self))
+        let n = i - start
+        if cachesShortText && n <= 16 {
+            let (w0, w1) = words(start, n)
+            let tag = n + 32
+            let slot = ShortTextCache<JSON>.slot(w0, w1, tag)
+            if let hit = valueCache.element(w0, w1, tag, slot: slot) { return hit }
+            let value = JSON.number(text(start, n))
+            valueCache.store(value, w0, w1, tag, slot: slot)
+            return value
+        }
+        return .number(text(start, n))
+    }
+
+    @inline(__always)
+    func text(_ start: Int, _ count: Int) -> String {
+        String(decoding: UnsafeBufferPointer(start: p + start, count: count), as: UTF8.self)
+    }
+
+    /// The `count` (at most 16) bytes at `start` as two words, zero-padded.
+    @inline(__always)
+    func words(_ start: Int, _ count: Int) -> (UInt64, UInt64) {
+        if start + 16 <= end {
+            let raw = UnsafeRawPointer(p + start)
+            let a = UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+            if count <= 8 { return (a & ((1 << (UInt64(count) * 8)) &- 1), 0) }
+            let b = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            return (a, b & ((1 << (UInt64(count - 8) * 8)) &- 1))
+        }
+        var a: UInt64 = 0, b: UInt64 = 0
+        for k in 0..<count {
+            if k < 8 { a |= UInt64(p[start + k]) << (UInt64(k) * 8) } else { b |= UInt64(p[start + k]) << (UInt64(k - 8) * 8) }
+        }
+        return (a, b)
     }
 
     /// Index of the first byte at or after `i` that a string cannot copy as is:
@@ -366,10 +446,43 @@ private struct JSONReader: ~Copyable {
     }
 
     /// `pos` is on the opening quote; leaves `pos` after the closing one.
-    mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseStringValue() throws(JSONParseError) -> JSON {
+        let start = pos + 1
+        let stop = scanPlain(from: start)
+        guard stop < end, p[stop] == Byte.quote else { return .string(try parseString(resumingAt: stop)) }
+        pos = stop + 1
+        let n = stop - start
+        guard cachesShortText && n <= 16 else { return .string(text(start, n)) }
+        let (w0, w1) = words(start, n)
+        let slot = ShortTextCache<JSON>.slot(w0, w1, n)
+        if let hit = valueCache.element(w0, w1, n, slot: slot) { return hit }
+        let value = JSON.string(text(start, n))
+        valueCache.store(value, w0, w1, n, slot: slot)
+        return value
+    }
+
+    /// Like `parseStringValue`, for a member name.
+    mutating func parseKey() throws(JSONParseError) -> String {
+        let start = pos + 1
+        let stop = scanPlain(from: start)
+        guard stop < end, p[stop] == Byte.quote else { return try parseString(resumingAt: stop) }
+        pos = stop + 1
+        let n = stop - start
+        guard cachesShortText && n <= 16 else { return text(start, n) }
+        let (w0, w1) = words(start, n)
+        let slot = ShortTextCache<String>.slot(w0, w1, n)
+        if let hit = keyCache.element(w0, w1, n, slot: slot) { return hit }
+        let key = text(start, n)
+        keyCache.store(key, w0, w1, n, slot: slot)
+        return key
+    }
+
+    /// The general case: `pos` is on the opening quote and every byte before `resume`
+    /// is known to be plain ASCII.
+    mutating func parseString(resumingAt resume: Int) throws(JSONParseError) -> String {
         let open = pos
-        var i = pos + 1
-        var segment = i
+        var i = resume
+        var segment = pos + 1
         var escaped = false
         while true {
             i = scanPlain(from: i)
