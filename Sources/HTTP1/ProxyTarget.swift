@@ -24,6 +24,12 @@ public struct HTTPAuthority: Sendable, Hashable, CustomStringConvertible {
 
     /// The Host field value: the port is left out when it is the scheme's default.
     public var hostFieldValue: String { port == defaultPort ? bracketedHost : description }
+
+    /// `scheme://host[:port]originTarget`, as a log record's `url` shows an
+    /// absolute-form request (authority-form ones are logged as `description`).
+    public func url(originTarget: String) -> String {
+        "\(scheme)://\(hostFieldValue)\(originTarget)"
+    }
 }
 
 public enum ProxyRequestForm: Sendable, Equatable {

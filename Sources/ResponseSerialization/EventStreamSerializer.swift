@@ -32,75 +32,68 @@ public enum EventStream {
     /// data is not dispatched, and an event not closed by a blank line before
     /// the end of the stream is discarded.
     public static func parse(_ data: Data) -> [ServerSentEvent] {
-        var text = String(decoding: data, as: UTF8.self)
-        if text.unicodeScalars.first == "\u{FEFF}" { text.unicodeScalars.removeFirst() }
-
-        var events: [ServerSentEvent] = []
-        var dataBuffer = ""
-        var hasData = false
-        var eventType = ""
-        var lastEventID = ""
-        var pendingRetry: Int?
-
-        func process(line: Substring.UnicodeScalarView) {
-            if line.isEmpty {
-                if hasData {
-                    events.append(ServerSentEvent(id: lastEventID.isEmpty ? nil : lastEventID,
-                                                  event: eventType.isEmpty ? "message" : eventType,
-                                                  data: dataBuffer, retry: pendingRetry))
-                    pendingRetry = nil
+        // Works on UTF-8 bytes: CR, LF and ':' are ASCII and never occur inside a
+        // multi-byte sequence, so lines and fields can be cut before decoding.
+        data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+            var parser = EventStreamParser()
+            var start = 0
+            if input.count >= 3 && input[0] == 0xEF && input[1] == 0xBB && input[2] == 0xBF { start = 3 }
+            var i = start
+            while i < input.count {
+                let c = input[i]
+                if c == 0x0A || c == 0x0D {
+                    parser.process(line: UnsafeRawBufferPointer(rebasing: input[start..<i]))
+                    i += (c == 0x0D && i + 1 < input.count && input[i + 1] == 0x0A) ? 2 : 1
+                    start = i
+                } else {
+                    i += 1
                 }
-                dataBuffer = ""; hasData = false; eventType = ""
-                return
             }
-            if line.first == ":" { return }
-            let field: String
-            var value: Substring.UnicodeScalarView
-            if let colon = line.firstIndex(of: ":") {
-                field = String(String.UnicodeScalarView(line[line.startIndex..<colon]))
-                value = line[line.index(after: colon)...]
-                if value.first == " " { value.removeFirst() }
-            } else {
-                field = String(String.UnicodeScalarView(line))
-                value = Substring.UnicodeScalarView()
+            // Whatever follows the last line end is an unfinished line of an unfinished event: dropped.
+            return parser.events
+        }
+    }
+}
+
+private struct EventStreamParser {
+    var events: [ServerSentEvent] = []
+    var dataBuffer: [UInt8] = []
+    var hasData = false
+    var eventType = ""
+    var lastEventID = ""
+    var pendingRetry: Int?
+
+    mutating func process(line: UnsafeRawBufferPointer) {
+        if line.isEmpty {
+            if hasData {
+                events.append(ServerSentEvent(id: lastEventID.isEmpty ? nil : lastEventID,
+                                              event: eventType.isEmpty ? "message" : eventType,
+                                              data: String(decoding: dataBuffer, as: UTF8.self), retry: pendingRetry))
+                pendingRetry = nil
             }
-            let valueText = String(String.UnicodeScalarView(value))
-            switch field {
-            case "event":
-                eventType = valueText
-            case "data":
-                if hasData { dataBuffer += "\n" }
-                dataBuffer += valueText
-                hasData = true
-            case "id":
-                if !valueText.unicodeScalars.contains("\u{0}") { lastEventID = valueText }
-            case "retry":
-                if !valueText.isEmpty, valueText.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) }),
-                   let milliseconds = Int(valueText) {
-                    pendingRetry = milliseconds
-                }
-            default:
-                break
+            dataBuffer.removeAll(keepingCapacity: true); hasData = false; eventType = ""
+            return
+        }
+        if line[0] == UInt8(ascii: ":") { return }
+        let colon = line.firstIndex(of: UInt8(ascii: ":"))
+        let field = UnsafeRawBufferPointer(rebasing: line[0..<(colon ?? line.count)])
+        var valueStart = colon.map { $0 + 1 } ?? line.count
+        if valueStart < line.count && line[valueStart] == 0x20 { valueStart += 1 }
+        let value = UnsafeRawBufferPointer(rebasing: line[valueStart..<line.count])
+
+        if field.elementsEqual("data".utf8) {
+            if hasData { dataBuffer.append(0x0A) }
+            dataBuffer.append(contentsOf: value)
+            hasData = true
+        } else if field.elementsEqual("event".utf8) {
+            eventType = String(decoding: value, as: UTF8.self)
+        } else if field.elementsEqual("id".utf8) {
+            if !value.contains(0) { lastEventID = String(decoding: value, as: UTF8.self) }
+        } else if field.elementsEqual("retry".utf8) {
+            if !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                pendingRetry = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
             }
         }
-
-        let scalars = Substring(text).unicodeScalars
-        var lineStart = scalars.startIndex
-        var i = scalars.startIndex
-        while i < scalars.endIndex {
-            let c = scalars[i]
-            if c == "\n" || c == "\r" {
-                process(line: scalars[lineStart..<i])
-                var next = scalars.index(after: i)
-                if c == "\r", next < scalars.endIndex, scalars[next] == "\n" { next = scalars.index(after: next) }
-                i = next
-                lineStart = next
-            } else {
-                i = scalars.index(after: i)
-            }
-        }
-        // Whatever follows the last line end is an unfinished line of an unfinished event: dropped.
-        return events
     }
 }
 

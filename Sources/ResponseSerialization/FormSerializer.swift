@@ -8,31 +8,38 @@ public enum FormURLEncoded {
     /// `%XX` is a byte, a bad escape stays as written, bytes are read as UTF-8
     /// (invalid sequences become U+FFFD).
     public static func parse(_ data: Data) -> [(name: String, value: String)] {
-        var pairs: [(name: String, value: String)] = []
-        for piece in data.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let name: Data.SubSequence
-            let value: Data.SubSequence
-            if let eq = piece.firstIndex(of: UInt8(ascii: "=")) {
-                name = piece[piece.startIndex..<eq]
-                value = piece[piece.index(after: eq)...]
-            } else {
-                name = piece[...]
-                value = piece[piece.endIndex...]
+        data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+            var pairs: [(name: String, value: String)] = []
+            var scratch: [UInt8] = []
+            var pieceStart = 0
+            while pieceStart < input.count {
+                var pieceEnd = pieceStart
+                var equals = -1
+                while pieceEnd < input.count && input[pieceEnd] != UInt8(ascii: "&") {
+                    if equals < 0 && input[pieceEnd] == UInt8(ascii: "=") { equals = pieceEnd }
+                    pieceEnd += 1
+                }
+                if pieceEnd > pieceStart {
+                    let nameEnd = equals < 0 ? pieceEnd : equals
+                    let valueStart = equals < 0 ? pieceEnd : equals + 1
+                    let name = percentDecode(UnsafeRawBufferPointer(rebasing: input[pieceStart..<nameEnd]), using: &scratch)
+                    let value = percentDecode(UnsafeRawBufferPointer(rebasing: input[valueStart..<pieceEnd]), using: &scratch)
+                    pairs.append((name, value))
+                }
+                pieceStart = pieceEnd + 1
             }
-            pairs.append((percentDecode(name), percentDecode(value)))
+            return pairs
         }
-        return pairs
     }
 
-    static func percentDecode(_ bytes: Data.SubSequence) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var i = bytes.startIndex
-        while i < bytes.endIndex {
+    static func percentDecode(_ bytes: UnsafeRawBufferPointer, using out: inout [UInt8]) -> String {
+        out.removeAll(keepingCapacity: true)
+        var i = 0
+        while i < bytes.count {
             let byte = bytes[i]
             if byte == UInt8(ascii: "+") {
                 out.append(0x20)
-            } else if byte == UInt8(ascii: "%"), bytes.distance(from: i, to: bytes.endIndex) >= 3,
+            } else if byte == UInt8(ascii: "%"), i + 2 < bytes.count,
                       let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) {
                 out.append(high << 4 | low)
                 i += 3

@@ -137,6 +137,12 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertEqual(HTTPAuthority(scheme: "http", host: "::1", port: 8080).hostFieldValue, "[::1]:8080")
     }
 
+    func testURLForLogs() {
+        XCTAssertEqual(HTTPAuthority(scheme: "http", host: "api.local", port: 8080).url(originTarget: "/v1/items?x=1"),
+                       "http://api.local:8080/v1/items?x=1")
+        XCTAssertEqual(HTTPAuthority(scheme: "https", host: "::1", port: 443).url(originTarget: "/"), "https://[::1]/")
+    }
+
     // MARK: - Forwarding
 
     func testForwardedHeadUsesOriginFormAndTargetAuthority() throws {
