@@ -25,6 +25,8 @@ public final class RotatingFile {
     public private(set) var rotations: Int = 0
     /// Non-fatal failures (a rotation that could not rename, an fsync), newest last.
     public private(set) var lastError: LogIOError?
+    /// Failures that did not stop writing (rename during rotation, fsync), counted for metrics.
+    public private(set) var absorbedErrors = 0
     public var activePath: String { layout.activePath }
     public var isOpen: Bool { fd >= 0 }
 
@@ -142,7 +144,7 @@ public final class RotatingFile {
         do {
             try rotate(now: now)
         } catch where fd >= 0 {
-            lastError = error
+            absorb(error)
             // Try again at the next period rather than on every write.
             period = settings.rotateInterval.period(containing: now)
         }
@@ -157,7 +159,7 @@ public final class RotatingFile {
     }
 
     private func rotate(now: Double) throws(LogIOError) {
-        do { try fileSystem.sync(fd, path: activePath) } catch { lastError = error }
+        do { try fileSystem.sync(fd, path: activePath) } catch { absorb(error) }
         var rotatedPath: String?
         if isStillActivePath() {
             let target = uniqueRotatedPath(now: now)
@@ -166,7 +168,7 @@ public final class RotatingFile {
         }
         // else: someone renamed the file away (logrotate); its records are theirs now.
         closeDescriptor()
-        do { try fileSystem.syncDirectory(layout.directory) } catch { lastError = error }
+        do { try fileSystem.syncDirectory(layout.directory) } catch { absorb(error) }
         rotations += 1
         if let rotatedPath {
             if settings.compress {
@@ -183,7 +185,7 @@ public final class RotatingFile {
     /// having moved the file away).
     public func reopen() throws(LogIOError) {
         if fd >= 0 {
-            do { try fileSystem.sync(fd, path: activePath) } catch { lastError = error }
+            do { try fileSystem.sync(fd, path: activePath) } catch { absorb(error) }
             closeDescriptor()
         }
         try open()
@@ -219,6 +221,11 @@ public final class RotatingFile {
             closeDescriptor()
         }
         if ownsArchiver { archiver.stop() }
+    }
+
+    private func absorb(_ error: LogIOError) {
+        lastError = error
+        absorbedErrors += 1
     }
 
     private func closeDescriptor() {
