@@ -14,6 +14,8 @@ public struct LogWriterStats: Sendable, Equatable {
     /// Failed file operations (open, write, rename, fsync), since start.
     public var ioErrors: Int
     public var lastError: String?
+    /// Compressions or deletions the archiver could not do (plain files stay for the next start).
+    public var archiveFailures: Int
 }
 
 /// Writes already-encoded JSON lines to a `RotatingFile` from one dedicated thread.
@@ -143,9 +145,11 @@ public final class LogWriter: @unchecked Sendable {
     }
 
     public var stats: LogWriterStats {
-        condition.withLock {
+        let archiveFailures = archiver.failures
+        return condition.withLock {
             LogWriterStats(written: writtenCount, lost: lostCount, queueDepth: queue.count,
-                           rotations: rotationCount, ioErrors: ioErrorCount, lastError: lastErrorText)
+                           rotations: rotationCount, ioErrors: ioErrorCount, lastError: lastErrorText,
+                           archiveFailures: archiveFailures)
         }
     }
 

@@ -36,6 +36,7 @@ public final class RotatingFile {
     /// the next write starts with a newline so the records after it stay whole.
     private var needsLineBreak = false
     private var unsynced = false
+    private var lastRotated: (stamp: String, suffix: Int)?
     private let clock: LogClock
     private let fileSystem: LogFileSystem
     public let archiver: LogArchiver
@@ -241,9 +242,17 @@ public final class RotatingFile {
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }
 
+    /// A name that sorts after every rotated file of the same second, even ones retention has
+    /// already deleted, so "oldest by name" stays "oldest".
     private func uniqueRotatedPath(now: Double) -> String {
         let stamp = RFC3339.basicStamp(secondsSince1970: now)
         var suffix = 0
+        if let last = lastRotated, last.stamp == stamp { suffix = last.suffix + 1 }
+        for entry in fileSystem.listDirectory(layout.directory).compactMap(layout.parseRotated)
+        where entry.stamp == stamp {
+            suffix = max(suffix, entry.suffix + 1)
+        }
+        defer { lastRotated = (stamp, suffix) }
         while true {
             let path = layout.directory + "/" + layout.rotatedName(stamp: stamp, suffix: suffix)
             if !fileSystem.exists(path) && !fileSystem.exists(path + ".gz") && !fileSystem.exists(path + ".gz.tmp") {
