@@ -234,8 +234,11 @@ public final class LogWriter: @unchecked Sendable {
         if unreportedLoss > 0 || retryAfterFailure {
             delays.append(1.0)
         }
-        if file.settings.rotateInterval != .never && file.size > 0 {
-            delays.append(1.0)
+        if let length = file.settings.rotateInterval.periodSeconds, file.size > 0 {
+            // Wake at the boundary (re-checked at least each minute in case the clock jumps).
+            let now = clock()
+            let boundary = ((now / Double(length)).rounded(.down) + 1) * Double(length)
+            delays.append(min(max(boundary - now, 0.05), 60))
         }
         return delays.min()
     }
