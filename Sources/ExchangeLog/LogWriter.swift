@@ -185,11 +185,11 @@ public final class LogWriter: @unchecked Sendable {
                 noteReason("queue full")
             }
             if let settings { applyNow(settings, failures: &failures) }
+            let rotationsBefore = file.rotations
+            let absorbedBefore = file.absorbedErrors
             if reopen {
                 do { try file.reopen() } catch { failures.append(error) }
             }
-            let rotationsBefore = file.rotations
-            let absorbedBefore = file.absorbedErrors
             if batch.isEmpty {
                 do { try file.rotateIfDue() } catch { failures.append(error) }
             }
@@ -202,23 +202,25 @@ public final class LogWriter: @unchecked Sendable {
             }
             // Failures the file absorbed itself (a rename that failed, so writing went on).
             let absorbed = file.absorbedErrors - absorbedBefore
-            if absorbed > 0, let error = file.lastError, failures.isEmpty { failures.append(error) }
+            let lastFailure = failures.last ?? (absorbed > 0 ? file.lastError : nil)
 
             condition.lock()
             writtenCount += written
             lostCount += lost
             rotationCount += file.rotations - rotationsBefore
-            ioErrorCount += failures.count + max(0, absorbed - 1)
-            if let last = failures.last { lastErrorText = last.description }
+            ioErrorCount += failures.count + max(0, absorbed)
+            if let lastFailure { lastErrorText = lastFailure.description }
             flushCompleted = max(flushCompleted, flushGeneration)
             let done = stopping && queue.isEmpty && pendingSettings == nil && !reopenRequested
-            if done {
-                finished = true
-            }
             condition.broadcast()
             condition.unlock()
             if done {
+                // fsync and close before anyone waiting in flushAndStop is released.
                 file.close()
+                condition.withLock {
+                    finished = true
+                    condition.broadcast()
+                }
                 return
             }
         }
