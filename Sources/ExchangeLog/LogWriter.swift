@@ -8,6 +8,8 @@ public struct LogWriterStats: Sendable, Equatable {
     public var written: Int
     /// Records refused (queue full, writer stopped) or dropped after a failed write, since start.
     public var lost: Int
+    /// Lost records not yet reported by a loss record in the file.
+    public var lostSinceLastReport: Int
     /// Records accepted and not yet written.
     public var queueDepth: Int
     public var rotations: Int
@@ -45,6 +47,7 @@ public final class LogWriter: @unchecked Sendable {
     private var rotationCount = 0
     private var ioErrorCount = 0
     private var lastErrorText: String?
+    private var publishedUnreportedLoss = 0
 
     // Writer-thread state.
     private var file: RotatingFile
@@ -147,7 +150,8 @@ public final class LogWriter: @unchecked Sendable {
     public var stats: LogWriterStats {
         let archiveFailures = archiver.failures
         return condition.withLock {
-            LogWriterStats(written: writtenCount, lost: lostCount, queueDepth: queue.count,
+            LogWriterStats(written: writtenCount, lost: lostCount,
+                           lostSinceLastReport: publishedUnreportedLoss + overflowLost, queueDepth: queue.count,
                            rotations: rotationCount, ioErrors: ioErrorCount, lastError: lastErrorText,
                            archiveFailures: archiveFailures)
         }
@@ -209,6 +213,7 @@ public final class LogWriter: @unchecked Sendable {
             lostCount += lost
             rotationCount += file.rotations - rotationsBefore
             ioErrorCount += failures.count + max(0, absorbed)
+            publishedUnreportedLoss = unreportedLoss
             if let lastFailure { lastErrorText = lastFailure.description }
             flushCompleted = max(flushCompleted, flushGeneration)
             let done = stopping && queue.isEmpty && pendingSettings == nil && !reopenRequested

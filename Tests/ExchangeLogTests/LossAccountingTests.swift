@@ -72,6 +72,7 @@ final class LossAccountingTests: XCTestCase {
         XCTAssertEqual(stats.written, 1)
         XCTAssertGreaterThanOrEqual(stats.ioErrors, 1)
         XCTAssertEqual(stats.lastError?.contains("No space left on device"), true, stats.lastError ?? "nil")
+        XCTAssertEqual(stats.lostSinceLastReport, 10)
 
         faults.clear()
         writer.submit(LogTestFiles.record(11))
@@ -88,6 +89,7 @@ final class LossAccountingTests: XCTestCase {
         stats = writer.stats
         XCTAssertEqual(stats.written, 3)
         XCTAssertEqual(stats.lost, 10)
+        XCTAssertEqual(stats.lostSinceLastReport, 0)
     }
 
     func testLossRecordIsWrittenEvenWhenNoFurtherRecordsArrive() throws {
