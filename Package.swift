@@ -33,6 +33,7 @@ let package = Package(
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
+        .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
     ],

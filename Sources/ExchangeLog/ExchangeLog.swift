@@ -1,1 +1,0 @@
-// ExchangeLog: see DESIGN.md

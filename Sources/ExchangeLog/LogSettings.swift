@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How often the active log file is rotated regardless of its size. Boundaries are UTC.
+public enum RotateInterval: Sendable, Equatable {
+    case never
+    case hourly
+    case daily
+    case seconds(Int)
+
+    /// Accepts the config file's spellings: "never", "hourly", "daily", or a number of seconds as text.
+    public init?(configValue: String) {
+        switch configValue {
+        case "never": self = .never
+        case "hourly": self = .hourly
+        case "daily": self = .daily
+        default:
+            guard let seconds = Int(configValue), seconds > 0 else { return nil }
+            self = .seconds(seconds)
+        }
+    }
+
+    /// Length of one period in seconds, or nil when time never rotates the file.
+    public var periodSeconds: Int? {
+        switch self {
+        case .never: return nil
+        case .hourly: return 3600
+        case .daily: return 86400
+        case .seconds(let n): return n > 0 ? n : nil
+        }
+    }
+
+    /// Index of the period containing `time`; two instants in the same period share an index.
+    func period(containing time: Double) -> Int64? {
+        guard let length = periodSeconds, time.isFinite else { return nil }
+        return Int64((time / Double(length)).rounded(.down))
+    }
+}
+
+/// The config file's `log` object, plus writer tuning that has sensible defaults.
+public struct LogSettings: Sendable, Equatable {
+    /// Relative paths resolve against the working directory when the file is opened.
+    public var directory: String
+    public var fileName: String
+    /// A file is rotated before a write that would take it past this size (a single record larger
+    /// than this still goes whole into an otherwise empty file).
+    public var maxFileBytes: Int
+    /// How many rotated files (plain or .gz) are kept; the oldest by name go first.
+    public var maxFiles: Int
+    public var rotateInterval: RotateInterval
+    public var compress: Bool
+    /// Records waiting for the writer thread; beyond this, `submit` refuses and counts a loss.
+    public var queueCapacity: Int
+    /// Bytes waiting for the writer thread; bounds memory when records are large.
+    public var queueByteCapacity: Int
+    /// Upper bound for one write() call; larger batches are split at line ends.
+    public var batchBytes: Int
+    /// Seconds between fsyncs of the active file while records keep arriving.
+    public var flushInterval: Double
+
+    public init(directory: String = "logs",
+                fileName: String = "tapwire.jsonl",
+                maxFileBytes: Int = 67_108_864,
+                maxFiles: Int = 20,
+                rotateInterval: RotateInterval = .daily,
+                compress: Bool = true,
+                queueCapacity: Int = 65_536,
+                queueByteCapacity: Int = 268_435_456,
+                batchBytes: Int = 1_048_576,
+                flushInterval: Double = 1.0) {
+        self.directory = directory
+        self.fileName = fileName
+        self.maxFileBytes = maxFileBytes
+        self.maxFiles = maxFiles
+        self.rotateInterval = rotateInterval
+        self.compress = compress
+        self.queueCapacity = queueCapacity
+        self.queueByteCapacity = queueByteCapacity
+        self.batchBytes = batchBytes
+        self.flushInterval = flushInterval
+    }
+
+    /// `directory` made absolute against the current working directory.
+    public var resolvedDirectory: String {
+        if directory.hasPrefix("/") { return LogSettings.trimmingTrailingSlashes(directory) }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return directory }
+        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let relative = directory.hasPrefix("./") ? String(directory.dropFirst(2)) : directory
+        if relative.isEmpty || relative == "." { return cwd }
+        return LogSettings.trimmingTrailingSlashes(cwd == "/" ? "/" + relative : cwd + "/" + relative)
+    }
+
+    private static func trimmingTrailingSlashes(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+}

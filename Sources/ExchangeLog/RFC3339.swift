@@ -1,0 +1,100 @@
+/// RFC 3339 UTC timestamps with microseconds (`2026-12-02T10:11:12.123456Z`), built from
+/// integer arithmetic because a DateFormatter per record costs more than the record.
+public enum RFC3339 {
+    public static func format(secondsSince1970: Double) -> String {
+        var buffer = [UInt8]()
+        buffer.reserveCapacity(27)
+        append(secondsSince1970: secondsSince1970, into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    public static func append(secondsSince1970: Double, into buffer: inout [UInt8]) {
+        let time = CivilTime(secondsSince1970: secondsSince1970)
+        appendDigits(time.year, width: 4, into: &buffer)
+        buffer.append(UInt8(ascii: "-"))
+        appendDigits(time.month, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: "-"))
+        appendDigits(time.day, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: "T"))
+        appendDigits(time.hour, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: ":"))
+        appendDigits(time.minute, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: ":"))
+        appendDigits(time.second, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: "."))
+        appendDigits(time.microsecond, width: 6, into: &buffer)
+        buffer.append(UInt8(ascii: "Z"))
+    }
+
+    /// `YYYYMMDDTHHMMSS` (UTC), the stamp in rotated file names.
+    public static func basicStamp(secondsSince1970: Double) -> String {
+        let time = CivilTime(secondsSince1970: secondsSince1970)
+        var buffer = [UInt8]()
+        buffer.reserveCapacity(15)
+        appendDigits(time.year, width: 4, into: &buffer)
+        appendDigits(time.month, width: 2, into: &buffer)
+        appendDigits(time.day, width: 2, into: &buffer)
+        buffer.append(UInt8(ascii: "T"))
+        appendDigits(time.hour, width: 2, into: &buffer)
+        appendDigits(time.minute, width: 2, into: &buffer)
+        appendDigits(time.second, width: 2, into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    private static func appendDigits(_ value: Int, width: Int, into buffer: inout [UInt8]) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
+        var remaining = value
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var index = width
+            while index > 0 {
+                index -= 1
+                raw[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            }
+            buffer.append(contentsOf: raw.prefix(width))
+        }
+    }
+}
+
+/// A UTC calendar instant; years are clamped to 0001...9999 so every field fits its width.
+struct CivilTime {
+    var year: Int, month: Int, day: Int
+    var hour: Int, minute: Int, second: Int, microsecond: Int
+
+    init(secondsSince1970 input: Double) {
+        let lowest = -62_135_596_800.0   // 0001-01-01T00:00:00Z
+        let highest = 253_402_300_799.0  // 9999-12-31T23:59:59Z
+        let clamped = input.isFinite ? min(max(input, lowest), highest) : 0
+        let whole = clamped.rounded(.down)
+        var seconds = Int64(whole)
+        var micros = Int(((clamped - whole) * 1_000_000).rounded())
+        if micros >= 1_000_000 {
+            micros -= 1_000_000
+            seconds += 1
+        }
+        var days = seconds / 86400
+        var secondOfDay = seconds % 86400
+        if secondOfDay < 0 {
+            secondOfDay += 86400
+            days -= 1
+        }
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let monthDay = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+
+        self.year = min(max(Int(year), 1), 9999)
+        self.month = Int(month)
+        self.day = Int(monthDay)
+        self.hour = Int(secondOfDay / 3600)
+        self.minute = Int(secondOfDay % 3600 / 60)
+        self.second = Int(secondOfDay % 60)
+        self.microsecond = micros
+    }
+}
