@@ -27,14 +27,18 @@ let package = Package(
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
 
+        // The config file, validated into the values the engine and the log use.
+        .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
+
         .executableTarget(name: "tapwire",
-                          dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
+                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
+        .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
     ],
     swiftLanguageModes: [.v5]

@@ -211,7 +211,7 @@ final class Exchange: UpstreamOwner {
             do {
                 parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                failBeforeResponse(TransportError("malformedResponse", "the origin sent a malformed response head: \(error.reason)"))
+                failBeforeResponse(TransportError("malformedResponse", "malformed response head from the origin: \(error.reason)"))
                 return
             }
             guard case .complete(let rh, let length) = parsed else { return }
@@ -235,7 +235,7 @@ final class Exchange: UpstreamOwner {
             }
             let framing: BodyFraming
             do { framing = try rh.bodyFraming(requestMethod: head.method) } catch {
-                failBeforeResponse(TransportError("malformedResponse", "the origin's response framing is invalid: \(error.reason)"))
+                failBeforeResponse(TransportError("malformedResponse", "malformed response framing from the origin: \(error.reason)"))
                 return
             }
             responseHead = rh
@@ -269,7 +269,7 @@ final class Exchange: UpstreamOwner {
         } catch {
             responseFramer = framer
             closeClientAfter = true
-            finish(error: TransportError("malformedResponse", "the origin's body framing is invalid: \(error.reason)"), respond: nil)
+            finish(error: TransportError("malformedResponse", "malformed response body from the origin: \(error.reason)"), respond: nil)
             return
         }
         engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))

@@ -1,5 +1,6 @@
 import CLibevent
 import Foundation
+import HTTP1
 import Synchronization
 
 /// Starts and stops everything in a fixed order: loops, then listeners; on

@@ -1,5 +1,6 @@
 import CLibevent
 import Foundation
+import HTTP1
 
 /// Asynchronous name resolution with evdns, returning every address so the
 /// connector can fall back from one to the next (IPv6 → IPv4 and back).

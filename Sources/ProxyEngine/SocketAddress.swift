@@ -22,16 +22,42 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         self.length = length
     }
 
-    /// Parses `1.2.3.4:80`, `[::1]:8080`; numeric hosts only.
+    /// Parses `1.2.3.4:80`, `[::1]:8080`; numeric hosts only, port 0…65535 (0 = any free port).
     public init?(parsing text: String) {
-        var st = sockaddr_storage()
-        var len = Int32(MemoryLayout<sockaddr_storage>.size)
-        let ok = withUnsafeMutablePointer(to: &st) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { evutil_parse_sockaddr_port(text, $0, &len) }
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
         }
-        guard ok == 0, text.contains(":") else { return nil }
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let port = UInt16(portText) else { return nil }
+        var st = sockaddr_storage()
+        if text.hasPrefix("[") {
+            var a = in6_addr()
+            guard inet_pton(AF_INET6, String(host), &a) == 1 else { return nil }
+            var sin6 = sockaddr_in6()
+            sin6.sin6_family = sa_family_t(AF_INET6)
+            sin6.sin6_port = port.bigEndian
+            sin6.sin6_addr = a
+            withUnsafeMutableBytes(of: &st) { dst in withUnsafeBytes(of: sin6) { dst.copyMemory(from: $0) } }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        } else {
+            var a = in_addr()
+            guard inet_pton(AF_INET, String(host), &a) == 1 else { return nil }
+            var sin = sockaddr_in()
+            sin.sin_family = sa_family_t(AF_INET)
+            sin.sin_port = port.bigEndian
+            sin.sin_addr = a
+            withUnsafeMutableBytes(of: &st) { dst in withUnsafeBytes(of: sin) { dst.copyMemory(from: $0) } }
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        }
         storage = st
-        length = socklen_t(len)
     }
 
     public var family: Int32 { Int32(storage.ss_family) }

@@ -1,5 +1,6 @@
 import CLibevent
 import Foundation
+import HTTP1
 
 /// A two-way byte pipe between a client and an upstream (CONNECT, or a
 /// WebSocket after 101). EOF on one side becomes a write shutdown on the other

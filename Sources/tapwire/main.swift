@@ -1,1 +1,92 @@
-print("tapwire")
+import Configuration
+import Foundation
+import ProxyEngine
+
+// Exit codes (interfaces.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
+let usageText = """
+usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
+       tapwire check-config FILE
+       tapwire env [--config FILE]
+
+"""
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write(Data("tapwire: \(message)\n".utf8))
+    exit(code)
+}
+
+/// `--name value` flags after the command; unknown flags are usage errors.
+func flags(_ args: ArraySlice<String>, allowed: Set<String>) -> (values: [String: String], positional: [String]) {
+    var values: [String: String] = [:]
+    var positional: [String] = []
+    var i = args.startIndex
+    while i < args.endIndex {
+        let a = args[i]
+        if a.hasPrefix("--") {
+            var name = a
+            var value: String?
+            if let eq = a.firstIndex(of: "=") { name = String(a[..<eq]); value = String(a[a.index(after: eq)...]) }
+            guard allowed.contains(name) else { fail("unknown option \(name)\n\(usageText)", code: 2) }
+            if value == nil {
+                i += 1
+                guard i < args.endIndex else { fail("\(name) needs a value", code: 2) }
+                value = args[i]
+            }
+            values[name] = value
+        } else {
+            positional.append(a)
+        }
+        i += 1
+    }
+    return (values, positional)
+}
+
+func loadConfiguration(_ path: String?) -> TapwireConfiguration {
+    guard let path else { return TapwireConfiguration() }
+    switch TapwireConfiguration.load(path: path) {
+    case .success(let c): return c
+    case .failure(let list):
+        for e in list.errors { FileHandle.standardError.write(Data("tapwire: \(path): \(e)\n".utf8)) }
+        exit(2)
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else { fail("missing command\n\(usageText)", code: 2) }
+let rest = arguments.dropFirst(2)
+
+switch arguments[1] {
+case "run":
+    let f = flags(rest, allowed: ["--config", "--listen", "--log-dir"])
+    guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
+    var config = loadConfiguration(f.values["--config"])
+    let overrideErrors = config.override(listen: f.values["--listen"], logDirectory: f.values["--log-dir"])
+    if !overrideErrors.isEmpty { fail(overrideErrors.map(\.description).joined(separator: "\ntapwire: "), code: 2) }
+    exit(ProxyService(configuration: config, configPath: f.values["--config"]).run())
+
+case "check-config":
+    let f = flags(rest, allowed: [])
+    guard f.positional.count == 1 else { fail("check-config needs exactly one FILE", code: 2) }
+    let path = f.positional[0]
+    switch TapwireConfiguration.load(path: path) {
+    case .success(let c):
+        print("\(path): ok: \(c.summary)")
+        exit(0)
+    case .failure(let list):
+        for e in list.errors { FileHandle.standardError.write(Data("\(path): \(e)\n".utf8)) }
+        FileHandle.standardError.write(Data("\(path): \(list.errors.count) error(s)\n".utf8))
+        exit(2)
+    }
+
+case "env":
+    let f = flags(rest, allowed: ["--config"])
+    guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
+    let config = loadConfiguration(f.values["--config"])
+    print(ProxyEnvironment.exports(listen: config.engine.listen))
+
+case "-h", "--help", "help":
+    print(usageText, terminator: "")
+
+default:
+    fail("unknown command \(arguments[1])\n\(usageText)", code: 2)
+}

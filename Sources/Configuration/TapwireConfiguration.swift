@@ -1,0 +1,237 @@
+import ExchangeLog
+import Foundation
+import ProxyEngine
+import ResponseSerialization
+
+/// The whole config file (`../shared/spec/interfaces.md`), validated. Built-in
+/// defaults apply to every key that is absent; unknown keys are errors.
+public struct TapwireConfiguration: Sendable {
+    public var engine = EngineConfiguration()
+    /// Whether `access.allow` was given explicitly (a non-loopback listener requires it).
+    public var accessGiven = false
+    public var log = LogConfig()
+    public var tls = TLSConfig()
+    public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+    public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
+    public var rules: [Rule] = []
+
+    public init() {}
+
+    public struct LogConfig: Sendable, Equatable {
+        public var directory = "logs"
+        public var fileName = "tapwire.jsonl"
+        public var maxFileBytes = 67_108_864
+        public var maxFiles = 20
+        /// `never`, `hourly`, `daily`, or a number of seconds.
+        public var rotateInterval = "daily"
+        public var rotateSeconds: Int? = 86_400
+        public var compress = true
+        public var queueCapacity = 65_536
+        public init() {}
+    }
+
+    public struct TLSConfig: Sendable, Equatable {
+        public var intercept: [String] = []
+        public var ignore: [String] = []
+        public var caDirectory = "ca"
+        public var upstreamCAFile: String?
+        public var insecureUpstream = false
+        public init() {}
+    }
+
+    /// Reads and validates `path`. Every problem is reported, each with its JSON path.
+    public static func load(path: String) -> Result<TapwireConfiguration, ConfigErrorList> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+            return .failure(ConfigErrorList([ConfigError(path: "", message: "\(path) \(why)")]))
+        }
+        return parse(Array(data), name: path)
+    }
+
+    public static func parse(_ bytes: [UInt8], name: String = "config") -> Result<TapwireConfiguration, ConfigErrorList> {
+        let document: JSON
+        do {
+            document = try bytes.withUnsafeBytes { raw throws(JSONParseError) in
+                try JSONParser.parse(raw, allowFragments: false)
+            }
+        } catch {
+            return .failure(ConfigErrorList([ConfigError(path: "", message: "\(name) is not valid JSON: \(error)")]))
+        }
+        let r = ConfigReader()
+        let config = read(document, r)
+        return r.errors.isEmpty ? .success(config) : .failure(ConfigErrorList(r.errors))
+    }
+
+    private static func read(_ doc: JSON, _ r: ConfigReader) -> TapwireConfiguration {
+        var c = TapwireConfiguration()
+        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules"]) else {
+            return c
+        }
+        if let listen = r.stringOrStrings(top["listen"], "listen") {
+            if listen.isEmpty { r.fail("listen", "needs at least one address") }
+            for (i, a) in listen.enumerated() where SocketAddress(parsing: a) == nil {
+                r.fail("listen[\(i)]", "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
+            }
+            c.engine.listen = listen
+        }
+        if let access = r.object(top["access"], "access", allowed: ["allow"]) {
+            if let allow = r.parsed(access["allow"], "access.allow", expected: "an address range such as 127.0.0.1/32", AddressRange.init) {
+                c.engine.allow = allow
+                c.accessGiven = true
+            }
+        }
+        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "proxy"]) {
+            if let v = r.seconds(up["connectTimeout"], "upstream.connectTimeout") { c.engine.connectTimeout = v }
+            if let v = r.seconds(up["idleTimeout"], "upstream.idleTimeout") { c.engine.upstreamIdleTimeout = v }
+            if let v = r.seconds(up["readTimeout"], "upstream.readTimeout") { c.engine.upstreamReadTimeout = v }
+            if case .some(.some(let proxy)) = r.optionalString(up["proxy"], "upstream.proxy") {
+                r.fail("upstream.proxy", "forwarding to a parent proxy is not supported yet (found \"\(proxy)\"); use null")
+            }
+        }
+        if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout", "tunnelIdleTimeout"]) {
+            if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
+            if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
+            if let v = r.seconds(lim["clientIdleTimeout"], "limits.clientIdleTimeout") { c.engine.clientIdleTimeout = v }
+            if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
+            if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
+        }
+        if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies"]) {
+            if let v = r.int(cap["maxBodyBytes"], "capture.maxBodyBytes", min: 0, max: 1 << 30) { c.engine.captureMaxBodyBytes = v }
+            if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
+        }
+        if let log = r.object(top["log"], "log", allowed: ["directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity"]) {
+            if let v = r.string(log["directory"], "log.directory") {
+                if v.isEmpty { r.fail("log.directory", "must not be empty") } else { c.log.directory = v }
+            }
+            if let v = r.string(log["fileName"], "log.fileName") {
+                if v.isEmpty || v.contains("/") { r.fail("log.fileName", "expected a plain file name, found \"\(v)\"") } else { c.log.fileName = v }
+            }
+            if let v = r.int(log["maxFileBytes"], "log.maxFileBytes", min: 4096) { c.log.maxFileBytes = v }
+            if let v = r.int(log["maxFiles"], "log.maxFiles", min: 1, max: 100_000) { c.log.maxFiles = v }
+            if let v = log["rotateInterval"] {
+                switch v {
+                case .string(let s) where ["never", "hourly", "daily"].contains(s):
+                    c.log.rotateInterval = s
+                    c.log.rotateSeconds = s == "never" ? nil : s == "hourly" ? 3600 : 86_400
+                case .number(let t) where Int(t).map({ $0 >= 1 }) == true:
+                    c.log.rotateInterval = t
+                    c.log.rotateSeconds = Int(t)
+                default:
+                    r.fail("log.rotateInterval", "expected \"never\", \"hourly\", \"daily\" or a whole number of seconds, found \(ConfigReader.describe(v))")
+                }
+            }
+            if let v = r.bool(log["compress"], "log.compress") { c.log.compress = v }
+            if let v = r.int(log["queueCapacity"], "log.queueCapacity", min: 16, max: 1 << 24) { c.log.queueCapacity = v }
+        }
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
+            if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
+            if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
+            if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }
+            if case .some(let v) = r.optionalString(tls["upstreamCAFile"], "tls.upstreamCAFile") { c.tls.upstreamCAFile = v }
+            if let v = r.bool(tls["insecureUpstream"], "tls.insecureUpstream") { c.tls.insecureUpstream = v }
+            if !c.tls.intercept.isEmpty {
+                r.fail("tls.intercept", "HTTPS interception is not available in this build yet; leave the list empty")
+            }
+        }
+        if let red = r.object(top["redact"], "redact", allowed: ["headers", "jsonKeys"]) {
+            if let v = r.strings(red["headers"], "redact.headers") { c.redactHeaders = v.map { $0.lowercased() } }
+            if let v = r.strings(red["jsonKeys"], "redact.jsonKeys") { c.redactJSONKeys = v.map { $0.lowercased() } }
+        }
+        if let rules = r.array(top["rules"], "rules") {
+            var names = Set<String>()
+            for (path, item) in rules {
+                if let rule = readRule(item, path, r) {
+                    if !names.insert(rule.name).inserted { r.fail("\(path).name", "duplicate rule name \"\(rule.name)\"") }
+                    c.rules.append(rule)
+                }
+            }
+        }
+        // An open proxy is never the default: a listener beyond loopback needs an explicit allow list.
+        if !c.accessGiven {
+            for (i, a) in c.engine.listen.enumerated() {
+                if let addr = SocketAddress(parsing: a), !addr.isLoopback {
+                    r.fail("access.allow", "required when listening on the non-loopback address \(a) (listen[\(i)])")
+                }
+            }
+        }
+        return c
+    }
+
+    private static func readRule(_ v: JSON, _ path: String, _ r: ConfigReader) -> Rule? {
+        guard let o = r.object(v, path, allowed: ["name", "match", "serializer", "validate", "select", "redact"]) else { return nil }
+        let before = r.errors.count
+        guard let name = r.string(o["name"], "\(path).name") ?? { r.fail("\(path).name", "required"); return nil }() else { return nil }
+        var match = RuleMatch()
+        if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers"]) {
+            let mp = "\(path).match"
+            if let h = r.string(m["host"], "\(mp).host") { match.host = Glob(h, caseInsensitive: true) }
+            if let p = r.string(m["path"], "\(mp).path") { match.path = Glob(p) }
+            if let ms = r.stringOrStrings(m["method"], "\(mp).method") { match.methods = ms.map { $0.uppercased() } }
+            match.status = r.parsed(m["status"], "\(mp).status", expected: "a status such as 404, 4xx or 200-299", StatusPattern.init)
+            match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*", MediaTypePattern.init)
+            if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") { match.headers = hs }
+        }
+        var spec = SerializerSpec(kind: .json)
+        if let s = r.object(o["serializer"], "\(path).serializer",
+                            allowed: ["type", "encoding", "allowFragments", "base64Bytes", "emptyResponseCodes", "emptyRequestMethods"]) {
+            let sp = "\(path).serializer"
+            if let t = r.string(s["type"], "\(sp).type") {
+                if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
+                    r.fail("\(sp).type", "expected one of \(SerializerSpec.Kind.allCases.map(\.rawValue).joined(separator: ", ")), found \"\(t)\"")
+                }
+            } else if s["type"] == nil {
+                r.fail("\(sp).type", "required")
+            }
+            if let e = r.string(s["encoding"], "\(sp).encoding") {
+                if spec.kind != .string { r.fail("\(sp).encoding", "only applies to the string serializer") }
+                else if Charset(ianaName: e) == nil { r.fail("\(sp).encoding", "unknown charset \"\(e)\"") }
+                else { spec.encoding = e }
+            }
+            if let a = r.bool(s["allowFragments"], "\(sp).allowFragments") { spec.allowFragments = a }
+            if let b = r.int(s["base64Bytes"], "\(sp).base64Bytes", min: 0, max: 1 << 20) { spec.base64Bytes = b }
+            if let codes = r.array(s["emptyResponseCodes"], "\(sp).emptyResponseCodes") {
+                spec.emptyResponseCodes = Set(codes.compactMap { r.int($0.1, $0.0, min: 100, max: 999) })
+            }
+            if let ms = r.strings(s["emptyRequestMethods"], "\(sp).emptyRequestMethods") { spec.emptyRequestMethods = Set(ms.map { $0.uppercased() }) }
+        } else if o["serializer"] == nil {
+            r.fail("\(path).serializer", "required")
+        }
+        var validation: ValidationSpec?
+        if let val = r.object(o["validate"], "\(path).validate", allowed: ["statusCode", "contentType"]) {
+            var vs = ValidationSpec()
+            vs.statusCodes = r.parsed(val["statusCode"], "\(path).validate.statusCode", expected: "a status such as 200, 2xx or 200-299", StatusPattern.init)
+            vs.contentTypes = r.parsed(val["contentType"], "\(path).validate.contentType", expected: "a media type such as application/json", { t in
+                MediaTypePattern(t) != nil ? t : nil
+            })
+            validation = vs
+        }
+        let select = r.parsed(o["select"], "\(path).select", expected: "a JSON Pointer such as /items/0/id", { try? JSONPointer($0) }) ?? []
+        let redact = r.parsed(o["redact"], "\(path).redact", expected: "a JSON Pointer such as /owner/id", { try? JSONPointer($0) }) ?? []
+        guard r.errors.count == before else { return nil }
+        return Rule(name: name, match: match, serializer: spec, validate: validation, select: select, redact: redact)
+    }
+
+    /// Applies `tapwire run` flags over the file's values.
+    public mutating func override(listen: String?, logDirectory: String?) -> [ConfigError] {
+        var errors: [ConfigError] = []
+        if let l = listen {
+            if SocketAddress(parsing: l) == nil {
+                errors.append(ConfigError(path: "--listen", message: "expected a numeric HOST:PORT such as 127.0.0.1:8080, found \"\(l)\""))
+            } else {
+                engine.listen = [l]
+                if let a = SocketAddress(parsing: l), !a.isLoopback, !accessGiven {
+                    errors.append(ConfigError(path: "--listen", message: "\(l) is not loopback: set access.allow in the config first (an open proxy is never the default)"))
+                }
+            }
+        }
+        if let d = logDirectory {
+            if d.isEmpty { errors.append(ConfigError(path: "--log-dir", message: "must not be empty")) } else { log.directory = d }
+        }
+        return errors
+    }
+
+    /// One line for `check-config` and the start-up log.
+    public var summary: String {
+        "\(engine.listen.count) listener(s) (\(engine.listen.joined(separator: ", "))), \(rules.count) rule(s), logs in \(log.directory)/\(log.fileName)"
+    }
+}

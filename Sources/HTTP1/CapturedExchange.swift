@@ -1,0 +1,90 @@
+// What the proxy engine records of each exchange: plain values, so the
+// serialization pool and the log can use them without touching sockets.
+
+/// What the engine hands off for each finished exchange. Values only: safe to
+/// move to the serialization pool.
+public struct CapturedBody: Sendable, Equatable {
+    /// The first `captureMaxBodyBytes` of the payload (chunk framing removed).
+    public var bytes: [UInt8] = []
+    /// The whole payload size seen on the wire.
+    public var totalBytes: UInt64 = 0
+    public var truncated: Bool { UInt64(bytes.count) < totalBytes }
+    public init(bytes: [UInt8] = [], totalBytes: UInt64 = 0) { self.bytes = bytes; self.totalBytes = totalBytes }
+}
+
+/// A transport failure, named as in the log record's `error` field.
+public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+    public init(_ code: String, _ message: String) { self.code = code; self.message = message }
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Clock points of one exchange, seconds since 1970, all derived from one
+/// monotonic reading so their differences are never negative.
+public struct ExchangeClock: Sendable, Equatable {
+    public var requestStart: Double = 0
+    public var dnsDone: Double?
+    public var connected: Double?
+    public var requestSent: Double?
+    public var firstResponseByte: Double?
+    public var lastResponseByte: Double?
+    public var connectStart: Double?
+    public init() {}
+}
+
+
+
+public struct CapturedExchange: Sendable {
+    public var client: String
+    /// The absolute URL (`http://host:port/path?q`).
+    public var url: String
+    /// The request head as the client sent it.
+    public var request: HTTPRequestHead
+    public var requestBody: CapturedBody
+    /// The response head as the origin sent it (nil when none arrived).
+    public var response: HTTPResponseHead?
+    public var responseBody: CapturedBody
+    public var error: TransportError?
+    public var clock: ExchangeClock
+    public var connectionReused: Bool
+    public var upstreamAddress: String?
+
+    public init(client: String, url: String, request: HTTPRequestHead, requestBody: CapturedBody = CapturedBody(),
+                response: HTTPResponseHead?, responseBody: CapturedBody = CapturedBody(), error: TransportError? = nil,
+                clock: ExchangeClock, connectionReused: Bool = false, upstreamAddress: String? = nil) {
+        self.client = client; self.url = url; self.request = request; self.requestBody = requestBody
+        self.response = response; self.responseBody = responseBody; self.error = error; self.clock = clock
+        self.connectionReused = connectionReused; self.upstreamAddress = upstreamAddress
+    }
+}
+
+public struct CapturedTunnel: Sendable {
+    public enum Kind: String, Sendable { case connect = "tunnel", websocket }
+    public var kind: Kind
+    public var client: String
+    public var target: String
+    /// The status answered to the client (200 for CONNECT, 101 for an upgrade).
+    public var status: Int
+    public var bytesFromClient: UInt64
+    public var bytesFromUpstream: UInt64
+    public var start: Double
+    public var end: Double
+    /// "client", "upstream", "timeout", "shutdown" or "error".
+    public var closedBy: String
+    public var error: TransportError?
+    /// For websockets: the upgrade exchange.
+    public var upgrade: CapturedExchange?
+
+    public init(kind: Kind, client: String, target: String, status: Int, bytesFromClient: UInt64, bytesFromUpstream: UInt64,
+                start: Double, end: Double, closedBy: String, error: TransportError? = nil, upgrade: CapturedExchange? = nil) {
+        self.kind = kind; self.client = client; self.target = target; self.status = status
+        self.bytesFromClient = bytesFromClient; self.bytesFromUpstream = bytesFromUpstream
+        self.start = start; self.end = end; self.closedBy = closedBy; self.error = error; self.upgrade = upgrade
+    }
+}
+
+public enum CapturedEvent: Sendable {
+    case http(CapturedExchange)
+    case tunnel(CapturedTunnel)
+}

@@ -1,0 +1,5 @@
+import XCTest
+
+final class ConfigurationTestsPlaceholder: XCTestCase {
+    func testBuilds() {}
+}

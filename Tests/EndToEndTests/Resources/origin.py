@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""A loopback origin for Tapwire's end-to-end tests. Prints its port, then serves
+until stdin closes or it is killed. Only ever binds 127.0.0.1."""
+import json, socket, sys, threading, time, zlib, gzip
+
+BIG_CHUNK = b"x" * 65536
+
+def reply(conn, status, reason, headers, body=b""):
+    head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    conn.sendall(head.encode("latin-1") + body)
+
+def read_request(f):
+    line = f.readline()
+    if not line:
+        return None
+    while line in (b"\r\n", b"\n"):
+        line = f.readline()
+        if not line:
+            return None
+    method, target, version = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+    headers = []
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b"\n", b""):
+            break
+        k, v = h.decode("latin-1").split(":", 1)
+        headers.append((k.strip(), v.strip()))
+    hd = {k.lower(): v for k, v in headers}
+    body = b""
+    if "content-length" in hd:
+        body = f.read(int(hd["content-length"]))
+    elif hd.get("transfer-encoding", "").lower() == "chunked":
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            if size == 0:
+                while f.readline() not in (b"\r\n", b""):
+                    pass
+                break
+            body += f.read(size)
+            f.readline()
+    return method, target, version, headers, hd, body
+
+def handle(conn):
+    f = conn.makefile("rb")
+    served = 0
+    try:
+        while True:
+            req = read_request(f)
+            if req is None:
+                return
+            method, target, version, headers, hd, body = req
+            served += 1
+            path, _, query = target.partition("?")
+            params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+            nobody = method == "HEAD"
+            if hd.get("expect", "").lower() == "100-continue":
+                pass  # the body was already read above only if sent; curl waits briefly
+            if path == "/json":
+                b = b'{"id":12345678901234567890,"ok":true,"name":"tap","items":[1,2,3],"password":"hunter2"}'
+                reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Length", len(b))], b"" if nobody else b)
+            elif path == "/gzip-json":
+                b = gzip.compress(b'{"compressed":true,"n":1.50}')
+                reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", len(b))], b)
+            elif path == "/echo":
+                ct = hd.get("content-type", "application/octet-stream")
+                reply(conn, 200, "OK", [("Content-Type", ct), ("Content-Length", len(body)), ("X-Method", method),
+                                        ("X-Host", hd.get("host", "")), ("X-Seen-Headers", ",".join(k.lower() for k, _ in headers)),
+                                        ("X-Served", served)], body)
+            elif path == "/chunked":
+                reply(conn, 200, "OK", [("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked")])
+                for piece in (b"hello ", b"chunked ", b"world"):
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                conn.sendall(b"0\r\nX-Trailer: yes\r\n\r\n")
+            elif path == "/big":
+                size = int(params.get("size", "1048576"))
+                reply(conn, 200, "OK", [("Content-Type", "application/octet-stream"), ("Content-Length", size)])
+                sent = 0
+                while sent < size:
+                    n = min(len(BIG_CHUNK), size - sent)
+                    conn.sendall(BIG_CHUNK[:n])
+                    sent += n
+            elif path == "/status":
+                code = int(params.get("code", "200"))
+                if code in (204, 304):
+                    reply(conn, code, "X", [])
+                else:
+                    b = b"status body"
+                    reply(conn, code, "X", [("Content-Length", len(b))], b"" if nobody else b)
+            elif path == "/close-delimited":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nuntil the end")
+                conn.shutdown(socket.SHUT_WR)
+                return
+            elif path == "/reset-mid-body":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"y" * 1000)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                conn.close()
+                return
+            elif path == "/malformed":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
+                return
+            elif path == "/never":
+                time.sleep(float(params.get("s", "30")))
+                return
+            elif path == "/close-after":
+                b = b"once"
+                reply(conn, 200, "OK", [("Content-Length", len(b)), ("X-Served", served)], b)
+                conn.shutdown(socket.SHUT_RDWR)
+                return
+            elif path == "/continue":
+                reply(conn, 100, "Continue", [])
+                reply(conn, 200, "OK", [("Content-Length", 2)], b"ok")
+            elif path == "/ws":
+                reply(conn, 101, "Switching Protocols", [("Upgrade", "websocket"), ("Connection", "Upgrade")])
+                while True:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    conn.sendall(data)
+                return
+            else:
+                b = b"not found"
+                reply(conn, 404, "Not Found", [("Content-Length", len(b))], b)
+            if hd.get("connection", "").lower() == "close":
+                return
+    except (ConnectionError, ValueError, OSError):
+        pass
+    finally:
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+def main():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
+    s.listen(256)
+    print(s.getsockname()[1], flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), s.close(), sys.exit(0)), daemon=True).start()
+    def watchdog():
+        sys.stdin.read()
+        import os
+        os._exit(0)
+    threading.Thread(target=watchdog, daemon=True).start()
+    while True:
+        try:
+            c, _ = s.accept()
+        except OSError:
+            return
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+
+main()

@@ -1,0 +1,255 @@
+import Foundation
+import XCTest
+
+/// The package root, found from this file's path, so tests run from any directory.
+let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The tapwire binary under test: `TAPWIRE_BIN` (set by `make test` to the release
+/// build), else whatever `swift build` left in .build.
+func tapwireBinary() throws -> String {
+    if let p = ProcessInfo.processInfo.environment["TAPWIRE_BIN"], FileManager.default.isExecutableFile(atPath: p) { return p }
+    for c in ["release", "debug"] {
+        let p = packageRoot.appendingPathComponent(".build/\(c)/tapwire").path
+        if FileManager.default.isExecutableFile(atPath: p) { return p }
+    }
+    throw XCTSkip("tapwire binary not built: run `make test` (or `swift build`) first")
+}
+
+/// Reads a child's output line by line on a background thread.
+final class LineReader: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var lines: [String] = []
+    private var buffer = Data()
+    private(set) var closed = false
+
+    init(_ handle: FileHandle) {
+        let t = Thread { [self] in
+            while true {
+                let d = handle.availableData
+                lock.lock()
+                if d.isEmpty { closed = true; lock.broadcast(); lock.unlock(); return }
+                buffer.append(d)
+                while let nl = buffer.firstIndex(of: 10) {
+                    lines.append(String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...nl)
+                }
+                lock.broadcast()
+                lock.unlock()
+            }
+        }
+        t.start()
+    }
+
+    /// Waits until a line satisfies `predicate` (looking at all lines so far).
+    func waitFor(timeout: Double = 20, _ predicate: (String) -> Bool) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        lock.lock(); defer { lock.unlock() }
+        while true {
+            if let l = lines.first(where: predicate) { return l }
+            if closed { return nil }
+            if !lock.wait(until: deadline) { return nil }
+        }
+    }
+
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+}
+
+/// A `tapwire run` child process on an ephemeral loopback port.
+final class TapwireProcess {
+    let process = Process()
+    let stdout: LineReader
+    let stderr: LineReader
+    let port: Int
+    let logDirectory: URL
+    let workDirectory: URL
+
+    /// `config` is written to a temp file; `listen`/log directory are filled in unless given.
+    init(config: [String: Any] = [:], extraArguments: [String] = []) throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        workDirectory = work
+        logDirectory = work.appendingPathComponent("logs")
+        var cfg = config
+        if cfg["listen"] == nil { cfg["listen"] = ["127.0.0.1:0"] }
+        var log = cfg["log"] as? [String: Any] ?? [:]
+        if log["directory"] == nil { log["directory"] = logDirectory.path }
+        cfg["log"] = log
+        let configURL = work.appendingPathComponent("tapwire.json")
+        try JSONSerialization.data(withJSONObject: cfg).write(to: configURL)
+        process.executableURL = URL(fileURLWithPath: try tapwireBinary())
+        process.arguments = ["run", "--config", configURL.path] + extraArguments
+        process.currentDirectoryURL = work
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        stdout = LineReader(out.fileHandleForReading)
+        stderr = LineReader(err.fileHandleForReading)
+        try process.run()
+        guard let line = stdout.waitFor({ $0.hasPrefix("listening on ") }),
+              let p = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+            process.terminate()
+            throw NSError(domain: "tapwire", code: 1, userInfo: [NSLocalizedDescriptionKey:
+                "tapwire did not start: \(stderr.all.joined(separator: "\n"))"])
+        }
+        port = p
+    }
+
+    var proxyURL: String { "http://127.0.0.1:\(port)" }
+
+    /// SIGTERM and wait; returns the exit status.
+    @discardableResult
+    func stop(timeout: Double = 20) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        return process.terminationStatus
+    }
+
+    /// Resident set size in bytes, from /proc.
+    var rssBytes: Int {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/statm", encoding: .utf8) else { return 0 }
+        let parts = s.split(separator: " ")
+        return parts.count > 1 ? (Int(parts[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: workDirectory)
+    }
+}
+
+/// The Python origin in Resources/origin.py on an ephemeral loopback port.
+final class OriginServer {
+    let process = Process()
+    let port: Int
+    private let stdin = Pipe()
+
+    init() throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/origin.py").path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = stdin
+        process.standardError = FileHandle.standardError
+        try process.run()
+        let reader = LineReader(out.fileHandleForReading)
+        guard let line = reader.waitFor({ Int($0) != nil }), let p = Int(line) else {
+            process.terminate()
+            throw NSError(domain: "origin", code: 1, userInfo: [NSLocalizedDescriptionKey: "origin did not start"])
+        }
+        port = p
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    deinit {
+        try? stdin.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+struct CommandResult {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a command to completion with a time limit.
+func runCommand(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                input: Data? = nil, timeout: Double = 60) throws -> CommandResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = [executable] + arguments
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe(), inp = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = input == nil ? FileHandle.nullDevice : inp
+    let outData = Locked(Data()), errData = Locked(Data())
+    let group = DispatchGroup()
+    group.enter(); DispatchQueue.global().async { let d = out.fileHandleForReading.readDataToEndOfFile(); outData.update { $0 = d }; group.leave() }
+    group.enter(); DispatchQueue.global().async { let d = err.fileHandleForReading.readDataToEndOfFile(); errData.update { $0 = d }; group.leave() }
+    try p.run()
+    if let input { inp.fileHandleForWriting.write(input); try? inp.fileHandleForWriting.close() }
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { usleep(10_000) }
+    if p.isRunning { p.terminate() }
+    p.waitUntilExit()
+    group.wait()
+    return CommandResult(status: p.terminationStatus, stdout: outData.value, stderr: String(decoding: errData.value, as: UTF8.self))
+}
+
+/// curl through the proxy using the HTTP_PROXY variable, as users do.
+func curlViaProxy(_ proxy: String, _ args: [String], timeout: Double = 60) throws -> CommandResult {
+    var env = ProcessInfo.processInfo.environment
+    for k in ["NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"] { env[k] = nil }
+    env["http_proxy"] = proxy
+    env["HTTP_PROXY"] = proxy
+    env["https_proxy"] = proxy
+    env["HTTPS_PROXY"] = proxy
+    return try runCommand("curl", ["-sS", "--max-time", String(Int(timeout))] + args, environment: env, timeout: timeout + 5)
+}
+
+/// A raw TCP client for what curl will not send: pipelining, malformed heads, trickling.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 { Foundation.close(fd); throw NSError(domain: "raw", code: Int(errno)) }
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ s: String) { send(Array(s.utf8)) }
+    func send(_ bytes: [UInt8]) {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            off += n
+        }
+    }
+
+    /// Reads until `predicate` holds for the bytes so far, EOF, or the timeout.
+    func read(timeout: Double = 10, until predicate: (String) -> Bool = { _ in false }) -> (text: String, eof: Bool) {
+        var data = [UInt8]()
+        let deadline = Date().addingTimeInterval(timeout)
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return (String(decoding: data, as: UTF8.self), true) }
+            if n < 0 { if errno == EAGAIN || errno == EINTR { continue }; return (String(decoding: data, as: UTF8.self), true) }
+            data.append(contentsOf: buf[0..<n])
+            if predicate(String(decoding: data, as: UTF8.self)) { break }
+        }
+        return (String(decoding: data, as: UTF8.self), false)
+    }
+
+    deinit { Foundation.close(fd) }
+}
+
+/// Counts occurrences of `needle` in `haystack`.
+func occurrences(of needle: String, in haystack: String) -> Int {
+    haystack.components(separatedBy: needle).count - 1
+}
+
+/// A value shared between a test and its helper threads.
+final class Locked<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
+    func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
+}
