@@ -1,0 +1,154 @@
+import Configuration
+import ExchangeLog
+import Foundation
+import ProxyEngine
+import XCTest
+
+final class ConfigurationTests: XCTestCase {
+    private func parse(_ text: String) -> Result<TapwireConfiguration, ConfigErrorList> {
+        TapwireConfiguration.parse(Array(text.utf8))
+    }
+
+    private func errors(_ text: String) -> [String] {
+        if case .failure(let list) = parse(text) { return list.errors.map(\.description) }
+        return []
+    }
+
+    func testShippedSampleIsValidAndMatchesTheDocumentedDefaults() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/tapwire.json").path
+        let config = try TapwireConfiguration.load(path: path).get()
+        XCTAssertEqual(config.engine.listen, ["127.0.0.1:8080"])
+        XCTAssertEqual(config.engine.maxHeaderBytes, 65536)
+        XCTAssertEqual(config.engine.captureMaxBodyBytes, 1_048_576)
+        XCTAssertEqual(config.log.directory, "logs")
+        XCTAssertEqual(config.rules.map(\.name), ["github-api", "problem-details", "legacy-text", "server-events", "binary-downloads"])
+        XCTAssertEqual(config.rules[0].select.count, 2)
+        XCTAssertEqual(config.rules[2].serializer.encoding, "windows-1252")
+        XCTAssertEqual(config.rules[4].serializer.base64Bytes, 256)
+    }
+
+    func testEmptyObjectGivesBuiltInDefaults() throws {
+        let c = try parse("{}").get()
+        XCTAssertEqual(c.engine, EngineConfiguration())
+        XCTAssertEqual(c.log, TapwireConfiguration.LogConfig())
+        XCTAssertEqual(c.redactHeaders, ["authorization", "proxy-authorization", "cookie", "set-cookie"])
+    }
+
+    func testUnknownKeysAreErrorsWithTheirPath() {
+        XCTAssertEqual(errors(#"{"lissen": []}"#).first?.hasPrefix("lissen: unknown key"), true)
+        XCTAssertEqual(errors(#"{"limits": {"maxHeaderByte": 1}}"#).first?.hasPrefix("limits.maxHeaderByte: unknown key"), true)
+        XCTAssertEqual(errors(#"{"rules": [{"name": "a", "serializer": {"type": "json"}, "mtch": {}}]}"#).first?.hasPrefix("rules[0].mtch: unknown key"), true)
+    }
+
+    func testEveryErrorIsReportedWithItsPath() {
+        let e = errors(#"""
+        {"listen": ["localhost:80"], "limits": {"maxConnections": 0, "clientIdleTimeout": "soon"},
+         "log": {"rotateInterval": "weekly"},
+         "rules": [{"name": "r0", "serializer": {"type": "json"}},
+                   {"name": "r1", "serializer": {"type": "yaml"}},
+                   {"name": "r2", "match": {"status": ["4xx", "abc"]}, "serializer": {"type": "json"}},
+                   {"name": "r3", "serializer": {"type": "string", "encoding": "klingon"}},
+                   {"name": "r4", "select": ["no-slash"], "serializer": {"type": "json"}},
+                   {"serializer": {"type": "json"}}]}
+        """#)
+        let paths = e.map { String($0.prefix { $0 != ":" || false }) }
+        for expected in ["listen[0]", "limits.maxConnections", "limits.clientIdleTimeout", "log.rotateInterval",
+                         "rules[1].serializer.type", "rules[2].match.status[1]", "rules[3].serializer.encoding",
+                         "rules[4].select[0]", "rules[5].name"] {
+            XCTAssertTrue(e.contains { $0.hasPrefix(expected + ":") }, "missing \(expected) in \(e)")
+        }
+        XCTAssertEqual(e.count, 9, "\(e) \(paths)")
+    }
+
+    func testWrongTypesNameWhatWasFound() {
+        XCTAssertEqual(errors(#"{"capture": {"requestBodies": "yes"}}"#),
+                       [#"capture.requestBodies: expected true or false, found the string "yes""#])
+        XCTAssertEqual(errors(#"{"listen": 8080}"#), ["listen: expected an array, found the number 8080"])
+    }
+
+    func testInvalidJSONNamesTheOffset() {
+        let e = errors(#"{"listen": [}"#)
+        XCTAssertEqual(e.count, 1)
+        XCTAssertTrue(e[0].contains("not valid JSON"), e[0])
+        XCTAssertTrue(e[0].contains("byte 12"), e[0])
+    }
+
+    func testNonLoopbackListenerNeedsAnExplicitAllowList() {
+        XCTAssertEqual(errors(#"{"listen": ["0.0.0.0:8080"]}"#),
+                       ["access.allow: required when listening on the non-loopback address 0.0.0.0:8080 (listen[0])"])
+        XCTAssertEqual(errors(#"{"listen": ["0.0.0.0:8080"], "access": {"allow": ["10.0.0.0/8"]}}"#), [])
+        XCTAssertEqual(errors(#"{"access": {"allow": ["10.0.0.0/33"]}}"#).first?.hasPrefix("access.allow[0]"), true)
+    }
+
+    func testFlagsOverrideTheFile() throws {
+        var c = try parse(#"{"listen": ["127.0.0.1:9000"], "log": {"directory": "a"}}"#).get()
+        XCTAssertEqual(c.override(listen: "[::1]:9001", logDirectory: "/tmp/x"), [])
+        XCTAssertEqual(c.engine.listen, ["[::1]:9001"])
+        XCTAssertEqual(c.log.directory, "/tmp/x")
+        XCTAssertEqual(c.override(listen: "nonsense", logDirectory: nil).map(\.path), ["--listen"])
+        XCTAssertEqual(c.override(listen: "0.0.0.0:9000", logDirectory: nil).map(\.path), ["--listen"])
+    }
+
+    func testRuleFieldsAreParsed() throws {
+        let c = try parse(#"""
+        {"rules": [{"name": "x", "match": {"host": "*.Example.com", "path": "/v1/*", "method": "get",
+                     "status": ["200-299", "404"], "contentType": ["application/*+json"], "headers": ["X-Debug"]},
+                    "serializer": {"type": "data", "base64Bytes": 16, "emptyResponseCodes": [204], "emptyRequestMethods": ["head", "OPTIONS"]},
+                    "validate": {"statusCode": ["2xx"], "contentType": ["application/json"]},
+                    "select": ["/a/b", "/c~1d"], "redact": ["/e"]}]}
+        """#).get()
+        let r = try XCTUnwrap(c.rules.first)
+        XCTAssertTrue(r.match.host?.matches("api.example.COM") ?? false)
+        XCTAssertFalse(r.match.host?.matches("example.org") ?? true)
+        XCTAssertTrue(r.match.path?.matches("/v1/items") ?? false)
+        XCTAssertEqual(r.match.methods, ["GET"])
+        XCTAssertEqual(r.match.status?.map(\.range), [200...299, 404...404])
+        XCTAssertTrue(r.match.contentType?.first?.matches("application/problem+json; charset=utf-8") ?? false)
+        XCTAssertEqual(r.match.headers, ["X-Debug"])
+        XCTAssertEqual(r.serializer.kind, .data)
+        XCTAssertEqual(r.serializer.emptyResponseCodes, [204])
+        XCTAssertEqual(r.serializer.emptyRequestMethods, ["HEAD", "OPTIONS"])
+        XCTAssertEqual(r.validate?.statusCodes?.map(\.range), [200...299])
+        XCTAssertEqual(r.select.map(\.tokens), [["a", "b"], ["c/d"]])
+        XCTAssertEqual(r.redact.count, 1)
+    }
+
+    func testDuplicateRuleNamesAreRefused() {
+        XCTAssertEqual(errors(#"{"rules": [{"name": "a", "serializer": {"type": "json"}}, {"name": "a", "serializer": {"type": "data"}}]}"#),
+                       [#"rules[1].name: duplicate rule name "a""#])
+    }
+
+    func testEnvExportsPointAtTheListener() {
+        XCTAssertTrue(ProxyEnvironment.exports(listen: ["127.0.0.1:8080"]).hasPrefix(
+            "export HTTP_PROXY=http://127.0.0.1:8080 HTTPS_PROXY=http://127.0.0.1:8080 NO_PROXY=localhost,127.0.0.1,::1"))
+        XCTAssertTrue(ProxyEnvironment.exports(listen: ["0.0.0.0:3128"]).contains("HTTP_PROXY=http://127.0.0.1:3128"))
+        XCTAssertTrue(ProxyEnvironment.exports(listen: ["[::1]:8080"]).contains("HTTP_PROXY=http://[::1]:8080"))
+    }
+}
+
+final class AddressTests: XCTestCase {
+    func testSocketAddressParsing() throws {
+        XCTAssertEqual(SocketAddress(parsing: "127.0.0.1:0")?.port, 0)
+        XCTAssertEqual(SocketAddress(parsing: "[::1]:8080")?.description, "[::1]:8080")
+        XCTAssertNil(SocketAddress(parsing: "127.0.0.1"))
+        XCTAssertNil(SocketAddress(parsing: "127.0.0.1:65536"))
+        XCTAssertNil(SocketAddress(parsing: "localhost:80"))
+        XCTAssertNil(SocketAddress(parsing: "::1:80"))
+        XCTAssertTrue(try XCTUnwrap(SocketAddress(parsing: "127.9.9.9:1")).isLoopback)
+        XCTAssertTrue(try XCTUnwrap(SocketAddress(parsing: "0.0.0.0:1")).isUnspecified)
+    }
+
+    func testAddressRanges() throws {
+        let r = try XCTUnwrap(AddressRange("10.1.0.0/16"))
+        XCTAssertTrue(r.contains(try XCTUnwrap(SocketAddress(parsing: "10.1.200.3:5"))))
+        XCTAssertFalse(r.contains(try XCTUnwrap(SocketAddress(parsing: "10.2.0.1:5"))))
+        XCTAssertFalse(r.contains(try XCTUnwrap(SocketAddress(parsing: "[::1]:5"))))
+        let v6 = try XCTUnwrap(AddressRange("::1/128"))
+        XCTAssertTrue(v6.contains(try XCTUnwrap(SocketAddress(parsing: "[::1]:5"))))
+        XCTAssertTrue(try XCTUnwrap(AddressRange("0.0.0.0/0")).contains(try XCTUnwrap(SocketAddress(parsing: "8.8.8.8:53"))))
+        XCTAssertTrue(try XCTUnwrap(AddressRange("10.0.0.1/31")).contains(try XCTUnwrap(SocketAddress(parsing: "10.0.0.0:1"))))
+        XCTAssertNil(AddressRange("10.0.0.0/33"))
+        XCTAssertNil(AddressRange("nope/8"))
+    }
+}

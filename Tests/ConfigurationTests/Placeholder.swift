@@ -1,5 +1,0 @@
-import XCTest
-
-final class ConfigurationTestsPlaceholder: XCTestCase {
-    func testBuilds() {}
-}
