@@ -27,6 +27,9 @@ let package = Package(
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
 
+        // systemd integration: sd_notify and socket activation without libsystemd.
+        .target(name: "Systemd"),
+
         .executableTarget(name: "tapwire",
                           dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
 
@@ -34,6 +37,7 @@ let package = Package(
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
     ],
     swiftLanguageModes: [.v5]
 )
