@@ -126,8 +126,8 @@ public final class SystemdNotifier: Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: pathBytes)
         }
-        var payload = Array(text.utf8)
-        let sent = payload.withUnsafeMutableBytes { body in
+        let payload = Array(text.utf8)
+        let sent = payload.withUnsafeBytes { body in
             withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                     sendto(fd, body.baseAddress, body.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL),
