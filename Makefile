@@ -4,11 +4,21 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev
-DEB_TEST     := curl python3
+DEB_TEST     := curl python3 systemd
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean bench-json
+.PHONY: run build release test deps test-deps clean install uninstall bench-json
+
+# `make install` (as root): binary, systemd units, and the sample config unless one exists.
+# DESTDIR stages into a directory (packaging, tests); SKIP_BUILD=1 installs everything
+# but the binary without running a build. The config always goes to /etc/tapwire, where
+# the unit's ConfigurationDirectory= points.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+UNITDIR      ?= /etc/systemd/system
+CONFIG_SAMPLE ?= config/tapwire.json
+SKIP_BUILD   ?=
 
 # Installs only what dpkg does not already have; apt-get update runs only then.
 define apt_install
@@ -46,3 +56,35 @@ bench-json: deps
 
 clean:
 	rm -rf .build
+
+# The unit names /usr/local/bin/tapwire; it is rewritten for another BINDIR.
+# An existing tapwire.json is never replaced: it is the administrator's.
+install: $(if $(SKIP_BUILD),,release)
+	@test -f $(CONFIG_SAMPLE) || { echo "install: $(CONFIG_SAMPLE): sample config missing" >&2; exit 1; }
+ifeq ($(SKIP_BUILD),)
+	install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/tapwire" "$(DESTDIR)$(BINDIR)/tapwire"
+endif
+	install -d -m 0755 "$(DESTDIR)$(UNITDIR)"
+	sed 's|/usr/local/bin/tapwire|$(BINDIR)/tapwire|g' systemd/tapwire.service > "$(DESTDIR)$(UNITDIR)/tapwire.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/tapwire.service"
+	install -m 0644 systemd/tapwire.socket "$(DESTDIR)$(UNITDIR)/tapwire.socket"
+	@if [ -e "$(DESTDIR)/etc/tapwire/tapwire.json" ]; then \
+	  echo "keeping existing $(DESTDIR)/etc/tapwire/tapwire.json"; \
+	else \
+	  echo "install -D -m 0644 $(CONFIG_SAMPLE) $(DESTDIR)/etc/tapwire/tapwire.json"; \
+	  install -D -m 0644 "$(CONFIG_SAMPLE)" "$(DESTDIR)/etc/tapwire/tapwire.json"; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
+	  echo "start with: systemctl enable --now tapwire.service"; \
+	fi
+
+# Leaves the config (/etc/tapwire), state (/var/lib/tapwire) and logs (/var/log/tapwire).
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  systemctl disable --now tapwire.socket tapwire.service 2>/dev/null || true; \
+	fi
+	rm -f "$(DESTDIR)$(BINDIR)/tapwire" "$(DESTDIR)$(UNITDIR)/tapwire.service" "$(DESTDIR)$(UNITDIR)/tapwire.socket"
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
+	fi

@@ -30,8 +30,11 @@ let package = Package(
         // The config file, validated into the values the engine and the log use.
         .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
 
+        // systemd integration: sd_notify and socket activation without libsystemd.
+        .target(name: "Systemd"),
+
         .executableTarget(name: "tapwire",
-                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1"]),
+                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1", "Systemd"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
@@ -40,6 +43,7 @@ let package = Package(
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
     ],
     swiftLanguageModes: [.v5]
 )
