@@ -9,26 +9,13 @@ public struct TapwireConfiguration: Sendable {
     public var engine = EngineConfiguration()
     /// Whether `access.allow` was given explicitly (a non-loopback listener requires it).
     public var accessGiven = false
-    public var log = LogConfig()
+    public var log = LogSettings()
     public var tls = TLSConfig()
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
     public var rules: [Rule] = []
 
     public init() {}
-
-    public struct LogConfig: Sendable, Equatable {
-        public var directory = "logs"
-        public var fileName = "tapwire.jsonl"
-        public var maxFileBytes = 67_108_864
-        public var maxFiles = 20
-        /// `never`, `hourly`, `daily`, or a number of seconds.
-        public var rotateInterval = "daily"
-        public var rotateSeconds: Int? = 86_400
-        public var compress = true
-        public var queueCapacity = 65_536
-        public init() {}
-    }
 
     public struct TLSConfig: Sendable, Equatable {
         public var intercept: [String] = []
@@ -109,14 +96,14 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["maxFileBytes"], "log.maxFileBytes", min: 4096) { c.log.maxFileBytes = v }
             if let v = r.int(log["maxFiles"], "log.maxFiles", min: 1, max: 100_000) { c.log.maxFiles = v }
             if let v = log["rotateInterval"] {
-                switch v {
-                case .string(let s) where ["never", "hourly", "daily"].contains(s):
-                    c.log.rotateInterval = s
-                    c.log.rotateSeconds = s == "never" ? nil : s == "hourly" ? 3600 : 86_400
-                case .number(let t) where Int(t).map({ $0 >= 1 }) == true:
-                    c.log.rotateInterval = t
-                    c.log.rotateSeconds = Int(t)
-                default:
+                let text: String? = switch v {
+                case .string(let s) where Int(s) == nil: s
+                case .number(let t): t
+                default: nil
+                }
+                if let text, let interval = RotateInterval(configValue: text) {
+                    c.log.rotateInterval = interval
+                } else {
                     r.fail("log.rotateInterval", "expected \"never\", \"hourly\", \"daily\" or a whole number of seconds, found \(ConfigReader.describe(v))")
                 }
             }

@@ -101,6 +101,16 @@ public final class LogWriter: @unchecked Sendable {
         return true
     }
 
+    /// Counts records that never reached `submit` (the serialization pool was full); they
+    /// appear in the next loss record like queue overflows.
+    public func countLost(_ n: Int) {
+        guard n > 0 else { return }
+        condition.withLock {
+            lostCount += n
+            if !stopping { overflowLost += n; condition.broadcast() }
+        }
+    }
+
     /// Closes and reopens the active file between batches (SIGUSR1; logrotate `create`).
     public func reopen() {
         condition.withLock {

@@ -5,6 +5,8 @@ import HTTP1
 public struct EngineConfiguration: Sendable, Equatable {
     /// `listen`: addresses to accept clients on.
     public var listen: [String] = ["127.0.0.1:8080"]
+    /// Listening sockets passed by systemd (`LISTEN_FDS`); when present, `listen` is not bound.
+    public var inheritedListeners: [Int32] = []
     /// Event loops (threads); 0 = one per core.
     public var loops: Int = 0
     /// `access.allow`: client ranges that may use the proxy.

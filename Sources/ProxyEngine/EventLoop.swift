@@ -19,6 +19,9 @@ final class EventLoop: @unchecked Sendable {
     var tunnels: [ObjectIdentifier: Tunnel] = [:]
     lazy var pool = UpstreamPool(loop: self)
     var engine: ProxyEngine?
+    /// Monotonic milliseconds of this loop's last heartbeat tick (see `ProxyEngine.loopsResponsive`).
+    let lastBeatMillis = Atomic<Int>(0)
+    private var heartbeat: LoopTimer?
 
     init(index: Int) throws {
         guard let base = event_base_new() else { throw EngineError.eventBase }
@@ -66,6 +69,18 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func stop() { execute { [base] in event_base_loopbreak(base) } }
+
+    /// A timer on this loop that proves it still runs; a loop stuck in a callback stops beating.
+    func startHeartbeat(every seconds: Double) {
+        execute { [self] in
+            lastBeatMillis.store(Int(EventLoop.monotonicNow() * 1000), ordering: .relaxed)
+            let t = LoopTimer(loop: self, persistent: true) { [weak self] in
+                self?.lastBeatMillis.store(Int(EventLoop.monotonicNow() * 1000), ordering: .relaxed)
+            }
+            t.schedule(after: seconds)
+            heartbeat = t
+        }
+    }
     func waitUntilStopped() { finished.wait() }
 
     /// Seconds on the monotonic clock; exchanges derive all their clock points from it.

@@ -25,6 +25,27 @@ final class Listener {
         guard let l else {
             throw EngineError.listen(address.description, String(cString: strerror(errno)))
         }
+        try adopt(l)
+    }
+
+    /// A socket handed over by systemd (socket activation), shared by every loop;
+    /// only the first loop's listener closes it.
+    init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32, closeOnFree: Bool) throws {
+        self.loop = loop
+        self.engine = engine
+        _ = evutil_make_socket_nonblocking(fd)
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        let flags = closeOnFree ? LEV_OPT_CLOSE_ON_FREE : 0
+        guard let l = evconnlistener_new(loop.base, { _, fd, sa, len, ctx in
+            guard let ctx, let sa else { Foundation.close(fd); return }
+            Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue().accepted(fd, sa, socklen_t(len))
+        }, ctx, UInt32(flags), -1, fd) else {
+            throw EngineError.listen("inherited socket \(fd)", String(cString: strerror(errno)))
+        }
+        try adopt(l)
+    }
+
+    private func adopt(_ l: OpaquePointer) throws {
         listener = l
         evconnlistener_set_error_cb(l) { _, ctx in
             guard let ctx else { return }

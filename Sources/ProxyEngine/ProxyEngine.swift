@@ -20,6 +20,8 @@ public final class ProxyEngine: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private var signalEvents: [OpaquePointer] = []
     private var signalHandlers: [Int32: () -> Void] = [:]
+    private var periodicTimers: [LoopTimer] = []
+    private let heartbeatsStarted = Atomic<Bool>(false)
 
     static let threadingSetUp: Bool = { evthread_use_pthreads() == 0 }()
 
@@ -66,7 +68,17 @@ public final class ProxyEngine: @unchecked Sendable {
             loops.append(loop)
         }
         do {
-            for text in configuration.listen {
+            for (i, fd) in configuration.inheritedListeners.enumerated() {
+                var bound: SocketAddress?
+                for (n, loop) in loops.enumerated() {
+                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd, closeOnFree: n == 0)
+                    listeners.append(l)
+                    bound = bound ?? l.boundAddress
+                }
+                guard let bound else { throw EngineError.badAddress("inherited socket #\(i)") }
+                boundAddresses.append(bound)
+            }
+            for text in configuration.listen where configuration.inheritedListeners.isEmpty {
                 guard var address = SocketAddress(parsing: text) else { throw EngineError.badAddress(text) }
                 for loop in loops {
                     let l = try Listener(loop: loop, engine: self, address: address)
@@ -148,6 +160,27 @@ public final class ProxyEngine: @unchecked Sendable {
         group.wait()
         total = lock.withLock { $0 }
         return total
+    }
+
+    /// Runs `body` on the first loop every `seconds` (watchdog pings, status lines).
+    public func every(_ seconds: Double, _ body: @escaping () -> Void) {
+        guard let loop = loops.first else { return }
+        loop.execute {
+            let t = LoopTimer(loop: loop, persistent: true, action: body)
+            t.schedule(after: seconds)
+            self.periodicTimers.append(t)
+        }
+    }
+
+    /// True when every loop's heartbeat ran within `window` seconds. Starts the
+    /// heartbeats (at a quarter of the window) on first use.
+    public func loopsResponsive(within window: Double) -> Bool {
+        if !heartbeatsStarted.exchange(true, ordering: .relaxed) {
+            for loop in loops { loop.startHeartbeat(every: window / 4) }
+            return true
+        }
+        let now = Int(EventLoop.monotonicNow() * 1000)
+        return loops.allSatisfy { now - $0.lastBeatMillis.load(ordering: .relaxed) <= Int(window * 1000) }
     }
 
     /// Blocks until `shutdown()` has finished.

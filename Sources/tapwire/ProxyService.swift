@@ -1,31 +1,149 @@
 import Configuration
+import ExchangeLog
 import Foundation
+import HTTP1
 import ProxyEngine
+import Synchronization
+import Systemd
 
-/// `tapwire run`: starts the engine (and, once wired, the record pipeline),
-/// handles signals, and stops everything in order.
-final class ProxyService {
-    let configuration: TapwireConfiguration
-    let configPath: String?
+/// Hands the engine's finished exchanges to the record pipeline.
+struct PipelineSink: ExchangeSink {
+    let pipeline: ExchangePipeline
+    func accept(_ event: CapturedEvent) { pipeline.accept(event) }
+}
 
-    init(configuration: TapwireConfiguration, configPath: String?) {
-        self.configuration = configuration
+/// `tapwire run`: starts the log writer, the record pipeline and the engine in
+/// that order, answers signals, and stops them in reverse order so every
+/// accepted record is on disk before the process exits.
+final class ProxyService: @unchecked Sendable {
+    private let configPath: String?
+    private let flags: (listen: String?, logDirectory: String?)
+    private let current: Mutex<TapwireConfiguration>
+    private let notifier = SystemdNotifier()
+
+    init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?) {
+        self.current = Mutex(configuration)
         self.configPath = configPath
+        self.flags = (listenFlag, logDirectoryFlag)
+    }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("tapwire: \(message)\n".utf8))
+    }
+
+    static func processor(for c: TapwireConfiguration) -> ExchangeProcessor {
+        ExchangeProcessor(settings: ProcessorSettings(rules: c.rules, redactHeaders: Set(c.redactHeaders),
+                                                      redactJSONKeys: Set(c.redactJSONKeys)))
     }
 
     func run() -> Int32 {
-        let engine = ProxyEngine(configuration: configuration.engine, sink: nil)
+        let config = current.withLock { $0 }
+        let writer: LogWriter
+        do {
+            writer = try LogWriter(settings: config.log)
+        } catch {
+            Self.log("cannot write logs in \(config.log.resolvedDirectory): \(error)")
+            return 1
+        }
+        let pipeline = ExchangePipeline(processor: Self.processor(for: config), writer: writer)
+        var engineConfig = config.engine
+        engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
+        let engine = ProxyEngine(configuration: engineConfig, sink: PipelineSink(pipeline: pipeline))
+        engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()
         } catch {
-            FileHandle.standardError.write(Data("tapwire: \(error)\n".utf8))
+            Self.log("\(error)")
+            writer.flushAndStop()
             return 1
         }
         for a in engine.boundAddresses { print("listening on \(a)") }
         fflush(stdout)
-        engine.onSignal(SIGTERM) { engine.shutdown() }
-        engine.onSignal(SIGINT) { engine.shutdown() }
+        Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)")
+
+        engine.onSignal(SIGTERM) { [self] in notifier?.stopping(); engine.shutdown() }
+        engine.onSignal(SIGINT) { [self] in notifier?.stopping(); engine.shutdown() }
+        engine.onSignal(SIGUSR1) {
+            Self.log("SIGUSR1: reopening log files")
+            writer.reopen()
+        }
+        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer) }
+
+        if let notifier {
+            if let interval = SystemdNotifier.watchdogInterval() {
+                // Pinged from the first loop, and only while every loop still ticks.
+                engine.every(interval) {
+                    if engine.loopsResponsive(within: interval * 2) { notifier.watchdog() }
+                }
+                _ = engine.loopsResponsive(within: interval * 2)
+            }
+            engine.every(5) { notifier.status(Self.statusLine(engine: engine, writer: writer)) }
+            notifier.ready(status: Self.statusLine(engine: engine, writer: writer))
+        }
+
         engine.waitUntilStopped()
+        pipeline.drain()
+        writer.flushAndStop()
+        let stats = writer.stats
+        Self.log("stopped: \(stats.written) record(s) written, \(stats.lost) lost")
         return 0
+    }
+
+    /// SIGHUP: re-read the config; a bad one is refused and the old one keeps running.
+    private func reload(pipeline: ExchangePipeline, writer: LogWriter) {
+        notifier?.reloading()
+        defer { notifier?.ready() }
+        guard let path = configPath else {
+            Self.log("SIGHUP: no --config file to reload; reopening log files")
+            writer.reopen()
+            return
+        }
+        switch TapwireConfiguration.load(path: path) {
+        case .failure(let list):
+            Self.log("SIGHUP: refusing the new config, the old one keeps running:")
+            for e in list.errors { Self.log("  \(path): \(e)") }
+        case .success(var fresh):
+            let errors = fresh.override(listen: flags.listen, logDirectory: flags.logDirectory)
+            guard errors.isEmpty else {
+                for e in errors { Self.log("SIGHUP: refusing the new config: \(e)") }
+                return
+            }
+            let old = current.withLock { c -> TapwireConfiguration in let o = c; c = fresh; return o }
+            pipeline.replace(processor: Self.processor(for: fresh))
+            writer.apply(fresh.log)
+            writer.reopen()
+            if fresh.engine != old.engine {
+                Self.log("SIGHUP: listeners, limits and timeouts keep their old values until a restart")
+            }
+            Self.log("SIGHUP: config reloaded (\(fresh.summary))")
+        }
+    }
+
+    static func statusLine(engine: ProxyEngine, writer: LogWriter) -> String {
+        let m = engine.metrics
+        let s = writer.stats
+        return "\(m.activeClients.value) clients, \(m.exchanges.value) exchanges, \(s.written) records written, \(s.lost) lost"
+    }
+
+    static func metricsText(writer: LogWriter, pipeline: ExchangePipeline) -> String {
+        let s = writer.stats
+        return """
+        # HELP tapwire_records_written_total Records written to the log.
+        # TYPE tapwire_records_written_total counter
+        tapwire_records_written_total \(s.written)
+        # HELP tapwire_records_lost_total Records that could not be stored (queue overflow, disk full, I/O error).
+        # TYPE tapwire_records_lost_total counter
+        tapwire_records_lost_total \(s.lost)
+        # HELP tapwire_log_queue_depth Records waiting for the log writer.
+        # TYPE tapwire_log_queue_depth gauge
+        tapwire_log_queue_depth \(s.queueDepth)
+        # HELP tapwire_serialization_queue_depth Exchanges waiting for or in serialization.
+        # TYPE tapwire_serialization_queue_depth gauge
+        tapwire_serialization_queue_depth \(pipeline.queueDepth)
+        # HELP tapwire_log_rotations_total Log file rotations.
+        # TYPE tapwire_log_rotations_total counter
+        tapwire_log_rotations_total \(s.rotations)
+
+        """
     }
 }

@@ -62,7 +62,8 @@ case "run":
     var config = loadConfiguration(f.values["--config"])
     let overrideErrors = config.override(listen: f.values["--listen"], logDirectory: f.values["--log-dir"])
     if !overrideErrors.isEmpty { fail(overrideErrors.map(\.description).joined(separator: "\ntapwire: "), code: 2) }
-    exit(ProxyService(configuration: config, configPath: f.values["--config"]).run())
+    exit(ProxyService(configuration: config, configPath: f.values["--config"],
+                      listenFlag: f.values["--listen"], logDirectoryFlag: f.values["--log-dir"]).run())
 
 case "check-config":
     let f = flags(rest, allowed: [])

@@ -31,7 +31,7 @@ final class ConfigurationTests: XCTestCase {
     func testEmptyObjectGivesBuiltInDefaults() throws {
         let c = try parse("{}").get()
         XCTAssertEqual(c.engine, EngineConfiguration())
-        XCTAssertEqual(c.log, TapwireConfiguration.LogConfig())
+        XCTAssertEqual(c.log, LogSettings())
         XCTAssertEqual(c.redactHeaders, ["authorization", "proxy-authorization", "cookie", "set-cookie"])
     }
 

@@ -1,0 +1,247 @@
+import Foundation
+import XCTest
+
+/// Every line of every log file in `directory` (rotated, compressed, active), oldest first.
+func logLines(_ directory: URL) throws -> [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    var lines: [String] = []
+    for name in names.sorted() where name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.gz") {
+        let path = directory.appendingPathComponent(name).path
+        let text: String
+        if name.hasSuffix(".gz") {
+            text = try runCommand("gzip", ["-dc", path]).text
+        } else {
+            text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        }
+        lines += text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    }
+    return lines
+}
+
+/// Waits until the log holds a line for which `predicate` holds.
+func waitForRecord(_ directory: URL, timeout: Double = 10, _ predicate: (String) -> Bool) throws -> String? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let l = try logLines(directory).first(where: predicate) { return l }
+        usleep(50_000)
+    }
+    return nil
+}
+
+/// Parses one record with Foundation (enough for field checks; exact number text is checked on the raw line).
+func parseRecord(_ line: String) throws -> [String: Any] {
+    try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+}
+
+final class RecordEndToEndTests: XCTestCase {
+    var origin: OriginServer!
+    var proxy: TapwireProcess!
+
+    override func setUpWithError() throws {
+        origin = try OriginServer()
+        proxy = try TapwireProcess(config: ["upstream": ["readTimeout": 2]])
+    }
+
+    override func tearDown() {
+        proxy = nil
+        origin = nil
+    }
+
+    func testJSONExchangeRecordKeepsNumberTextAndRedactsSecrets() throws {
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-H", "Authorization: Bearer SECRET-TOKEN-1", "-H", "Cookie: sid=SECRET-COOKIE-2",
+                                                  "\(origin.base)/json?x=1"])
+        XCTAssertEqual(r.status, 0)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/json?x=1") })
+        XCTAssertTrue(line.contains(#""result":{"success":{"id":12345678901234567890,"ok":true,"name":"tap","items":[1,2,3],"password":"[redacted]"}}"#), line)
+        XCTAssertFalse(line.contains("SECRET-TOKEN-1"))
+        XCTAssertFalse(line.contains("SECRET-COOKIE-2"))
+        XCTAssertFalse(line.contains("hunter2"))
+        let rec = try parseRecord(line)
+        XCTAssertEqual(rec["kind"] as? String, "http")
+        XCTAssertEqual(rec["rule"] as? String, "default")
+        XCTAssertEqual(rec["serializer"] as? String, "json")
+        let request = try XCTUnwrap(rec["request"] as? [String: Any])
+        XCTAssertEqual(request["url"] as? String, "\(origin.base)/json?x=1")
+        let response = try XCTUnwrap(rec["response"] as? [String: Any])
+        XCTAssertEqual(response["status"] as? Int, 200)
+        let timeline = try XCTUnwrap(rec["timeline"] as? [String: Any])
+        for key in ["latency", "requestDuration", "serializationDuration", "totalDuration"] {
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(timeline[key] as? Double, key), 0)
+        }
+        XCTAssertTrue((timeline["requestStartTime"] as? String)?.hasSuffix("Z") ?? false)
+        let id = try XCTUnwrap(rec["id"] as? String)
+        XCTAssertEqual(id.count, 23, id)
+    }
+
+    func testGzipResponseIsDecodedBeforeParsing() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/gzip-json"])
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/gzip-json") })
+        XCTAssertTrue(line.contains(#""result":{"success":{"compressed":true,"n":1.50}}"#), line)
+        XCTAssertTrue(line.contains(#""contentEncoding":"gzip""#), line)
+    }
+
+    func testRequestBodySecretsNeverReachTheDisk() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-H", "Content-Type: application/json",
+                                              "--data-binary", #"{"user":"ann","password":"BODY-SECRET-3"}"#, "\(origin.base)/echo"])
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/echo") })
+        XCTAssertFalse(line.contains("BODY-SECRET-3"), line)
+        XCTAssertTrue(line.contains(#""user":"ann""#), line)
+    }
+
+    func testTransportFailureRecord() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/never?s=5"])
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/never") })
+        let rec = try parseRecord(line)
+        XCTAssertTrue(rec["response"] is NSNull, line)
+        let error = try XCTUnwrap(rec["error"] as? [String: Any], line)
+        XCTAssertEqual(error["code"] as? String, "upstreamTimeout")
+        XCTAssertTrue(line.contains(#""failure""#), line)
+    }
+
+    func testTunnelRecord() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-p", "\(origin.base)/json"])
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        let rec = try parseRecord(line)
+        XCTAssertEqual(rec["target"] as? String, "127.0.0.1:\(origin.port)")
+        XCTAssertEqual(rec["status"] as? Int, 200)
+        XCTAssertGreaterThan(try XCTUnwrap(rec["bytesFromUpstream"] as? Int), 87)
+    }
+
+    func testShutdownFlushesEveryAcceptedRecord() throws {
+        for i in 0..<50 {
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&n=\(i)"])
+        }
+        XCTAssertEqual(proxy.stop(), 0)
+        let lines = try logLines(proxy.logDirectory)
+        for i in 0..<50 {
+            XCTAssertEqual(lines.filter { $0.contains("&n=\(i)\"") }.count, 1, "record \(i)")
+        }
+    }
+
+    func testSIGUSR1ReopensAfterARename() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=before"])
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("step=before") })
+        let active = proxy.logDirectory.appendingPathComponent("tapwire.jsonl")
+        try FileManager.default.moveItem(at: active, to: proxy.logDirectory.appendingPathComponent("moved.old"))
+        kill(proxy.process.processIdentifier, SIGUSR1)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("reopening") })
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=after"])
+        let deadline = Date().addingTimeInterval(10)
+        var text = ""
+        while Date() < deadline {
+            text = (try? String(contentsOf: active, encoding: .utf8)) ?? ""
+            if text.contains("step=after") { break }
+            usleep(50_000)
+        }
+        XCTAssertTrue(text.contains("step=after"), "the reopened file lacks the new record")
+    }
+}
+
+final class ReloadEndToEndTests: XCTestCase {
+    func testSIGHUPAppliesAGoodConfigAndRefusesABadOne() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["rules": [["name": "first", "match": ["path": "/json"], "serializer": ["type": "string"]]]])
+        let configURL = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        func logged(_ tag: String) throws -> [String: Any] {
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json?tag=\(tag)"])
+            return try parseRecord(try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("tag=\(tag)") }))
+        }
+        XCTAssertEqual(try logged("a")["rule"] as? String, "first")
+
+        // A bad config is refused; the old rules keep running.
+        try Data(#"{"rules": [{"name": "x", "serializer": {"type": "yaml"}}]}"#.utf8).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("rules[0].serializer.type") })
+        XCTAssertEqual(try logged("b")["rule"] as? String, "first")
+
+        // A good one replaces them at once.
+        var good: [String: Any] = ["listen": ["127.0.0.1:0"], "log": ["directory": proxy.logDirectory.path],
+                                   "rules": [["name": "second", "match": ["path": "/json"], "serializer": ["type": "data"]]]]
+        good["upstream"] = ["readTimeout": 5]
+        try JSONSerialization.data(withJSONObject: good).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("config reloaded") })
+        let rec = try logged("c")
+        XCTAssertEqual(rec["rule"] as? String, "second")
+        XCTAssertEqual(rec["serializer"] as? String, "data")
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+}
+
+/// Many exchanges at once across many size rotations: nothing lost, nothing twice.
+final class RotationLoadEndToEndTests: XCTestCase {
+    func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["log": ["maxFileBytes": 131_072, "maxFiles": 1000, "compress": true]])
+        let total = 3000, workers = 30
+        let perWorker = total / workers
+        let failures = Locked(0)
+        let group = DispatchGroup()
+        for w in 0..<workers {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                guard let c = try? RawClient(port: proxy.port) else { failures.update { $0 += perWorker }; return }
+                for i in 0..<perWorker {
+                    let n = w * perWorker + i
+                    c.send("GET \(origin.base)/status?code=200&n=\(n) HTTP/1.1\r\nHost: x\r\n\r\n")
+                    let r = c.read { $0.hasSuffix("status body") }
+                    if !r.text.hasPrefix("HTTP/1.1 200") { failures.update { $0 += 1 } }
+                    if n == total / 2 { kill(proxy.process.processIdentifier, SIGUSR1) }
+                }
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(failures.value, 0)
+        XCTAssertEqual(proxy.stop(timeout: 30), 0)
+        let lines = try logLines(proxy.logDirectory)
+        var seen = [Int](repeating: 0, count: total)
+        for line in lines {
+            XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(line.utf8)), "torn line: \(line.prefix(200))")
+            guard let r = line.range(of: "&n=") else { continue }
+            let digits = line[r.upperBound...].prefix { $0.isNumber }
+            if let n = Int(digits), n < total { seen[n] += 1 }
+        }
+        XCTAssertEqual(seen.filter { $0 != 1 }.count, 0, "records missing or doubled: \(seen.enumerated().filter { $0.element != 1 }.prefix(10))")
+        let rotated = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
+        XCTAssertGreaterThanOrEqual(rotated.count, 5, "only \(rotated.count) rotations")
+    }
+
+    func testKillDashNineLeavesOnlyWholeLines() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["log": ["maxFileBytes": 262_144, "maxFiles": 1000]])
+        let stop = Locked(false)
+        let group = DispatchGroup()
+        for w in 0..<8 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                guard let c = try? RawClient(port: proxy.port) else { return }
+                var i = 0
+                while !stop.value {
+                    c.send("GET \(origin.base)/json?w=\(w)&i=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if c.read(timeout: 2, until: { $0.hasSuffix("}") }).eof { return }
+                    i += 1
+                }
+            }.start()
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(proxy.process.processIdentifier, SIGKILL)
+        stop.update { $0 = true }
+        group.wait()
+        proxy.process.waitUntilExit()
+        let active = proxy.logDirectory.appendingPathComponent("tapwire.jsonl")
+        let files = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasSuffix(".jsonl") }
+        var count = 0
+        for name in files {
+            let text = try String(contentsOf: proxy.logDirectory.appendingPathComponent(name), encoding: .utf8)
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if lines.last == "" { lines.removeLast() } else if name == active.lastPathComponent { lines.removeLast() }
+            for line in lines {
+                XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(line.utf8)), "torn line in \(name): \(line.prefix(120))")
+                count += 1
+            }
+        }
+        XCTAssertGreaterThan(count, 50, "the load produced too few records to mean anything")
+    }
+}
