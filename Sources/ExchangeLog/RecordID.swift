@@ -19,9 +19,11 @@ public final class RecordIDGenerator: Sendable {
     /// (seconds since 1970; negative or non-finite times count as 0).
     public func next(startTime: Double) -> String {
         let sequence = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        // Rounded to the microsecond first, as the record's RFC 3339 times are, so that
+        // 1700000000.123 (really ...122.99999) counts as millisecond ...123.
         let millis: UInt64
         if startTime.isFinite, startTime > 0 {
-            millis = startTime * 1000 >= 1.8e19 ? UInt64.max : UInt64(startTime * 1000)
+            millis = UInt64(min((startTime * 1_000_000).rounded(), 1.8e19)) / 1000
         } else {
             millis = 0
         }
