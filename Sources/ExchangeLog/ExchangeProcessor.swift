@@ -1,0 +1,286 @@
+import Foundation
+import HTTP1
+import ResponseSerialization
+
+/// What the processor needs from the config.
+public struct ProcessorSettings: Sendable {
+    public static let defaultDecodeLimit = 8 * 1024 * 1024
+
+    public var rules: [Rule]
+    /// Header names whose values are logged as `"[redacted]"` (lower-cased).
+    public var redactHeaders: Set<String>
+    /// JSON member names whose values are logged as `"[redacted]"` at any depth (lower-cased).
+    public var redactJSONKeys: Set<String>
+    /// At most this many bytes are produced when undoing a Content-Encoding.
+    public var decodeLimit: Int
+
+    public init(rules: [Rule] = [], redactHeaders: Set<String> = [], redactJSONKeys: Set<String> = [],
+                decodeLimit: Int = ProcessorSettings.defaultDecodeLimit) {
+        self.rules = rules
+        self.redactHeaders = Set(redactHeaders.map { $0.lowercased() })
+        self.redactJSONKeys = Set(redactJSONKeys.map { $0.lowercased() })
+        self.decodeLimit = decodeLimit
+    }
+}
+
+/// Turns a captured exchange into one log record (see `RecordEncoder` for the
+/// shape). Pure: no I/O, safe to call from any thread.
+///
+/// For an exchange: the first matching rule (or the default by Content-Type) →
+/// the response body's Content-Encoding undone (bounded by `decodeLimit`) → a
+/// `CompletedExchange` with the transport failure as its error → the rule's
+/// validators → the serializer, Alamofire-style (an error passed in becomes the
+/// result) → the value's `select`, then `redact` pointers, then `redact.jsonKeys`
+/// at any depth → encoded.
+///
+/// A captured request body goes through the same decoding and the default
+/// serializer for the request's Content-Type into `request.body` (only
+/// `redact.jsonKeys` applies), or `request.bodyError` when that fails.
+public struct ExchangeProcessor: Sendable {
+    public let settings: ProcessorSettings
+    public let ruleSet: RuleSet
+    private let encoder: RecordEncoder
+    private let decoder: ContentDecoder
+    private let clock: @Sendable () -> Double
+
+    /// - Parameter clock: stamps serializationCompletedTime (seconds since 1970).
+    public init(settings: ProcessorSettings,
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.settings = settings
+        self.ruleSet = RuleSet(rules: settings.rules)
+        self.encoder = RecordEncoder(headerRedaction: HeaderRedaction(settings.redactHeaders))
+        self.decoder = ContentDecoder(maxOutputBytes: settings.decodeLimit)
+        self.clock = clock
+    }
+
+    /// One `http` record: a JSON object on one line, without the newline.
+    public func record(for exchange: CapturedExchange, id: String) -> [UInt8] {
+        let outcome = self.outcome(for: exchange)
+        var out: [UInt8] = []
+        out.reserveCapacity(1024 + exchange.responseBody.bytes.count / 2)
+        encoder.appendHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &out)
+        return out
+    }
+
+    /// One `tunnel` or `websocket` record, without the newline.
+    public func record(for tunnel: CapturedTunnel, id: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(tunnel.upgrade == nil ? 320 : 1024)
+        encoder.appendTunnelRecord(id: id, tunnel: tunnel, into: &out)
+        return out
+    }
+
+    // MARK: Pipeline
+
+    /// Everything the record says beyond the captured exchange.
+    public func outcome(for exchange: CapturedExchange) -> HTTPRecordOutcome {
+        let rule = ruleSet.match(exchange)
+        let response = exchange.response
+        let body = exchange.responseBody
+        let contentEncoding = response.flatMap { ExchangeProcessor.joinedValues($0.headers["Content-Encoding"]) }
+        let transportError: Error? = exchange.error.map {
+            TapwireError.transportFailed(TransportFailure(code: .init(rawValue: $0.code), message: $0.message))
+        }
+
+        // Undo the Content-Encoding. A body cut by a transport failure is as incomplete as one
+        // cut by the capture limit, so neither is decoded as if whole.
+        var data: Data?
+        var decodedBytes: [UInt8] = []
+        var summary = ResponseBodySummary(size: 0, captured: body.bytes.count, truncated: body.truncated,
+                                          contentEncoding: contentEncoding)
+        var decodingError: Error?
+        if response != nil {
+            do throws(ContentDecodingError) {
+                let decoded = try decoder.decode(body.bytes, contentEncoding: contentEncoding,
+                                                 inputTruncated: body.truncated || exchange.error != nil)
+                decodedBytes = decoded.bytes
+                data = Data(decoded.bytes)
+                summary.size = decoded.bytes.count
+                // With cut input the decoder always says truncated; only the decode limit adds to that.
+                summary.truncated = body.truncated || (decoded.truncated && decoded.bytes.count >= settings.decodeLimit)
+            } catch {
+                decodingError = TapwireError.responseSerializationFailed(
+                    reason: .contentDecodingFailed(encoding: error.coding, message: error.message))
+                data = Data(body.bytes)
+                summary.size = nil
+            }
+        }
+
+        let clock = exchange.clock
+        let completedTime = clock.lastResponseByte ?? ExchangeProcessor.latestPoint(clock)
+        let capture = BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes),
+                                  truncated: summary.truncated)
+        let completed = CompletedExchange(
+            request: exchange.request, response: response, data: data,
+            error: transportError ?? decodingError, capture: capture,
+            requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
+            requestCompletedTime: completedTime, metrics: ExchangeProcessor.metrics(exchange), clock: self.clock)
+
+        if let validation = rule?.validate {
+            if let patterns = validation.statusCodes {
+                completed.validate { _, response, _ in
+                    if patterns.contains(where: { $0.matches(response.status) }) { return .success }
+                    return .failure(TapwireError.responseValidationFailed(reason: .unacceptableStatusCode(code: response.status)))
+                }
+            }
+            if let types = validation.contentTypes { completed.validate(contentType: types) }
+        }
+
+        let spec = rule?.serializer
+            ?? SerializerSpec(kind: RuleSet.defaultSerializer(
+                contentType: response?.headers.first(name: "Content-Type"), body: decodedBytes))
+        let (result, timeline) = serialize(completed, spec)
+
+        var recordResult: RecordResult
+        switch result {
+        case .success(let value):
+            var value = value
+            if ExchangeProcessor.producesJSON(spec.kind), let rule {
+                if !rule.select.isEmpty { value = value.selecting(rule.select) }
+                if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
+            }
+            if !settings.redactJSONKeys.isEmpty { value = value.redactingKeys(settings.redactJSONKeys) }
+            recordResult = .success(value)
+        case .failure(let error):
+            recordResult = .failure(ErrorLogFields(error))
+        }
+
+        var charset: String?
+        if let response {
+            if spec.kind == .string {
+                charset = Charset.forResponse(explicit: spec.encoding.flatMap { Charset(ianaName: $0) }, response: response).name
+            } else {
+                charset = RecordEncoder.charsetParameter(of: response)
+            }
+        }
+
+        return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
+                                 result: recordResult, timeline: timeline,
+                                 metrics: completed.metrics ?? ExchangeMetrics(), body: summary, charset: charset,
+                                 requestBody: requestBodyOutcome(exchange))
+    }
+
+    /// Runs the serializer `spec` names; `none` runs none (its value is null, or the
+    /// exchange's error when there is one).
+    private func serialize(_ completed: CompletedExchange, _ spec: SerializerSpec) -> (Result<JSON, Error>, Timeline) {
+        let codes = spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes
+        let methods = spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods
+        switch spec.kind {
+        case .none:
+            let response = completed.defaultResponse()
+            return (response.error.map { .failure($0) } ?? .success(.null), response.timeline)
+        case .data:
+            let base64Bytes = spec.base64Bytes
+            let response = completed.serialize(with: .data(emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result.map { ExchangeProcessor.dataValue($0, base64Bytes: base64Bytes) }, response.timeline)
+        case .string:
+            let explicit = spec.encoding.flatMap { Charset(ianaName: $0) }
+            let response = completed.serialize(
+                with: .string(encoding: explicit, emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result.map { JSON.string($0) }, response.timeline)
+        case .json:
+            let response = completed.serialize(
+                with: .json(allowFragments: spec.allowFragments, emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result, response.timeline)
+        case .propertyList:
+            let response = completed.serialize(with: .propertyList(emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result, response.timeline)
+        case .jsonLines:
+            let response = completed.serialize(with: .jsonLines(emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result, response.timeline)
+        case .form:
+            let response = completed.serialize(with: .form(emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result, response.timeline)
+        case .eventStream:
+            let response = completed.serialize(with: .eventStream(emptyResponseCodes: codes, emptyRequestMethods: methods))
+            return (response.result, response.timeline)
+        }
+    }
+
+    /// The request body through the default serializer for its Content-Type; nil when none was captured.
+    private func requestBodyOutcome(_ exchange: CapturedExchange) -> RequestBodyOutcome? {
+        let body = exchange.requestBody
+        guard !body.bytes.isEmpty else { return nil }
+        let headers = exchange.request.headers
+        let decodedBytes: [UInt8]
+        let truncated: Bool
+        do throws(ContentDecodingError) {
+            let decoded = try decoder.decode(body.bytes, contentEncoding: ExchangeProcessor.joinedValues(headers["Content-Encoding"]),
+                                             inputTruncated: body.truncated)
+            decodedBytes = decoded.bytes
+            truncated = body.truncated || decoded.truncated
+        } catch {
+            return .failure(ErrorLogFields(TapwireError.responseSerializationFailed(
+                reason: .contentDecodingFailed(encoding: error.coding, message: error.message))))
+        }
+        let contentType = headers.first(name: "Content-Type")
+        // The serializers read the charset from a response head: lend them the request's Content-Type.
+        var carrier = HTTPResponseHead(status: 200)
+        if let contentType { carrier.headers.add(name: "Content-Type", value: contentType) }
+        let completed = CompletedExchange(
+            request: exchange.request, response: carrier, data: Data(decodedBytes),
+            capture: BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes), truncated: truncated),
+            requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
+            clock: { 0 })
+        let spec = SerializerSpec(kind: RuleSet.defaultSerializer(contentType: contentType, body: decodedBytes))
+        switch serialize(completed, spec).0 {
+        case .success(let value):
+            return .value(settings.redactJSONKeys.isEmpty ? value : value.redactingKeys(settings.redactJSONKeys))
+        case .failure(let error):
+            return .failure(ErrorLogFields(error))
+        }
+    }
+
+    // MARK: Pieces
+
+    static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
+        switch kind {
+        case .json, .propertyList, .jsonLines, .form, .eventStream: return true
+        case .data, .string, .none: return false
+        }
+    }
+
+    /// `{"base64":"…","size":N}` with the first `base64Bytes` bytes, or `{"size":N}`.
+    static func dataValue(_ data: Data, base64Bytes: Int) -> JSON {
+        let size = JSON.Member("size", .number(String(data.count)))
+        guard base64Bytes > 0 else { return .object([size]) }
+        let prefix = data.prefix(base64Bytes)
+        return .object([JSON.Member("base64", .string(prefix.base64EncodedString())), size])
+    }
+
+    /// Several fields of one list header read as one value (RFC 9110 §5.3).
+    static func joinedValues(_ values: [String]) -> String? {
+        switch values.count {
+        case 0: return nil
+        case 1: return values[0]
+        default: return values.joined(separator: ", ")
+        }
+    }
+
+    /// The last clock point reached: when the exchange failed before the response ended.
+    static func latestPoint(_ clock: ExchangeClock) -> Double {
+        var latest = clock.requestStart
+        for point in [clock.connectStart, clock.dnsDone, clock.connected, clock.requestSent, clock.firstResponseByte] {
+            if let point { latest = max(latest, point) }
+        }
+        return latest
+    }
+
+    /// The phases of the upstream exchange; a phase whose end points were not both reached is nil.
+    static func metrics(_ exchange: CapturedExchange) -> ExchangeMetrics {
+        let c = exchange.clock
+        func span(_ from: Double?, _ to: Double?) -> Double? {
+            guard let from, let to else { return nil }
+            return max(0, to - from)
+        }
+        return ExchangeMetrics(
+            dns: span(c.connectStart, c.dnsDone),
+            connect: span(c.dnsDone ?? c.connectStart, c.connected),
+            tls: nil,
+            send: span(c.connected ?? c.requestStart, c.requestSent),
+            wait: span(c.requestSent, c.firstResponseByte),
+            receive: span(c.firstResponseByte, c.lastResponseByte),
+            connectionReused: exchange.connectionReused,
+            upstream: exchange.upstreamAddress)
+    }
+}

@@ -1,0 +1,36 @@
+import HTTP1
+
+/// The header names whose values a record replaces with `"[redacted]"`
+/// (config `redact.headers`), matched ASCII case-insensitively.
+public struct HeaderRedaction: Sendable {
+    public static let replacement = "[redacted]"
+
+    /// Lower-cased names.
+    public let names: Set<String>
+    private let lowered: [[UInt8]]
+
+    public init(_ names: Set<String>) {
+        let lower = Set(names.map { String(decoding: $0.utf8.map(HeaderRedaction.asciiLower), as: UTF8.self) })
+        self.names = lower
+        lowered = lower.map { Array($0.utf8) }
+    }
+
+    /// Compares bytes against the few configured names rather than lower-casing
+    /// every header name of every record into a new string.
+    public func redacts(_ name: String) -> Bool {
+        if lowered.isEmpty { return false }
+        let count = name.utf8.count
+        for candidate in lowered where candidate.count == count {
+            var equal = true
+            for (a, b) in zip(name.utf8, candidate) where HeaderRedaction.asciiLower(a) != b {
+                equal = false
+                break
+            }
+            if equal { return true }
+        }
+        return false
+    }
+
+    @inline(__always)
+    static func asciiLower(_ c: UInt8) -> UInt8 { (c >= 65 && c <= 90) ? c | 0x20 : c }
+}

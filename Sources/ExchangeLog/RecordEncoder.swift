@@ -1,0 +1,422 @@
+import HTTP1
+import ResponseSerialization
+
+/// What a record's `result` holds: the logged value, or the failure's three names.
+public enum RecordResult: Sendable, Equatable {
+    case success(JSON)
+    case failure(ErrorLogFields)
+}
+
+/// The `data` block: the response body as decoded for the serializer.
+public struct ResponseBodySummary: Sendable, Equatable {
+    /// Decoded size in bytes; nil when the Content-Encoding could not be undone.
+    public var size: Int?
+    /// Bytes kept from the wire (before decoding), at most `capture.maxBodyBytes`.
+    public var captured: Int
+    /// The serializer saw only a prefix: the capture limit or the decode limit cut it.
+    public var truncated: Bool
+    /// The response's Content-Encoding header as sent, nil without one.
+    public var contentEncoding: String?
+
+    public init(size: Int?, captured: Int, truncated: Bool, contentEncoding: String?) {
+        self.size = size; self.captured = captured; self.truncated = truncated; self.contentEncoding = contentEncoding
+    }
+}
+
+/// What a captured request body became: the value of the default serializer for
+/// its Content-Type (after undoing its Content-Encoding), or why it could not be read.
+public enum RequestBodyOutcome: Sendable, Equatable {
+    case value(JSON)
+    case failure(ErrorLogFields)
+}
+
+/// Everything an `http` record says beyond the captured exchange itself; worked
+/// out by `ExchangeProcessor`.
+public struct HTTPRecordOutcome: Sendable {
+    public var ruleName: String
+    public var serializer: SerializerSpec.Kind
+    public var result: RecordResult
+    public var timeline: Timeline
+    public var metrics: ExchangeMetrics
+    public var body: ResponseBodySummary
+    /// The `response.charset` field.
+    public var charset: String?
+    /// nil when no request body was captured.
+    public var requestBody: RequestBodyOutcome?
+
+    public init(ruleName: String, serializer: SerializerSpec.Kind, result: RecordResult, timeline: Timeline,
+                metrics: ExchangeMetrics, body: ResponseBodySummary, charset: String?,
+                requestBody: RequestBodyOutcome? = nil) {
+        self.ruleName = ruleName; self.serializer = serializer; self.result = result; self.timeline = timeline
+        self.metrics = metrics; self.body = body; self.charset = charset; self.requestBody = requestBody
+    }
+}
+
+/// Writes log records as compact JSON straight into bytes: one record per line,
+/// keys always in the order below, no trailing newline (the writer adds it).
+/// No Codable or JSONSerialization: this runs for every exchange.
+///
+/// Conventions: absolute times are RFC 3339 UTC with microseconds; durations are
+/// seconds as plain decimals with at most 6 fraction digits (never negative, never
+/// in exponent form); a missing value is `null`. Header values named in
+/// `redact.headers` are written as `"[redacted]"`. JSON values keep the upstream's
+/// key order and number text.
+///
+/// `kind: "http"`:
+/// ```
+/// {"id":"0000018c2b1f4a1e-000001","kind":"http","client":"127.0.0.1:53422",
+///  "request":{"method":"POST","url":"http://h/p?q","httpVersion":"HTTP/1.1",
+///             "headers":[["Host","h"],["Authorization","[redacted]"]],"bodySize":17,
+///             "body":{"user":"x","password":"[redacted]"}},
+///  "response":{"status":200,"reason":"OK","httpVersion":"HTTP/1.1","headers":[[…]],
+///              "bodySize":312,"mimeType":"application/json","charset":null} | null,
+///  "data":{"size":1024,"captured":312,"truncated":false,"contentEncoding":"gzip"},
+///  "rule":"default","serializer":"json",
+///  "result":{"success":VALUE} | {"failure":{"error":"…","reason":"…","message":"…"}},
+///  "error":{"code":"upstreamReset","message":"…"} | null,
+///  "timeline":{"requestStartTime":"…","initialResponseTime":"…","requestCompletedTime":"…",
+///              "serializationCompletedTime":"…","latency":0.00121,"requestDuration":0.00205,
+///              "serializationDuration":0.00003,"totalDuration":0.00208},
+///  "metrics":{"dns":null,"connect":0.00011,"tls":null,"send":0.00001,"wait":0.0011,
+///             "receive":0.00084,"connectionReused":false,"upstream":"127.0.0.1:8080"}}
+/// ```
+/// - `request.bodySize` / `response.bodySize`: payload bytes seen on the wire (before decoding).
+/// - `request.body` (present only when a request body was captured): the body through
+///   the default serializer for the request's Content-Type, after undoing its
+///   Content-Encoding, with `redact.jsonKeys` applied (a rule's select/redact are
+///   not). When that fails, `request.bodyError` = `{"error","reason","message"}` instead.
+/// - `data.size`: decoded bytes given to the serializer (null when the
+///   Content-Encoding could not be undone); `data.captured`: bytes kept from the wire;
+///   `data.truncated`: the serializer saw only a prefix (capture or decode limit).
+/// - `serializer`: `data`, `string`, `json`, `propertyList`, `jsonLines`, `form`,
+///   `eventStream` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
+///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
+///   `none` `null`; for the others the JSON value.
+/// - `response.charset`: for the string serializer the charset it decoded with
+///   (canonical IANA name), otherwise the Content-Type `charset` parameter, else null.
+/// - `result.failure.error`: `responseSerializationFailed`, `responseValidationFailed`
+///   or `transportFailed` (then `reason` is the transport error's code).
+///
+/// `kind: "tunnel"` (CONNECT passed through without interception):
+/// ```
+/// {"id":"…","kind":"tunnel","client":"127.0.0.1:53422","target":"example.com:443",
+///  "status":200,"bytesFromClient":517,"bytesFromUpstream":4711,
+///  "startTime":"…","endTime":"…","duration":1.5,"closedBy":"client",
+///  "error":null | {"code":"…","message":"…"}}
+/// ```
+/// `kind: "websocket"` (an upgraded exchange): the same fields, with the upgrade
+/// exchange's `request` and `response` (encoded as in `http` records, null when
+/// not recorded) after `status`:
+/// ```
+/// {"id":"…","kind":"websocket","client":"…","target":"echo.local:80","status":101,
+///  "request":{…},"response":{…},"bytesFromClient":120,"bytesFromUpstream":96,
+///  "startTime":"…","endTime":"…","duration":12.25,"closedBy":"upstream","error":null}
+/// ```
+/// `closedBy`: `client`, `upstream`, `timeout`, `shutdown` or `error`.
+public struct RecordEncoder: Sendable {
+    public let headerRedaction: HeaderRedaction
+
+    public init(headerRedaction: HeaderRedaction = HeaderRedaction([])) {
+        self.headerRedaction = headerRedaction
+    }
+
+    // MARK: Records
+
+    public func appendHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
+                                 into out: inout [UInt8]) {
+        RecordEncoder.ascii("{\"id\":", &out)
+        JSONWriter.appendQuoted(id, into: &out)
+        RecordEncoder.ascii(",\"kind\":\"http\",\"client\":", &out)
+        JSONWriter.appendQuoted(exchange.client, into: &out)
+        RecordEncoder.ascii(",\"request\":", &out)
+        appendRequest(exchange, body: outcome.requestBody, into: &out)
+        RecordEncoder.ascii(",\"response\":", &out)
+        if let response = exchange.response {
+            appendResponse(response, bodySize: exchange.responseBody.totalBytes, charset: outcome.charset, into: &out)
+        } else {
+            RecordEncoder.ascii("null", &out)
+        }
+
+        let body = outcome.body
+        RecordEncoder.ascii(",\"data\":{\"size\":", &out)
+        if let size = body.size { RecordEncoder.appendInteger(UInt64(max(0, size)), into: &out) } else { RecordEncoder.ascii("null", &out) }
+        RecordEncoder.ascii(",\"captured\":", &out)
+        RecordEncoder.appendInteger(UInt64(max(0, body.captured)), into: &out)
+        RecordEncoder.ascii(",\"truncated\":", &out)
+        RecordEncoder.appendBool(body.truncated, into: &out)
+        RecordEncoder.ascii(",\"contentEncoding\":", &out)
+        RecordEncoder.appendOptionalString(body.contentEncoding, into: &out)
+
+        RecordEncoder.ascii("},\"rule\":", &out)
+        JSONWriter.appendQuoted(outcome.ruleName, into: &out)
+        RecordEncoder.ascii(",\"serializer\":", &out)
+        JSONWriter.appendQuoted(outcome.serializer.rawValue, into: &out)
+
+        RecordEncoder.ascii(",\"result\":", &out)
+        switch outcome.result {
+        case .success(let value):
+            RecordEncoder.ascii("{\"success\":", &out)
+            JSONWriter.write(value, into: &out)
+            out.append(UInt8(ascii: "}"))
+        case .failure(let fields):
+            RecordEncoder.ascii("{\"failure\":", &out)
+            RecordEncoder.appendErrorFields(fields, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+
+        RecordEncoder.ascii(",\"error\":", &out)
+        RecordEncoder.appendTransportError(exchange.error, into: &out)
+
+        let t = outcome.timeline
+        RecordEncoder.ascii(",\"timeline\":{\"requestStartTime\":", &out)
+        RecordEncoder.appendTime(t.requestStartTime, into: &out)
+        RecordEncoder.ascii(",\"initialResponseTime\":", &out)
+        RecordEncoder.appendTime(t.initialResponseTime, into: &out)
+        RecordEncoder.ascii(",\"requestCompletedTime\":", &out)
+        RecordEncoder.appendTime(t.requestCompletedTime, into: &out)
+        RecordEncoder.ascii(",\"serializationCompletedTime\":", &out)
+        RecordEncoder.appendTime(t.serializationCompletedTime, into: &out)
+        RecordEncoder.ascii(",\"latency\":", &out)
+        RecordEncoder.appendSeconds(t.latency, into: &out)
+        RecordEncoder.ascii(",\"requestDuration\":", &out)
+        RecordEncoder.appendSeconds(t.requestDuration, into: &out)
+        RecordEncoder.ascii(",\"serializationDuration\":", &out)
+        RecordEncoder.appendSeconds(t.serializationDuration, into: &out)
+        RecordEncoder.ascii(",\"totalDuration\":", &out)
+        RecordEncoder.appendSeconds(t.totalDuration, into: &out)
+
+        let m = outcome.metrics
+        RecordEncoder.ascii("},\"metrics\":{\"dns\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.dns, into: &out)
+        RecordEncoder.ascii(",\"connect\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.connect, into: &out)
+        RecordEncoder.ascii(",\"tls\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.tls, into: &out)
+        RecordEncoder.ascii(",\"send\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.send, into: &out)
+        RecordEncoder.ascii(",\"wait\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.wait, into: &out)
+        RecordEncoder.ascii(",\"receive\":", &out)
+        RecordEncoder.appendOptionalSeconds(m.receive, into: &out)
+        RecordEncoder.ascii(",\"connectionReused\":", &out)
+        RecordEncoder.appendBool(m.connectionReused, into: &out)
+        RecordEncoder.ascii(",\"upstream\":", &out)
+        RecordEncoder.appendOptionalString(m.upstream, into: &out)
+        RecordEncoder.ascii("}}", &out)
+    }
+
+    /// A `tunnel` or `websocket` record (by `tunnel.kind`).
+    public func appendTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout [UInt8]) {
+        RecordEncoder.ascii("{\"id\":", &out)
+        JSONWriter.appendQuoted(id, into: &out)
+        RecordEncoder.ascii(",\"kind\":", &out)
+        JSONWriter.appendQuoted(tunnel.kind.rawValue, into: &out)
+        RecordEncoder.ascii(",\"client\":", &out)
+        JSONWriter.appendQuoted(tunnel.client, into: &out)
+        RecordEncoder.ascii(",\"target\":", &out)
+        JSONWriter.appendQuoted(tunnel.target, into: &out)
+        RecordEncoder.ascii(",\"status\":", &out)
+        RecordEncoder.appendSignedInteger(tunnel.status, into: &out)
+        if tunnel.kind == .websocket {
+            RecordEncoder.ascii(",\"request\":", &out)
+            if let upgrade = tunnel.upgrade {
+                appendRequest(upgrade, body: nil, into: &out)
+            } else {
+                RecordEncoder.ascii("null", &out)
+            }
+            RecordEncoder.ascii(",\"response\":", &out)
+            if let upgrade = tunnel.upgrade, let response = upgrade.response {
+                appendResponse(response, bodySize: upgrade.responseBody.totalBytes,
+                               charset: RecordEncoder.charsetParameter(of: response), into: &out)
+            } else {
+                RecordEncoder.ascii("null", &out)
+            }
+        }
+        RecordEncoder.ascii(",\"bytesFromClient\":", &out)
+        RecordEncoder.appendInteger(tunnel.bytesFromClient, into: &out)
+        RecordEncoder.ascii(",\"bytesFromUpstream\":", &out)
+        RecordEncoder.appendInteger(tunnel.bytesFromUpstream, into: &out)
+        RecordEncoder.ascii(",\"startTime\":", &out)
+        RecordEncoder.appendTime(tunnel.start, into: &out)
+        RecordEncoder.ascii(",\"endTime\":", &out)
+        RecordEncoder.appendTime(max(tunnel.end, tunnel.start), into: &out)
+        RecordEncoder.ascii(",\"duration\":", &out)
+        RecordEncoder.appendSeconds(tunnel.end - tunnel.start, into: &out)
+        RecordEncoder.ascii(",\"closedBy\":", &out)
+        JSONWriter.appendQuoted(tunnel.closedBy, into: &out)
+        RecordEncoder.ascii(",\"error\":", &out)
+        RecordEncoder.appendTransportError(tunnel.error, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    // MARK: Parts
+
+    func appendRequest(_ exchange: CapturedExchange, body: RequestBodyOutcome?, into out: inout [UInt8]) {
+        let request = exchange.request
+        RecordEncoder.ascii("{\"method\":", &out)
+        JSONWriter.appendQuoted(request.method, into: &out)
+        RecordEncoder.ascii(",\"url\":", &out)
+        JSONWriter.appendQuoted(exchange.url, into: &out)
+        RecordEncoder.ascii(",\"httpVersion\":", &out)
+        RecordEncoder.appendVersion(request.version, into: &out)
+        RecordEncoder.ascii(",\"headers\":", &out)
+        appendHeaders(request.headers, into: &out)
+        RecordEncoder.ascii(",\"bodySize\":", &out)
+        RecordEncoder.appendInteger(exchange.requestBody.totalBytes, into: &out)
+        switch body {
+        case .value(let value)?:
+            RecordEncoder.ascii(",\"body\":", &out)
+            JSONWriter.write(value, into: &out)
+        case .failure(let fields)?:
+            RecordEncoder.ascii(",\"bodyError\":", &out)
+            RecordEncoder.appendErrorFields(fields, into: &out)
+        case nil:
+            break
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, charset: String?, into out: inout [UInt8]) {
+        RecordEncoder.ascii("{\"status\":", &out)
+        RecordEncoder.appendSignedInteger(response.status, into: &out)
+        RecordEncoder.ascii(",\"reason\":", &out)
+        JSONWriter.appendQuoted(response.reason, into: &out)
+        RecordEncoder.ascii(",\"httpVersion\":", &out)
+        RecordEncoder.appendVersion(response.version, into: &out)
+        RecordEncoder.ascii(",\"headers\":", &out)
+        appendHeaders(response.headers, into: &out)
+        RecordEncoder.ascii(",\"bodySize\":", &out)
+        RecordEncoder.appendInteger(bodySize, into: &out)
+        RecordEncoder.ascii(",\"mimeType\":", &out)
+        RecordEncoder.appendOptionalString(ResponseValidation.responseMIMEType(response), into: &out)
+        RecordEncoder.ascii(",\"charset\":", &out)
+        RecordEncoder.appendOptionalString(charset, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    func appendHeaders(_ headers: HTTPHeaders, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        var first = true
+        for field in headers {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "["))
+            JSONWriter.appendQuoted(field.name, into: &out)
+            out.append(UInt8(ascii: ","))
+            if headerRedaction.redacts(field.name) {
+                RecordEncoder.ascii("\"[redacted]\"", &out)
+            } else {
+                JSONWriter.appendQuoted(field.value, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    /// The Content-Type `charset` parameter, canonical when the name is known.
+    static func charsetParameter(of response: HTTPResponseHead) -> String? {
+        guard let contentType = response.headers.first(name: "Content-Type"),
+              let name = Charset.charsetParameter(ofContentType: contentType) else { return nil }
+        return Charset(ianaName: name)?.name ?? name
+    }
+
+    // MARK: Scalars
+
+    static func appendErrorFields(_ fields: ErrorLogFields, into out: inout [UInt8]) {
+        ascii("{\"error\":", &out)
+        JSONWriter.appendQuoted(fields.error, into: &out)
+        ascii(",\"reason\":", &out)
+        appendOptionalString(fields.reason, into: &out)
+        ascii(",\"message\":", &out)
+        JSONWriter.appendQuoted(fields.message, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func appendTransportError(_ error: TransportError?, into out: inout [UInt8]) {
+        guard let error else { ascii("null", &out); return }
+        ascii("{\"code\":", &out)
+        JSONWriter.appendQuoted(error.code, into: &out)
+        ascii(",\"message\":", &out)
+        JSONWriter.appendQuoted(error.message, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func appendVersion(_ version: HTTPVersion, into out: inout [UInt8]) {
+        ascii("\"HTTP/", &out)
+        appendSignedInteger(version.major, into: &out)
+        out.append(UInt8(ascii: "."))
+        appendSignedInteger(version.minor, into: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func appendTime(_ seconds: Double, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        RFC3339.append(secondsSince1970: seconds, into: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func appendOptionalSeconds(_ seconds: Double?, into out: inout [UInt8]) {
+        if let seconds { appendSeconds(seconds, into: &out) } else { ascii("null", &out) }
+    }
+
+    /// Seconds rounded to the microsecond, as `0`, `2`, `0.00121`, `1.5`: trailing
+    /// zeros dropped, never negative (clock steps), never in exponent form.
+    public static func appendSeconds(_ seconds: Double, into out: inout [UInt8]) {
+        guard seconds.isFinite, seconds > 0 else { out.append(UInt8(ascii: "0")); return }
+        // 9e15 µs is 285 years: far beyond any duration, well inside UInt64.
+        let micros = UInt64(min((seconds * 1_000_000).rounded(), 9e15))
+        appendInteger(micros / 1_000_000, into: &out)
+        var fraction = micros % 1_000_000
+        guard fraction != 0 else { return }
+        var width = 6
+        while fraction % 10 == 0 { fraction /= 10; width -= 1 }
+        out.append(UInt8(ascii: "."))
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var i = width
+            while i > 0 {
+                i -= 1
+                raw[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
+                fraction /= 10
+            }
+            out.append(contentsOf: raw.prefix(width))
+        }
+    }
+
+    public static func appendInteger(_ value: UInt64, into out: inout [UInt8]) {
+        if value < 10 { out.append(UInt8(ascii: "0") + UInt8(value)); return }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes ≥ 20 digits
+        var remaining = value
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var i = raw.count
+            while remaining > 0 {
+                i -= 1
+                raw[i] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            }
+            out.append(contentsOf: raw[i...])
+        }
+    }
+
+    static func appendSignedInteger(_ value: Int, into out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        appendInteger(value.magnitude.asUInt64, into: &out)
+    }
+
+    static func appendBool(_ value: Bool, into out: inout [UInt8]) {
+        if value { ascii("true", &out) } else { ascii("false", &out) }
+    }
+
+    static func appendOptionalString(_ value: String?, into out: inout [UInt8]) {
+        if let value { JSONWriter.appendQuoted(value, into: &out) } else { ascii("null", &out) }
+    }
+
+    @inline(__always)
+    static func ascii(_ text: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}
+
+private extension UInt {
+    var asUInt64: UInt64 { UInt64(self) }
+}

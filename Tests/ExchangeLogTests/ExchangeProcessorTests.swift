@@ -1,0 +1,472 @@
+import CZlib
+import Foundation
+import HTTP1
+import ResponseSerialization
+import XCTest
+@testable import ExchangeLog
+
+/// Exchanges for the record tests. Clock points are whole seconds plus binary
+/// fractions, so every duration has an exact decimal text.
+enum RecordFixture {
+    /// 2026-12-02T10:11:12Z
+    static let t0 = 1_796_206_272.0
+
+    static func clock() -> ExchangeClock {
+        var clock = ExchangeClock()
+        clock.requestStart = t0
+        clock.connectStart = t0 + 0.0625
+        clock.dnsDone = t0 + 0.125
+        clock.connected = t0 + 0.25
+        clock.requestSent = t0 + 0.375
+        clock.firstResponseByte = t0 + 0.5
+        clock.lastResponseByte = t0 + 0.75
+        return clock
+    }
+
+    /// serializationCompletedTime in every processor made here.
+    static let serializedAt = t0 + 1.0
+
+    static func processor(_ settings: ProcessorSettings = ProcessorSettings()) -> ExchangeProcessor {
+        ExchangeProcessor(settings: settings, clock: { RecordFixture.serializedAt })
+    }
+
+    static func exchange(method: String = "GET", url: String = "http://api.local:8080/v1/items?x=1",
+                         requestHeaders: [(String, String)] = [("Host", "api.local:8080")],
+                         requestBody: [UInt8] = [],
+                         status: Int? = 200, reason: String = "OK",
+                         responseHeaders: [(String, String)] = [("Content-Type", "application/json")],
+                         body: [UInt8] = [], totalBytes: UInt64? = nil,
+                         error: TransportError? = nil) -> CapturedExchange {
+        let response = status.map { HTTPResponseHead(status: $0, reason: reason, headers: HTTPHeaders(responseHeaders)) }
+        return CapturedExchange(
+            client: "127.0.0.1:53422", url: url,
+            request: HTTPRequestHead(method: method, target: url, headers: HTTPHeaders(requestHeaders)),
+            requestBody: CapturedBody(bytes: requestBody, totalBytes: UInt64(requestBody.count)),
+            response: response,
+            responseBody: CapturedBody(bytes: body, totalBytes: totalBytes ?? UInt64(body.count)),
+            error: error, clock: clock(), connectionReused: false, upstreamAddress: "127.0.0.1:8080")
+    }
+
+    static func rule(_ name: String, _ kind: SerializerSpec.Kind = .json, match: RuleMatch = RuleMatch(),
+                     configure: (inout Rule) -> Void = { _ in }) -> Rule {
+        var rule = Rule(name: name, match: match, serializer: SerializerSpec(kind: kind))
+        configure(&rule)
+        return rule
+    }
+
+    /// Compresses with zlib's gzip wrapper (windowBits 31), in one call.
+    static func gzip(_ input: [UInt8]) -> [UInt8] {
+        var stream = z_stream()
+        precondition(deflateInit2_(&stream, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY,
+                                   zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
+        defer { deflateEnd(&stream) }
+        var input = input
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(input.count))) + 64)
+        let produced: Int = input.withUnsafeMutableBufferPointer { inBuffer in
+            output.withUnsafeMutableBufferPointer { outBuffer in
+                stream.next_in = inBuffer.baseAddress
+                stream.avail_in = UInt32(inBuffer.count)
+                stream.next_out = outBuffer.baseAddress
+                stream.avail_out = UInt32(outBuffer.count)
+                precondition(deflate(&stream, Z_FINISH) == Z_STREAM_END)
+                return outBuffer.count - Int(stream.avail_out)
+            }
+        }
+        return Array(output[0..<produced])
+    }
+}
+
+/// The parsed line, with pointer access for assertions.
+struct ParsedRecord {
+    let json: JSON
+    let line: String
+
+    init(_ bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertFalse(bytes.contains(0x0A), "a record must be one line", file: file, line: line)
+        self.line = String(decoding: bytes, as: UTF8.self)
+        json = try JSONParser.parse(bytes, allowFragments: false)
+    }
+
+    subscript(_ pointer: String) -> JSON? {
+        guard let parsed = try? JSONPointer(pointer) else { return nil }
+        return json.value(at: parsed)
+    }
+
+    func keys(_ pointer: String) -> [String] {
+        guard case .object(let members)? = self[pointer] else { return [] }
+        return members.map(\.key)
+    }
+}
+
+final class ExchangeProcessorTests: XCTestCase {
+    let httpKeys = ["id", "kind", "client", "request", "response", "data", "rule", "serializer",
+                    "result", "error", "timeline", "metrics"]
+
+    func testJSONExchangeRecordFieldByField() throws {
+        let body = Array(#"{"zeta":12345678901234567890,"alpha":[1,2.50,3e2],"mid":{"b":true,"a":null}}"#.utf8)
+        let exchange = RecordFixture.exchange(
+            requestHeaders: [("Host", "api.local:8080"), ("Accept", "application/json")],
+            responseHeaders: [("Content-Type", "application/json; charset=UTF-8"), ("X-Trace", "abc")], body: body)
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "0000018c2b1f4a1e-000001"))
+
+        XCTAssertEqual(record.keys(""), httpKeys)
+        XCTAssertEqual(record["/id"], .string("0000018c2b1f4a1e-000001"))
+        XCTAssertEqual(record["/kind"], .string("http"))
+        XCTAssertEqual(record["/client"], .string("127.0.0.1:53422"))
+
+        XCTAssertEqual(record.keys("/request"), ["method", "url", "httpVersion", "headers", "bodySize"])
+        XCTAssertEqual(record["/request/method"], .string("GET"))
+        XCTAssertEqual(record["/request/url"], .string("http://api.local:8080/v1/items?x=1"))
+        XCTAssertEqual(record["/request/httpVersion"], .string("HTTP/1.1"))
+        XCTAssertEqual(record["/request/headers"], .array([
+            .array([.string("Host"), .string("api.local:8080")]),
+            .array([.string("Accept"), .string("application/json")]),
+        ]))
+        XCTAssertEqual(record["/request/bodySize"], .number("0"))
+
+        XCTAssertEqual(record.keys("/response"), ["status", "reason", "httpVersion", "headers", "bodySize", "mimeType", "charset"])
+        XCTAssertEqual(record["/response/status"], .number("200"))
+        XCTAssertEqual(record["/response/reason"], .string("OK"))
+        XCTAssertEqual(record["/response/headers/1"], .array([.string("X-Trace"), .string("abc")]))
+        XCTAssertEqual(record["/response/bodySize"], .number(String(body.count)))
+        XCTAssertEqual(record["/response/mimeType"], .string("application/json"))
+        XCTAssertEqual(record["/response/charset"], .string("utf-8"))
+
+        XCTAssertEqual(record.keys("/data"), ["size", "captured", "truncated", "contentEncoding"])
+        XCTAssertEqual(record["/data/size"], .number(String(body.count)))
+        XCTAssertEqual(record["/data/captured"], .number(String(body.count)))
+        XCTAssertEqual(record["/data/truncated"], .bool(false))
+        XCTAssertEqual(record["/data/contentEncoding"], .null)
+
+        XCTAssertEqual(record["/rule"], .string("default"))
+        XCTAssertEqual(record["/serializer"], .string("json"))
+        XCTAssertEqual(record.keys("/result"), ["success"])
+        XCTAssertEqual(record.keys("/result/success"), ["zeta", "alpha", "mid"])
+        XCTAssertEqual(record.keys("/result/success/mid"), ["b", "a"])
+        XCTAssertEqual(record["/result/success/zeta"], .number("12345678901234567890"))
+        XCTAssertEqual(record["/result/success/alpha"], .array([.number("1"), .number("2.50"), .number("3e2")]))
+        XCTAssertTrue(record.line.contains(#""zeta":12345678901234567890,"alpha":[1,2.50,3e2]"#))
+        XCTAssertEqual(record["/error"], .null)
+
+        XCTAssertEqual(record.keys("/timeline"), ["requestStartTime", "initialResponseTime", "requestCompletedTime",
+                                                  "serializationCompletedTime", "latency", "requestDuration",
+                                                  "serializationDuration", "totalDuration"])
+        XCTAssertEqual(record["/timeline/requestStartTime"], .string("2026-12-02T10:11:12.000000Z"))
+        XCTAssertEqual(record["/timeline/initialResponseTime"], .string("2026-12-02T10:11:12.500000Z"))
+        XCTAssertEqual(record["/timeline/requestCompletedTime"], .string("2026-12-02T10:11:12.750000Z"))
+        XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:13.000000Z"))
+        XCTAssertEqual(record["/timeline/latency"], .number("0.5"))
+        XCTAssertEqual(record["/timeline/requestDuration"], .number("0.75"))
+        XCTAssertEqual(record["/timeline/serializationDuration"], .number("0.25"))
+        XCTAssertEqual(record["/timeline/totalDuration"], .number("1"))
+
+        XCTAssertEqual(record.keys("/metrics"), ["dns", "connect", "tls", "send", "wait", "receive",
+                                                 "connectionReused", "upstream"])
+        XCTAssertEqual(record["/metrics/dns"], .number("0.0625"))
+        XCTAssertEqual(record["/metrics/connect"], .number("0.125"))
+        XCTAssertEqual(record["/metrics/tls"], .null)
+        XCTAssertEqual(record["/metrics/send"], .number("0.125"))
+        XCTAssertEqual(record["/metrics/wait"], .number("0.125"))
+        XCTAssertEqual(record["/metrics/receive"], .number("0.25"))
+        XCTAssertEqual(record["/metrics/connectionReused"], .bool(false))
+        XCTAssertEqual(record["/metrics/upstream"], .string("127.0.0.1:8080"))
+    }
+
+    func testReusedConnectionHasNoDNSOrConnectPhase() throws {
+        var exchange = RecordFixture.exchange(body: Array("1".utf8))
+        exchange.clock.connectStart = nil
+        exchange.clock.dnsDone = nil
+        exchange.clock.connected = nil
+        exchange.connectionReused = true
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/metrics/dns"], .null)
+        XCTAssertEqual(record["/metrics/connect"], .null)
+        XCTAssertEqual(record["/metrics/send"], .number("0.375"))
+        XCTAssertEqual(record["/metrics/connectionReused"], .bool(true))
+    }
+
+    func testSerializationTimeIsNeverBeforeRequestCompleted() throws {
+        let processor = ExchangeProcessor(settings: ProcessorSettings(), clock: { RecordFixture.t0 - 10 })
+        let record = try ParsedRecord(processor.record(for: RecordFixture.exchange(body: Array("1".utf8)), id: "x"))
+        XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:12.750000Z"))
+        XCTAssertEqual(record["/timeline/serializationDuration"], .number("0"))
+    }
+
+    func testGzipResponseIsDecodedBeforeTheSerializer() throws {
+        let text = String(repeating: #"{"k":"vvvvvvvvvvvvvvvv"},"#, count: 40)
+        let plain = Array(("[" + text + "7]").utf8)
+        let encoded = RecordFixture.gzip(plain)
+        XCTAssertLessThan(encoded.count, plain.count)
+        let exchange = RecordFixture.exchange(
+            responseHeaders: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], body: encoded)
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/data/size"], .number(String(plain.count)))
+        XCTAssertEqual(record["/data/captured"], .number(String(encoded.count)))
+        XCTAssertEqual(record["/data/contentEncoding"], .string("gzip"))
+        XCTAssertEqual(record["/response/bodySize"], .number(String(encoded.count)))
+        XCTAssertEqual(record["/result/success/40"], .number("7"))
+        XCTAssertEqual(record["/result/success/0/k"], .string("vvvvvvvvvvvvvvvv"))
+    }
+
+    func testCorruptGzipFailsWithContentDecodingFailed() throws {
+        let exchange = RecordFixture.exchange(
+            responseHeaders: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            body: Array("this is not gzip at all".utf8))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/result/failure/error"], .string("responseSerializationFailed"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("contentDecodingFailed"))
+        XCTAssertEqual(record["/data/size"], .null)
+        XCTAssertEqual(record["/data/captured"], .number("23"))
+    }
+
+    func testTruncatedBodyFailsJSONButStringSucceedsOnThePrefix() throws {
+        let prefix = Array(#"{"items":[1,2,"#.utf8)
+        let exchange = RecordFixture.exchange(body: prefix, totalBytes: 1000)
+        let json = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(json["/result/failure/error"], .string("responseSerializationFailed"))
+        XCTAssertEqual(json["/result/failure/reason"], .string("inputDataTruncated"))
+        guard case .string(let message)? = json["/result/failure/message"] else { return XCTFail("no message") }
+        XCTAssertTrue(message.contains("captured \(prefix.count) of 1000 bytes"), message)
+        XCTAssertEqual(json["/data/truncated"], .bool(true))
+        XCTAssertEqual(json["/data/captured"], .number(String(prefix.count)))
+        XCTAssertEqual(json["/response/bodySize"], .number("1000"))
+
+        let stringRule = RecordFixture.rule("text", .string)
+        let processor = RecordFixture.processor(ProcessorSettings(rules: [stringRule]))
+        let text = try ParsedRecord(processor.record(for: exchange, id: "x"))
+        XCTAssertEqual(text["/rule"], .string("text"))
+        XCTAssertEqual(text["/result/success"], .string(#"{"items":[1,2,"#))
+        XCTAssertEqual(text["/data/truncated"], .bool(true))
+        XCTAssertEqual(text["/response/charset"], .string("iso-8859-1"))
+    }
+
+    func testDecodeLimitTruncatesTheDecodedBody() throws {
+        let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
+        let exchange = RecordFixture.exchange(
+            responseHeaders: [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")], body: RecordFixture.gzip(plain))
+        let processor = RecordFixture.processor(ProcessorSettings(decodeLimit: 1000))
+        let record = try ParsedRecord(processor.record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/data/size"], .number("1000"))
+        XCTAssertEqual(record["/data/truncated"], .bool(true))
+        XCTAssertEqual(record["/result/success"], .string(String(repeating: "a", count: 1000)))
+    }
+
+    func testTransportErrorRecord() throws {
+        var exchange = RecordFixture.exchange(status: nil, error: TransportError("upstreamConnectFailed", "connect to 10.0.0.1:80: Connection refused"))
+        exchange.clock.connected = nil
+        exchange.clock.requestSent = nil
+        exchange.clock.firstResponseByte = nil
+        exchange.clock.lastResponseByte = nil
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record.keys(""), httpKeys)
+        XCTAssertEqual(record["/response"], .null)
+        XCTAssertEqual(record["/result"], .object([JSON.Member("failure", .object([
+            JSON.Member("error", .string("transportFailed")),
+            JSON.Member("reason", .string("upstreamConnectFailed")),
+            JSON.Member("message", .string("connect to 10.0.0.1:80: Connection refused")),
+        ]))]))
+        XCTAssertEqual(record["/error"], .object([
+            JSON.Member("code", .string("upstreamConnectFailed")),
+            JSON.Member("message", .string("connect to 10.0.0.1:80: Connection refused")),
+        ]))
+        XCTAssertEqual(record["/data/size"], .number("0"))
+        // Completed at the last point reached (dnsDone), never before the start.
+        XCTAssertEqual(record["/timeline/requestCompletedTime"], .string("2026-12-02T10:11:12.125000Z"))
+        XCTAssertEqual(record["/timeline/initialResponseTime"], .string("2026-12-02T10:11:12.125000Z"))
+        XCTAssertEqual(record["/metrics/wait"], .null)
+        XCTAssertEqual(record["/metrics/receive"], .null)
+    }
+
+    func testTransportErrorAfterThePartialResponseStillCarriesTheError() throws {
+        let exchange = RecordFixture.exchange(body: Array(#"{"a":"#.utf8), totalBytes: 5,
+                                              error: TransportError("upstreamReset", "connection reset by peer"))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/response/status"], .number("200"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("upstreamReset"))
+        XCTAssertEqual(record["/error/code"], .string("upstreamReset"))
+    }
+
+    func testStatusValidationFailureRecord() throws {
+        let rule = RecordFixture.rule("strict") {
+            var validation = ValidationSpec()
+            validation.statusCodes = [StatusPattern("200-299")!]
+            validation.contentTypes = ["text/html"]
+            $0.validate = validation
+        }
+        let exchange = RecordFixture.exchange(status: 404, reason: "Not Found", body: Array(#"{"e":1}"#.utf8))
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/rule"], .string("strict"))
+        XCTAssertEqual(record["/result/failure/error"], .string("responseValidationFailed"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("unacceptableStatusCode"))
+        XCTAssertEqual(record["/result/failure/message"], .string("Response status code was unacceptable: 404."))
+        XCTAssertEqual(record["/error"], .null)
+    }
+
+    func testContentTypeValidationFailureRecord() throws {
+        let rule = RecordFixture.rule("typed") {
+            var validation = ValidationSpec()
+            validation.statusCodes = [StatusPattern("2xx")!]
+            validation.contentTypes = ["text/html", "application/xml"]
+            $0.validate = validation
+        }
+        let exchange = RecordFixture.exchange(body: Array(#"{"e":1}"#.utf8))
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("unacceptableContentType"))
+        XCTAssertEqual(record["/result/failure/message"],
+                       .string(#"Response Content-Type "application/json" does not match any acceptable types: application/xml, text/html."#))
+    }
+
+    func testPassingValidationLetsTheSerializerRun() throws {
+        let rule = RecordFixture.rule("ok") {
+            var validation = ValidationSpec()
+            validation.statusCodes = [StatusPattern("2xx")!]
+            validation.contentTypes = ["application/*"]
+            $0.validate = validation
+        }
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule]))
+            .record(for: RecordFixture.exchange(body: Array("[1]".utf8)), id: "x"))
+        XCTAssertEqual(record["/result/success"], .array([.number("1")]))
+    }
+
+    func testSelectThenRedactPointers() throws {
+        let rule = RecordFixture.rule("github") {
+            $0.select = [try! JSONPointer("/full_name"), try! JSONPointer("/owner/login"), try! JSONPointer("/owner/id")]
+            $0.redact = [try! JSONPointer("/owner/id")]
+        }
+        let body = #"{"id":1,"full_name":"a/b","owner":{"id":99,"login":"a","url":"u"},"private":false}"#
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule]))
+            .record(for: RecordFixture.exchange(body: Array(body.utf8)), id: "x"))
+        XCTAssertEqual(record["/result/success"], .object([
+            JSON.Member("full_name", .string("a/b")),
+            JSON.Member("owner", .object([JSON.Member("id", .string("[redacted]")), JSON.Member("login", .string("a"))])),
+        ]))
+    }
+
+    func testRedactedHeadersNeverReachTheLine() throws {
+        let exchange = RecordFixture.exchange(
+            requestHeaders: [("Host", "h"), ("Authorization", "Bearer SECRET-TOKEN-1"), ("cookie", "sid=SECRET-COOKIE-2"),
+                             ("Proxy-Authorization", "Basic SECRET-PROXY-3")],
+            responseHeaders: [("Content-Type", "application/json"), ("Set-Cookie", "sid=SECRET-SETCOOKIE-4; HttpOnly"),
+                              ("SET-COOKIE", "other=SECRET-SETCOOKIE-5")],
+            body: Array("{}".utf8))
+        let settings = ProcessorSettings(redactHeaders: ["authorization", "proxy-authorization", "Cookie", "set-cookie"])
+        let bytes = RecordFixture.processor(settings).record(for: exchange, id: "x")
+        let record = try ParsedRecord(bytes)
+        XCTAssertFalse(record.line.contains("SECRET"), record.line)
+        XCTAssertEqual(record["/request/headers/1"], .array([.string("Authorization"), .string("[redacted]")]))
+        XCTAssertEqual(record["/request/headers/2"], .array([.string("cookie"), .string("[redacted]")]))
+        XCTAssertEqual(record["/response/headers/2"], .array([.string("SET-COOKIE"), .string("[redacted]")]))
+        XCTAssertEqual(record["/request/headers/0"], .array([.string("Host"), .string("h")]))
+    }
+
+    func testJSONKeysRedactedAtAnyDepthInResponseAndRequestBodies() throws {
+        let responseBody = #"{"token":"SECRET-A","data":[{"user":"u","Password":"SECRET-B"},[{"access_token":"SECRET-C"}]],"n":1}"#
+        let requestBody = #"{"login":{"password":"SECRET-D","name":"n"},"list":[{"refresh_token":"SECRET-E"}]}"#
+        let exchange = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Host", "h"), ("Content-Type", "application/json")],
+            requestBody: Array(requestBody.utf8), body: Array(responseBody.utf8))
+        let settings = ProcessorSettings(redactJSONKeys: ["password", "token", "access_token", "refresh_token"])
+        let record = try ParsedRecord(RecordFixture.processor(settings).record(for: exchange, id: "x"))
+        XCTAssertFalse(record.line.contains("SECRET"), record.line)
+        XCTAssertEqual(record["/result/success/token"], .string("[redacted]"))
+        XCTAssertEqual(record["/result/success/data/0/Password"], .string("[redacted]"))
+        XCTAssertEqual(record["/result/success/data/0/user"], .string("u"))
+        XCTAssertEqual(record["/result/success/data/1/0/access_token"], .string("[redacted]"))
+        XCTAssertEqual(record.keys("/request"), ["method", "url", "httpVersion", "headers", "bodySize", "body"])
+        XCTAssertEqual(record["/request/bodySize"], .number(String(requestBody.utf8.count)))
+        XCTAssertEqual(record["/request/body/login"], .object([
+            JSON.Member("password", .string("[redacted]")), JSON.Member("name", .string("n")),
+        ]))
+        XCTAssertEqual(record["/request/body/list/0/refresh_token"], .string("[redacted]"))
+    }
+
+    func testRequestBodyFormIsAStringAndBadJSONIsABodyError() throws {
+        let form = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
+            requestBody: Array("a=1&b=%C3%A9".utf8), body: Array("{}".utf8))
+        let formRecord = try ParsedRecord(RecordFixture.processor().record(for: form, id: "x"))
+        XCTAssertEqual(formRecord["/request/body"], .string("a=1&b=%C3%A9"))
+
+        let bad = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Content-Type", "application/json")],
+            requestBody: Array("{not json".utf8), body: Array("{}".utf8))
+        let badRecord = try ParsedRecord(RecordFixture.processor().record(for: bad, id: "x"))
+        XCTAssertNil(badRecord["/request/body"])
+        XCTAssertEqual(badRecord["/request/bodyError/reason"], .string("jsonSerializationFailed"))
+        XCTAssertEqual(badRecord["/result/success"], .object([]))
+    }
+
+    func testGzippedRequestBodyIsDecoded() throws {
+        let plain = Array(#"{"q":"x"}"#.utf8)
+        let exchange = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            requestBody: RecordFixture.gzip(plain), body: Array("{}".utf8))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/request/body"], .object([JSON.Member("q", .string("x"))]))
+    }
+
+    func testStringSerializerWithExplicitWindows1252() throws {
+        let rule = RecordFixture.rule("legacy", .string) { $0.serializer.encoding = "windows-1252" }
+        // 0x80 is € in windows-1252 (a control character in ISO-8859-1); 0xE9 is é.
+        let exchange = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/plain; charset=utf-8")],
+                                              body: [0x80, 0x20, 0x63, 0x61, 0x66, 0xE9])
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("string"))
+        XCTAssertEqual(record["/result/success"], .string("€ café"))
+        XCTAssertEqual(record["/response/charset"], .string("windows-1252"))
+    }
+
+    func testDataSerializerLogsBase64PrefixAndSize() throws {
+        let bytes: [UInt8] = Array(0..<200)
+        let withPrefix = RecordFixture.rule("bin", .data) { $0.serializer.base64Bytes = 4 }
+        let exchange = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/octet-stream")], body: bytes)
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [withPrefix])).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/result/success"], .object([
+            JSON.Member("base64", .string("AAECAw==")), JSON.Member("size", .number("200")),
+        ]))
+
+        let sizeOnly = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(sizeOnly["/serializer"], .string("data"))
+        XCTAssertEqual(sizeOnly["/result/success"], .object([JSON.Member("size", .number("200"))]))
+    }
+
+    func testNoneSerializerLogsNull() throws {
+        let rule = RecordFixture.rule("quiet", .none)
+        let exchange = RecordFixture.exchange(body: Array("{broken".utf8))
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("none"))
+        XCTAssertEqual(record["/result"], .object([JSON.Member("success", .null)]))
+        XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:13.000000Z"))
+    }
+
+    func testEmptyResponseOptions() throws {
+        let noContent = RecordFixture.exchange(status: 204, reason: "No Content", body: [])
+        let defaultRecord = try ParsedRecord(RecordFixture.processor().record(for: noContent, id: "x"))
+        XCTAssertEqual(defaultRecord["/result"], .object([JSON.Member("success", .null)]))
+
+        let emptyOK = RecordFixture.exchange(body: [])
+        let strict = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [RecordFixture.rule("j")]))
+            .record(for: emptyOK, id: "x"))
+        XCTAssertEqual(strict["/result/failure/reason"], .string("inputDataNilOrZeroLength"))
+
+        let lenient = RecordFixture.rule("j") { $0.serializer.emptyResponseCodes = [200] }
+        let lenientRecord = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [lenient])).record(for: emptyOK, id: "x"))
+        XCTAssertEqual(lenientRecord["/result"], .object([JSON.Member("success", .null)]))
+    }
+
+    func testBinaryPlistIsSniffedAndConverted() throws {
+        let plist = try PropertyListSerialization.data(fromPropertyList: ["name": "tapwire", "n": 3], format: .binary, options: 0)
+        let exchange = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/octet-stream")], body: Array(plist))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("propertyList"))
+        XCTAssertEqual(record["/result/success/name"], .string("tapwire"))
+        XCTAssertEqual(record["/result/success/n"], .number("3"))
+    }
+
+    func testJSONParseFailureNamesTheReason() throws {
+        let record = try ParsedRecord(RecordFixture.processor()
+            .record(for: RecordFixture.exchange(body: Array("definitely not valid json".utf8)), id: "x"))
+        XCTAssertEqual(record["/result/failure/error"], .string("responseSerializationFailed"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("jsonSerializationFailed"))
+    }
+}

@@ -1,0 +1,174 @@
+import HTTP1
+import ResponseSerialization
+import XCTest
+@testable import ExchangeLog
+
+final class RecordEncoderTests: XCTestCase {
+    private func seconds(_ value: Double) -> String {
+        var out: [UInt8] = []
+        RecordEncoder.appendSeconds(value, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func testDurationsArePlainDecimalsOfAtMostSixDigits() {
+        XCTAssertEqual(seconds(0), "0")
+        XCTAssertEqual(seconds(0.00121), "0.00121")
+        XCTAssertEqual(seconds(0.000001), "0.000001")
+        XCTAssertEqual(seconds(0.0000004), "0")
+        XCTAssertEqual(seconds(0.0000006), "0.000001")
+        XCTAssertEqual(seconds(1.5), "1.5")
+        XCTAssertEqual(seconds(3), "3")
+        XCTAssertEqual(seconds(12.9999996), "13")
+        XCTAssertEqual(seconds(86_400.25), "86400.25")
+        XCTAssertEqual(seconds(-0.5), "0", "clock steps never show as negative")
+        XCTAssertEqual(seconds(.nan), "0")
+        XCTAssertEqual(seconds(.infinity), "0")
+        XCTAssertEqual(seconds(1e300), "9000000000", "clamped, never exponent notation")
+        XCTAssertEqual(seconds(1e-300), "0")
+    }
+
+    func testIntegers() {
+        for value: UInt64 in [0, 7, 10, 99, 1000, 12_345_678_901_234_567_890, UInt64.max] {
+            var out: [UInt8] = []
+            RecordEncoder.appendInteger(value, into: &out)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+        }
+    }
+
+    func testTunnelRecordShape() throws {
+        let tunnel = CapturedTunnel(kind: .connect, client: "127.0.0.1:50000", target: "example.com:443", status: 200,
+                                    bytesFromClient: 517, bytesFromUpstream: 4711,
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 1.5, closedBy: "client")
+        let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "0000018c2b1f4a1e-00000a"))
+        XCTAssertEqual(record.json, .object([
+            JSON.Member("id", .string("0000018c2b1f4a1e-00000a")),
+            JSON.Member("kind", .string("tunnel")),
+            JSON.Member("client", .string("127.0.0.1:50000")),
+            JSON.Member("target", .string("example.com:443")),
+            JSON.Member("status", .number("200")),
+            JSON.Member("bytesFromClient", .number("517")),
+            JSON.Member("bytesFromUpstream", .number("4711")),
+            JSON.Member("startTime", .string("2026-12-02T10:11:12.000000Z")),
+            JSON.Member("endTime", .string("2026-12-02T10:11:13.500000Z")),
+            JSON.Member("duration", .number("1.5")),
+            JSON.Member("closedBy", .string("client")),
+            JSON.Member("error", .null),
+        ]))
+    }
+
+    func testTunnelWithErrorAndBackwardsEnd() throws {
+        let tunnel = CapturedTunnel(kind: .connect, client: "c", target: "t:443", status: 502,
+                                    bytesFromClient: 0, bytesFromUpstream: 0,
+                                    start: RecordFixture.t0, end: RecordFixture.t0 - 1, closedBy: "error",
+                                    error: TransportError("upstreamDNSFailed", "no such host \"t\""))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "x"))
+        XCTAssertEqual(record["/duration"], .number("0"))
+        XCTAssertEqual(record["/endTime"], record["/startTime"])
+        XCTAssertEqual(record["/error"], .object([
+            JSON.Member("code", .string("upstreamDNSFailed")), JSON.Member("message", .string("no such host \"t\"")),
+        ]))
+    }
+
+    func testWebSocketRecordShape() throws {
+        let upgrade = RecordFixture.exchange(
+            url: "http://echo.local/socket",
+            requestHeaders: [("Host", "echo.local"), ("Upgrade", "websocket"), ("Cookie", "s=SECRET")],
+            status: 101, reason: "Switching Protocols",
+            responseHeaders: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
+        let tunnel = CapturedTunnel(kind: .websocket, client: "127.0.0.1:50001", target: "echo.local:80", status: 101,
+                                    bytesFromClient: 120, bytesFromUpstream: 96,
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 12.25, closedBy: "upstream",
+                                    upgrade: upgrade)
+        let processor = RecordFixture.processor(ProcessorSettings(redactHeaders: ["cookie"]))
+        let record = try ParsedRecord(processor.record(for: tunnel, id: "x"))
+        XCTAssertEqual(record.keys(""), ["id", "kind", "client", "target", "status", "request", "response",
+                                         "bytesFromClient", "bytesFromUpstream", "startTime", "endTime", "duration",
+                                         "closedBy", "error"])
+        XCTAssertEqual(record["/kind"], .string("websocket"))
+        XCTAssertEqual(record.keys("/request"), ["method", "url", "httpVersion", "headers", "bodySize"])
+        XCTAssertEqual(record["/request/url"], .string("http://echo.local/socket"))
+        XCTAssertEqual(record["/request/headers/2"], .array([.string("Cookie"), .string("[redacted]")]))
+        XCTAssertEqual(record.keys("/response"), ["status", "reason", "httpVersion", "headers", "bodySize", "mimeType", "charset"])
+        XCTAssertEqual(record["/response/status"], .number("101"))
+        XCTAssertEqual(record["/response/mimeType"], .null)
+        XCTAssertEqual(record["/bytesFromUpstream"], .number("96"))
+        XCTAssertEqual(record["/duration"], .number("12.25"))
+        XCTAssertFalse(record.line.contains("SECRET"))
+
+        let bare = CapturedTunnel(kind: .websocket, client: "c", target: "t:80", status: 101, bytesFromClient: 1,
+                                  bytesFromUpstream: 2, start: RecordFixture.t0, end: RecordFixture.t0, closedBy: "client")
+        let bareRecord = try ParsedRecord(processor.record(for: bare, id: "x"))
+        XCTAssertEqual(bareRecord["/request"], .null)
+        XCTAssertEqual(bareRecord["/response"], .null)
+    }
+
+    /// Every line parses, whatever the header names and values hold, and the
+    /// headers come back exactly as captured.
+    func testEveryGeneratedRecordParses() throws {
+        var random = SplitMix64(seed: 0x7A9_C0DE)
+        let pieces = ["a", "Z", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "日本", "😀", "\u{2028}",
+                      " ", "[", "]", "{", "}", ",", ":", "/", "\u{FEFF}", "%", "[redacted]"]
+        func text(_ maxLength: Int) -> String {
+            (0..<Int(random.next() % UInt64(maxLength + 1))).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+        }
+        let bodies: [(String, [UInt8])] = [
+            ("application/json", Array(#"{"a\"b":[1,"\u0000",{"c":null}],"token":"t"}"#.utf8)),
+            ("application/json", Array("{bad".utf8)),
+            ("text/plain; charset=utf-8", [0xFF, 0xFE, 0x41]),
+            ("text/plain", [0x00, 0x0A, 0x22, 0x5C, 0xE9]),
+            ("text/event-stream", Array("data: x\n\n".utf8)),
+            ("application/x-ndjson", Array("1\n\"\\n\"\n".utf8)),
+            ("application/octet-stream", [0, 1, 2, 255]),
+        ]
+        let processor = RecordFixture.processor(ProcessorSettings(
+            rules: [RecordFixture.rule("bin", .data, match: { var m = RuleMatch(); m.methods = ["PUT"]; return m }()) {
+                $0.serializer.base64Bytes = 3
+            }],
+            redactHeaders: ["authorization"], redactJSONKeys: ["token"]))
+        for iteration in 0..<400 {
+            let requestHeaders = (0..<Int(random.next() % 6)).map { _ in (text(8), text(20)) }
+            let responseHeaders = (0..<Int(random.next() % 4)).map { _ in (text(8), text(20)) }
+            let (contentType, body) = bodies[Int(random.next() % UInt64(bodies.count))]
+            let methods = ["GET", "PUT", "POST", "HEAD", text(4)]
+            let hasResponse = random.next() % 5 != 0
+            let error = random.next() % 4 == 0 ? TransportError(text(6), text(30)) : nil
+            let exchange = RecordFixture.exchange(
+                method: methods[Int(random.next() % 5)], url: "http://h/" + text(10),
+                requestHeaders: requestHeaders, requestBody: random.next() % 3 == 0 ? body : [],
+                status: hasResponse ? Int(100 + random.next() % 500) : nil, reason: text(10),
+                responseHeaders: [("Content-Type", contentType)] + responseHeaders, body: body,
+                totalBytes: UInt64(body.count) + random.next() % 2, error: error)
+            let id = text(5)
+            let bytes = processor.record(for: exchange, id: id)
+            let record: ParsedRecord
+            do {
+                record = try ParsedRecord(bytes)
+            } catch {
+                return XCTFail("iteration \(iteration): \(error)\n\(String(decoding: bytes, as: UTF8.self))")
+            }
+            XCTAssertEqual(record["/id"], .string(id))
+            let expected = JSON.array(requestHeaders.map { name, value in
+                .array([.string(name), .string(name.lowercased() == "authorization" ? "[redacted]" : value)])
+            })
+            XCTAssertEqual(record["/request/headers"], expected, "iteration \(iteration)")
+            if hasResponse {
+                XCTAssertEqual(record["/response/headers/0/1"], .string(contentType))
+            } else {
+                XCTAssertEqual(record["/response"], .null)
+            }
+        }
+    }
+}
+
+/// A small seeded generator, so a failing iteration can be replayed.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import XCTest
+@testable import ExchangeLog
+
+final class RecordIDTests: XCTestCase {
+    func testFormatIsHexMillisecondsAndCounter() {
+        let generator = RecordIDGenerator()
+        XCTAssertEqual(generator.next(startTime: 1_700_000_000.123), "0000018bcfe5687b-000001")
+        XCTAssertEqual(generator.next(startTime: 1_700_000_000.123), "0000018bcfe5687b-000002")
+        XCTAssertEqual(generator.next(startTime: -5), "0000000000000000-000003")
+        XCTAssertEqual(generator.next(startTime: .nan), "0000000000000000-000004")
+    }
+
+    func testCounterGrowsPastSixDigits() {
+        var bytes: [UInt8] = []
+        RecordIDGenerator.appendHex(0x1234567, minDigits: 6, into: &bytes)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "1234567")
+        bytes = []
+        RecordIDGenerator.appendHex(UInt64.max, minDigits: 16, into: &bytes)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "ffffffffffffffff")
+        bytes = []
+        RecordIDGenerator.appendHex(0, minDigits: 6, into: &bytes)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "000000")
+    }
+
+    func testIDsSortByStartTime() {
+        let generator = RecordIDGenerator()
+        let base = 1_796_206_272.0
+        // Generated out of start order, as exchanges finish out of order.
+        let starts = [5.0, 0.001, 0.0, 300.25, 0.002, 0.0015, 86_400.0].map { base + $0 }
+        let ids = starts.map { generator.next(startTime: $0) }
+        let byStart = zip(starts, ids).sorted { $0.0 < $1.0 }.map(\.1)
+        XCTAssertEqual(ids.sorted(), byStart)
+    }
+
+    func testUniqueAcrossTwoGeneratorsTwoMillisecondsApart() {
+        let base = 1_796_206_272.0
+        let first = RecordIDGenerator()
+        // The first process saw exchanges up to its last millisecond...
+        let firstIDs = (0..<1000).map { first.next(startTime: base + Double($0 % 10) * 0.0001) }
+        // ...the second starts 2 ms later, its counter from 1 again.
+        let second = RecordIDGenerator()
+        let secondIDs = (0..<1000).map { second.next(startTime: base + 0.002 + Double($0 % 10) * 0.0001) }
+        let all = firstIDs + secondIDs
+        XCTAssertEqual(Set(all).count, 2000)
+        XCTAssertEqual(all.sorted().suffix(1000).sorted(), secondIDs.sorted(), "later starts sort after earlier ones")
+    }
+
+    func testConcurrentCallersGetDistinctIDs() {
+        let generator = RecordIDGenerator()
+        let lock = NSLock()
+        var ids: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            var local: [String] = []
+            for _ in 0..<2000 { local.append(generator.next(startTime: 1_796_206_272.0)) }
+            lock.withLock { ids += local }
+        }
+        XCTAssertEqual(ids.count, 16_000)
+        XCTAssertEqual(Set(ids).count, 16_000)
+    }
+}
