@@ -64,11 +64,12 @@ final class TapwireProcess {
     let workDirectory: URL
 
     /// `config` is written to a temp file; `listen`/log directory are filled in unless given.
-    init(config: [String: Any] = [:], extraArguments: [String] = []) throws {
+    init(config: [String: Any] = [:], extraArguments: [String] = [], environment: [String: String] = [:],
+         logDirectory explicitLogDirectory: URL? = nil) throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         workDirectory = work
-        logDirectory = work.appendingPathComponent("logs")
+        logDirectory = explicitLogDirectory ?? work.appendingPathComponent("logs")
         var cfg = config
         if cfg["listen"] == nil { cfg["listen"] = ["127.0.0.1:0"] }
         var log = cfg["log"] as? [String: Any] ?? [:]
@@ -79,6 +80,9 @@ final class TapwireProcess {
         process.executableURL = URL(fileURLWithPath: try tapwireBinary())
         process.arguments = ["run", "--config", configURL.path] + extraArguments
         process.currentDirectoryURL = work
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -88,7 +92,7 @@ final class TapwireProcess {
         try process.run()
         guard let line = stdout.waitFor({ $0.hasPrefix("listening on ") }),
               let p = line.split(separator: ":").last.flatMap({ Int($0) }) else {
-            process.terminate()
+            if process.isRunning { process.terminate() }
             throw NSError(domain: "tapwire", code: 1, userInfo: [NSLocalizedDescriptionKey:
                 "tapwire did not start: \(stderr.all.joined(separator: "\n"))"])
         }
@@ -198,14 +202,26 @@ func curlViaProxy(_ proxy: String, _ args: [String], timeout: Double = 60) throw
 final class RawClient {
     let fd: Int32
 
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = UInt16(port).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    init(port: Int, ipv6: Bool = false) throws {
+        let rc: Int32
+        if ipv6 {
+            fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in6()
+            addr.sin6_family = sa_family_t(AF_INET6)
+            addr.sin6_port = UInt16(port).bigEndian
+            addr.sin6_addr = in6addr_loopback
+            rc = withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = UInt16(port).bigEndian
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            rc = withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
         if rc != 0 { Foundation.close(fd); throw NSError(domain: "raw", code: Int(errno)) }
         var tv = timeval(tv_sec: 10, tv_usec: 0)
@@ -213,6 +229,7 @@ final class RawClient {
     }
 
     func send(_ s: String) { send(Array(s.utf8)) }
+    func shutdownWrite() { _ = Foundation.shutdown(fd, Int32(SHUT_WR)) }
     func send(_ bytes: [UInt8]) {
         var off = 0
         while off < bytes.count {

@@ -27,7 +27,16 @@ def read_request(f):
         headers.append((k.strip(), v.strip()))
     hd = {k.lower(): v for k, v in headers}
     body = b""
-    if "content-length" in hd:
+    if target.startswith("/sink") and "content-length" in hd:
+        # Counts the body without keeping it, so uploads of any size stream.
+        left = int(hd["content-length"])
+        while left > 0:
+            got = f.read(min(left, 1 << 16))
+            if not got:
+                break
+            left -= len(got)
+        body = str(int(hd["content-length"]) - left).encode()
+    elif "content-length" in hd:
         body = f.read(int(hd["content-length"]))
     elif hd.get("transfer-encoding", "").lower() == "chunked":
         while True:
@@ -43,6 +52,7 @@ def read_request(f):
 def handle(conn):
     f = conn.makefile("rb")
     served = 0
+    drop_next = False
     try:
         while True:
             req = read_request(f)
@@ -50,6 +60,9 @@ def handle(conn):
                 return
             method, target, version, headers, hd, body = req
             served += 1
+            if drop_next:
+                # A keep-alive connection the origin gives up on: closed without an answer.
+                return
             path, _, query = target.partition("?")
             params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
             nobody = method == "HEAD"
@@ -66,6 +79,16 @@ def handle(conn):
                 reply(conn, 200, "OK", [("Content-Type", ct), ("Content-Length", len(body)), ("X-Method", method),
                                         ("X-Host", hd.get("host", "")), ("X-Seen-Headers", ",".join(k.lower() for k, _ in headers)),
                                         ("X-Served", served)], body)
+            elif path == "/drop-next":
+                b = b"kept alive, for now"
+                reply(conn, 200, "OK", [("Content-Length", len(b))], b)
+                drop_next = True
+            elif path == "/sink":
+                reply(conn, 200, "OK", [("Content-Length", len(body))], body)
+            elif path == "/slow":
+                time.sleep(float(params.get("s", "1")))
+                b = b"slow answer"
+                reply(conn, 200, "OK", [("Content-Length", len(b))], b)
             elif path == "/chunked":
                 reply(conn, 200, "OK", [("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked")])
                 for piece in (b"hello ", b"chunked ", b"world"):

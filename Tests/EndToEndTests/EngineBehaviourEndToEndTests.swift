@@ -1,0 +1,218 @@
+import Foundation
+import XCTest
+
+/// Limits, timeouts, retries, tunnels and shutdown of the real binary.
+final class EngineBehaviourEndToEndTests: XCTestCase {
+    func testRetriesOnceWhenAPooledConnectionWasDropped() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        // The origin answers /drop-next, keeps the connection, then closes it at the next request.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", " %{http_code}\n", "\(origin.base)/drop-next", "\(origin.base)/json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasPrefix("kept alive, for now 200\n"), r.text)
+        XCTAssertTrue(r.text.hasSuffix("\"password\":\"hunter2\"} 200\n"), "the dropped pooled connection was not retried: \(r.text)")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/json") })
+        XCTAssertTrue(line.contains(#""connectionReused":false"#), "the retry must use a fresh connection: \(line)")
+    }
+
+    func testNonIdempotentRequestIsNotRetried() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", " %{http_code}\n", "\(origin.base)/drop-next",
+                                                  "-X", "POST", "--data-binary", "x", "\(origin.base)/echo"])
+        XCTAssertTrue(r.text.hasSuffix(" 502\n"), r.text)
+    }
+
+    func testIPv6Listener() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["listen": ["[::1]:0"]])
+        XCTAssertNotNil(proxy.stdout.waitFor { $0.hasPrefix("listening on [::1]:") })
+        let c = try RawClient(port: proxy.port, ipv6: true)
+        c.send("GET \(origin.base)/json HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    func testMaxConnectionsRefusesAndRecovers() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["limits": ["maxConnections": 3]])
+        var held = try (0..<3).map { _ in try RawClient(port: proxy.port) }
+        for c in held {  // make sure each is accepted before the next
+            c.send("GET \(origin.base)/json HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200"))
+        }
+        let refused = try RawClient(port: proxy.port)
+        refused.send("GET \(origin.base)/json HTTP/1.1\r\nHost: x\r\n\r\n")
+        let r = refused.read(timeout: 5)
+        XCTAssertTrue(r.eof && r.text.isEmpty, "a client beyond maxConnections was served: \(r.text)")
+        held.removeLast()
+        Thread.sleep(forTimeInterval: 0.2)
+        let m = try runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "5", "\(proxy.proxyURL)/metrics"])
+        XCTAssertTrue(m.text.contains("tapwire_refused_connections_total 1"), "no recovery after a slot was freed: \(m.text)")
+        XCTAssertEqual(held.count, 2)
+    }
+
+    func testIdleKeepAliveClientIsClosed() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["limits": ["clientIdleTimeout": 1]])
+        let c = try RawClient(port: proxy.port)
+        c.send("GET \(origin.base)/json HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200"))
+        let start = Date()
+        let r = c.read(timeout: 5)
+        XCTAssertTrue(r.eof, "idle client still open after 5 s")
+        XCTAssertTrue(r.text.isEmpty, "an idle client gets no 408, only a close: \(r.text)")
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 0.5)
+    }
+
+    func testPooledUpstreamConnectionsExpire() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["upstream": ["idleTimeout": 1]])
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
+        func poolSize() throws -> String {
+            try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
+                .split(separator: "\n").first { $0.hasPrefix("tapwire_upstream_pool_size ") }.map(String.init) ?? ""
+        }
+        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 1")
+        Thread.sleep(forTimeInterval: 1.6)
+        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 0")
+    }
+
+    func testUpload64MiBStreamsWithBoundedMemory() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let file = proxy.workDirectory.appendingPathComponent("upload.bin")
+        FileManager.default.createFile(atPath: file.path, contents: nil)
+        let h = try FileHandle(forWritingTo: file)
+        try h.truncate(atOffset: 64 << 20)
+        try h.close()
+        let baseline = proxy.rssBytes
+        let peak = Locked(baseline)
+        let finished = Locked(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            while !finished.value {
+                let rss = proxy.rssBytes
+                peak.update { $0 = max($0, rss) }
+                usleep(20_000)
+            }
+            done.signal()
+        }
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-H", "Expect:", "--data-binary", "@\(file.path)", "\(origin.base)/sink"], timeout: 120)
+        finished.update { $0 = true }
+        done.wait()
+        XCTAssertEqual(r.text, "\(64 << 20)", r.stderr)
+        XCTAssertLessThan(peak.value - baseline, 48 << 20, "RSS grew by \((peak.value - baseline) >> 20) MiB for a 64 MiB upload")
+    }
+
+    func testTunnelHalfCloseStillDeliversTheAnswer() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let c = try RawClient(port: proxy.port)
+        c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+        XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200 Connection established"))
+        c.send("GET /json HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.shutdownWrite()
+        let r = c.read(timeout: 10)
+        XCTAssertTrue(r.eof, "the tunnel did not close after both sides finished")
+        XCTAssertTrue(r.text.hasSuffix(#""password":"hunter2"}"#), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertTrue(line.contains(#""closedBy":"client""#), line)
+    }
+
+    func testIdleTunnelIsClosedAndRecorded() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["limits": ["tunnelIdleTimeout": 1]])
+        let c = try RawClient(port: proxy.port)
+        c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))
+        XCTAssertTrue(c.read(timeout: 5).eof, "idle tunnel still open")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertTrue(line.contains(#""closedBy":"timeout""#), line)
+    }
+
+    func testSIGTERMLetsInFlightExchangesFinish() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let result = Locked<CommandResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let url = proxy.proxyURL, target = "\(origin.base)/slow?s=1"
+        DispatchQueue.global().async {
+            result.update { $0 = try? curlViaProxy(url, ["-s", "-w", " %{http_code}", target]) }
+            done.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.4)
+        kill(proxy.process.processIdentifier, SIGTERM)
+        // New clients are refused at once while the slow one drains.
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertThrowsError(try RawClient(port: proxy.port))
+        done.wait()
+        XCTAssertEqual(result.value?.text, "slow answer 200")
+        XCTAssertEqual(proxy.stop(), 0)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory, timeout: 1) { $0.contains("/slow") }, "the drained exchange was not logged")
+    }
+
+    func testSystemdNotifyProtocol() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-notify-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("n.sock").path
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        XCTAssertEqual(rc, 0)
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        func receive() -> String? {
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buf, buf.count, 0)
+            return n > 0 ? String(decoding: buf[0..<n], as: UTF8.self) : nil
+        }
+        func waitFor(_ needle: String) -> Bool {
+            for _ in 0..<50 { guard let m = receive() else { return false }; if m.contains(needle) { return true } }
+            return false
+        }
+        let proxy = try TapwireProcess(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"])
+        XCTAssertTrue(waitFor("READY=1"), "no READY=1")
+        XCTAssertTrue(waitFor("WATCHDOG=1"), "no watchdog ping")
+        XCTAssertTrue(waitFor("WATCHDOG=1"), "watchdog pings stopped")
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitFor("RELOADING=1"), "no RELOADING=1 on SIGHUP")
+        XCTAssertTrue(waitFor("READY=1"), "no READY=1 after the reload")
+        kill(proxy.process.processIdentifier, SIGTERM)
+        XCTAssertTrue(waitFor("STOPPING=1"), "no STOPPING=1 on SIGTERM")
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+
+    func testFullLogDiskKeepsTrafficFlowingAndReportsTheLoss() throws {
+        let origin = try OriginServer()
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tw-full-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: mountPoint) }
+        let mount = try runCommand("mount", ["-t", "tmpfs", "-o", "size=262144", "tmpfs", mountPoint.path])
+        guard mount.status == 0 else { throw XCTSkip("cannot mount a tmpfs here (\(mount.stderr.trimmingCharacters(in: .whitespacesAndNewlines)))") }
+        defer { _ = try? runCommand("umount", ["-l", mountPoint.path]) }
+        let proxy = try TapwireProcess(config: ["log": ["compress": false, "maxFileBytes": 16 << 20]], logDirectory: mountPoint)
+        let c = try RawClient(port: proxy.port)
+        for i in 0..<600 {
+            c.send("GET \(origin.base)/json?fill=\(i)&pad=\(String(repeating: "p", count: 300)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200"), "traffic stopped at \(i) with the log disk full")
+        }
+        let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
+        let lost = metrics.split(separator: "\n").first { $0.hasPrefix("tapwire_records_lost_total ") }
+        XCTAssertNotEqual(lost, "tapwire_records_lost_total 0", "the disk never filled: \(String(describing: lost))")
+        // Free the disk: the next records start with a loss record.
+        _ = try runCommand("truncate", ["-s", "0", mountPoint.appendingPathComponent("tapwire.jsonl").path])
+        c.send("GET \(origin.base)/json?after=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200"))
+        let loss = try waitForRecord(mountPoint) { $0.contains(#""kind":"loss""#) }
+        XCTAssertNotNil(loss, "no loss record after the disk had room again")
+        XCTAssertNotNil(try waitForRecord(mountPoint) { $0.contains("after=1") })
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+}
