@@ -10,6 +10,9 @@ public struct TapwireConfiguration: Sendable {
     /// Whether `access.allow` was given explicitly (a non-loopback listener requires it).
     public var accessGiven = false
     public var log = LogSettings()
+    /// `log.enabled`: false turns decoding and record writing off (the proxy only forwards);
+    /// there for benchmarks that measure what logging costs.
+    public var logEnabled = true
     public var tls = TLSConfig()
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
@@ -86,7 +89,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(cap["maxBodyBytes"], "capture.maxBodyBytes", min: 0, max: 1 << 30) { c.engine.captureMaxBodyBytes = v }
             if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
         }
-        if let log = r.object(top["log"], "log", allowed: ["directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity"]) {
+        if let log = r.object(top["log"], "log", allowed: ["enabled", "directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity"]) {
+            if let v = r.bool(log["enabled"], "log.enabled") { c.logEnabled = v }
             if let v = r.string(log["directory"], "log.directory") {
                 if v.isEmpty { r.fail("log.directory", "must not be empty") } else { c.log.directory = v }
             }

@@ -48,7 +48,7 @@ final class ProxyService: @unchecked Sendable {
         let pipeline = ExchangePipeline(processor: Self.processor(for: config), writer: writer)
         var engineConfig = config.engine
         engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
-        let engine = ProxyEngine(configuration: engineConfig, sink: PipelineSink(pipeline: pipeline))
+        let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil)
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()
@@ -59,7 +59,11 @@ final class ProxyService: @unchecked Sendable {
         }
         for a in engine.boundAddresses { print("listening on \(a)") }
         fflush(stdout)
-        Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)")
+        if config.logEnabled {
+            Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)")
+        } else {
+            Self.log("log.enabled is false: forwarding only, nothing is decoded or logged")
+        }
 
         engine.onSignal(SIGTERM) { [self] in notifier?.stopping(); engine.shutdown() }
         engine.onSignal(SIGINT) { [self] in notifier?.stopping(); engine.shutdown() }
