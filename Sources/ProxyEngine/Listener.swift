@@ -9,6 +9,8 @@ final class Listener {
     private var listener: OpaquePointer?
     private(set) var boundAddress: SocketAddress?
     private var backoff: LoopTimer?
+    /// One log line per listener, not one per retry.
+    private var loggedFailure = false
 
     init(loop: EventLoop, engine: ProxyEngine, address: SocketAddress) throws {
         self.loop = loop
@@ -91,7 +93,12 @@ final class Listener {
     /// moment instead of spinning, then try again.
     private func acceptFailed() {
         guard let listener else { return }
+        let why = String(cString: strerror(errno))
         evconnlistener_disable(listener)
+        if !loggedFailure {
+            loggedFailure = true
+            FileHandle.standardError.write(Data("tapwire: accept failed (\(why)); pausing this listener for 0.25 s at a time\n".utf8))
+        }
         if backoff == nil {
             backoff = LoopTimer(loop: loop) { [weak self] in
                 guard let self, let l = self.listener else { return }

@@ -65,7 +65,7 @@ final class TapwireProcess {
 
     /// `config` is written to a temp file; `listen`/log directory are filled in unless given.
     init(config: [String: Any] = [:], extraArguments: [String] = [], environment: [String: String] = [:],
-         logDirectory explicitLogDirectory: URL? = nil) throws {
+         logDirectory explicitLogDirectory: URL? = nil, fileLimit: Int? = nil) throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         workDirectory = work
@@ -77,8 +77,15 @@ final class TapwireProcess {
         cfg["log"] = log
         let configURL = work.appendingPathComponent("tapwire.json")
         try JSONSerialization.data(withJSONObject: cfg).write(to: configURL)
-        process.executableURL = URL(fileURLWithPath: try tapwireBinary())
-        process.arguments = ["run", "--config", configURL.path] + extraArguments
+        if let fileLimit {
+            // exec keeps the pid, so signals and /proc still reach tapwire itself.
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(fileLimit) && exec \"$0\" \"$@\"", try tapwireBinary(),
+                                 "run", "--config", configURL.path] + extraArguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try tapwireBinary())
+            process.arguments = ["run", "--config", configURL.path] + extraArguments
+        }
         process.currentDirectoryURL = work
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -109,6 +116,15 @@ final class TapwireProcess {
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         return process.terminationStatus
+    }
+
+    /// CPU seconds (user + system) used so far, from /proc.
+    var cpuSeconds: Double {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = s.lastIndex(of: ")") else { return 0 }
+        let fields = s[s.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = Double(fields[11]), let k = Double(fields[12]) else { return 0 }
+        return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// Resident set size in bytes, from /proc.

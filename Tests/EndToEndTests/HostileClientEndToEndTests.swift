@@ -1,0 +1,59 @@
+import Foundation
+import XCTest
+
+/// Slow, many and broken clients: the proxy keeps serving everyone else.
+final class HostileClientEndToEndTests: XCTestCase {
+    func testTricklingClientsNeitherDelayOthersNorStayForever() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["limits": ["clientIdleTimeout": 3]])
+        var slow: [RawClient] = []
+        for _ in 0..<400 {
+            let c = try RawClient(port: proxy.port)
+            c.send("GET \(origin.base)/json HTTP/1.1\r\nHo")
+            slow.append(c)
+        }
+        // A byte now and then, as slowloris does.
+        for c in slow.prefix(200) { c.send("s") }
+        let start = Date()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(origin.base)/json"])
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertEqual(r.text, "200")
+        XCTAssertLessThan(elapsed, 1.0, "a normal request took \(elapsed) s next to 400 trickling clients")
+        // After clientIdleTimeout every trickler is answered 408 and closed.
+        Thread.sleep(forTimeInterval: 3.5)
+        var closed = 0
+        for c in slow {
+            let rr = c.read(timeout: 2)
+            if rr.eof && rr.text.hasPrefix("HTTP/1.1 408") { closed += 1 }
+        }
+        XCTAssertEqual(closed, 400)
+    }
+
+    func testRunningOutOfDescriptorsRefusesWithoutSpinningAndRecovers() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(fileLimit: 64)
+        var clients: [RawClient] = []
+        for _ in 0..<120 {
+            if let c = try? RawClient(port: proxy.port) { clients.append(c) }
+        }
+        // Accept fails with EMFILE now; the listener must back off, not busy-loop.
+        XCTAssertNotNil(proxy.stderr.waitFor(timeout: 5) { $0.contains("accept failed") }, "descriptors never ran out")
+        let cpu0 = proxy.cpuSeconds
+        Thread.sleep(forTimeInterval: 2)
+        let used = proxy.cpuSeconds - cpu0
+        XCTAssertLessThan(used, 0.5, "the proxy burnt \(used) CPU seconds in 2 s while out of descriptors")
+        clients.removeAll()
+        Thread.sleep(forTimeInterval: 1)
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(origin.base)/json"])
+        XCTAssertEqual(r.text, "200", "no recovery after descriptors were freed")
+    }
+
+    func testResetMidBodyIsRecordedAsUpstreamReset() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/reset-mid-body"])
+        XCTAssertEqual(r.status, 18, r.stderr)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/reset-mid-body") })
+        XCTAssertTrue(line.contains(#""code":"upstreamReset""#), line)
+    }
+}
