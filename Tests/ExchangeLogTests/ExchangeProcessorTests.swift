@@ -437,6 +437,11 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/serializer"], .string("none"))
         XCTAssertEqual(record["/result"], .object([JSON.Member("success", .null)]))
         XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:13.000000Z"))
+
+        // No serializer runs, but a failed exchange is still a failure, as in Alamofire's plain response handler.
+        let failed = RecordFixture.exchange(status: nil, error: TransportError("upstreamTimeout", "no response in 60 s"))
+        let failedRecord = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: failed, id: "x"))
+        XCTAssertEqual(failedRecord["/result/failure/reason"], .string("upstreamTimeout"))
     }
 
     func testEmptyResponseOptions() throws {
