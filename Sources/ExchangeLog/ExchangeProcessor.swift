@@ -41,6 +41,7 @@ public struct ExchangeProcessor: Sendable {
     public let ruleSet: RuleSet
     private let encoder: RecordEncoder
     private let decoder: ContentDecoder
+    private let keyRedactor: JSONKeyRedactor
     private let clock: @Sendable () -> Double
 
     /// - Parameter clock: stamps serializationCompletedTime (seconds since 1970).
@@ -50,6 +51,7 @@ public struct ExchangeProcessor: Sendable {
         self.ruleSet = RuleSet(rules: settings.rules)
         self.encoder = RecordEncoder(headerRedaction: HeaderRedaction(settings.redactHeaders))
         self.decoder = ContentDecoder(maxOutputBytes: settings.decodeLimit)
+        self.keyRedactor = JSONKeyRedactor(settings.redactJSONKeys)
         self.clock = clock
     }
 
@@ -126,10 +128,11 @@ public struct ExchangeProcessor: Sendable {
             if let types = validation.contentTypes { completed.validate(contentType: types) }
         }
 
-        let spec = rule?.serializer
-            ?? SerializerSpec(kind: RuleSet.defaultSerializer(
-                contentType: response?.headers.first(name: "Content-Type"), body: decodedBytes))
-        let (result, timeline) = serialize(completed, spec)
+        let contentType = ContentTypeFields(response?.headers.first(name: "Content-Type"))
+        let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
+        // What Charset.forResponse would choose, without its Foundation string work.
+        let stringCharset = spec.encoding.flatMap { Charset(ianaName: $0) } ?? contentType.knownCharset ?? .isoLatin1
+        let (result, timeline) = serialize(completed, spec, charset: stringCharset)
 
         var recordResult: RecordResult
         switch result {
@@ -139,30 +142,29 @@ public struct ExchangeProcessor: Sendable {
                 if !rule.select.isEmpty { value = value.selecting(rule.select) }
                 if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
             }
-            if !settings.redactJSONKeys.isEmpty { value = value.redactingKeys(settings.redactJSONKeys) }
+            value = keyRedactor.redacting(value)
             recordResult = .success(value)
         case .failure(let error):
             recordResult = .failure(ErrorLogFields(error))
         }
 
         var charset: String?
-        if let response {
-            if spec.kind == .string {
-                charset = Charset.forResponse(explicit: spec.encoding.flatMap { Charset(ianaName: $0) }, response: response).name
-            } else {
-                charset = RecordEncoder.charsetParameter(of: response)
-            }
+        if response != nil {
+            charset = spec.kind == .string ? stringCharset.name : contentType.charsetName
         }
 
         return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
                                  result: recordResult, timeline: timeline,
-                                 metrics: completed.metrics ?? ExchangeMetrics(), body: summary, charset: charset,
+                                 metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
+                                 mimeType: contentType.mediaType, charset: charset,
                                  requestBody: requestBodyOutcome(exchange))
     }
 
     /// Runs the serializer `spec` names; `none` runs none (its value is null, or the
     /// exchange's error when there is one).
-    private func serialize(_ completed: CompletedExchange, _ spec: SerializerSpec) -> (Result<JSON, Error>, Timeline) {
+    /// - Parameter charset: what the string serializer decodes with.
+    private func serialize(_ completed: CompletedExchange, _ spec: SerializerSpec,
+                           charset: Charset) -> (Result<JSON, Error>, Timeline) {
         let codes = spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes
         let methods = spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods
         switch spec.kind {
@@ -174,9 +176,8 @@ public struct ExchangeProcessor: Sendable {
             let response = completed.serialize(with: .data(emptyResponseCodes: codes, emptyRequestMethods: methods))
             return (response.result.map { ExchangeProcessor.dataValue($0, base64Bytes: base64Bytes) }, response.timeline)
         case .string:
-            let explicit = spec.encoding.flatMap { Charset(ianaName: $0) }
             let response = completed.serialize(
-                with: .string(encoding: explicit, emptyResponseCodes: codes, emptyRequestMethods: methods))
+                with: .string(encoding: charset, emptyResponseCodes: codes, emptyRequestMethods: methods))
             return (response.result.map { JSON.string($0) }, response.timeline)
         case .json:
             let response = completed.serialize(
@@ -214,7 +215,8 @@ public struct ExchangeProcessor: Sendable {
                 reason: .contentDecodingFailed(encoding: error.coding, message: error.message))))
         }
         let contentType = headers.first(name: "Content-Type")
-        // The serializers read the charset from a response head: lend them the request's Content-Type.
+        let fields = ContentTypeFields(contentType)
+        // Validators and serializers read a response head: lend them the request's Content-Type.
         var carrier = HTTPResponseHead(status: 200)
         if let contentType { carrier.headers.add(name: "Content-Type", value: contentType) }
         let completed = CompletedExchange(
@@ -222,10 +224,10 @@ public struct ExchangeProcessor: Sendable {
             capture: BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes), truncated: truncated),
             requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
             clock: { 0 })
-        let spec = SerializerSpec(kind: RuleSet.defaultSerializer(contentType: contentType, body: decodedBytes))
-        switch serialize(completed, spec).0 {
+        let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        switch serialize(completed, spec, charset: fields.knownCharset ?? .isoLatin1).0 {
         case .success(let value):
-            return .value(settings.redactJSONKeys.isEmpty ? value : value.redactingKeys(settings.redactJSONKeys))
+            return .value(keyRedactor.redacting(value))
         case .failure(let error):
             return .failure(ErrorLogFields(error))
         }
@@ -282,5 +284,68 @@ public struct ExchangeProcessor: Sendable {
             receive: span(c.firstResponseByte, c.lastResponseByte),
             connectionReused: exchange.connectionReused,
             upstream: exchange.upstreamAddress)
+    }
+}
+
+/// `redact.jsonKeys` prepared once: `JSON.redactingKeys` rebuilds its key set on
+/// every call, which showed up as 8% of a small record. Same rules: member names
+/// compared ASCII case-insensitively, at any depth, inside arrays too; a replaced
+/// value is not searched further.
+struct JSONKeyRedactor: Sendable {
+    private let keysByLength: [Int: [[UInt8]]]
+
+    init(_ keys: Set<String>) {
+        var byLength: [Int: [[UInt8]]] = [:]
+        for key in keys {
+            let lowered = key.utf8.map(HeaderRedaction.asciiLower)
+            byLength[lowered.count, default: []].append(lowered)
+        }
+        keysByLength = byLength
+    }
+
+    var isEmpty: Bool { keysByLength.isEmpty }
+
+    func redacting(_ value: JSON) -> JSON {
+        guard !keysByLength.isEmpty else { return value }
+        switch value {
+        case .object(var members):
+            for i in members.indices {
+                if matches(members[i].key) {
+                    members[i].value = .string(HeaderRedaction.replacement)
+                } else if members[i].value.isContainer {
+                    members[i].value = redacting(members[i].value)
+                }
+            }
+            return .object(members)
+        case .array(var elements):
+            for i in elements.indices where elements[i].isContainer {
+                elements[i] = redacting(elements[i])
+            }
+            return .array(elements)
+        default:
+            return value
+        }
+    }
+
+    func matches(_ key: String) -> Bool {
+        guard let candidates = keysByLength[key.utf8.count] else { return false }
+        for candidate in candidates {
+            var equal = true
+            for (a, b) in zip(key.utf8, candidate) where HeaderRedaction.asciiLower(a) != b {
+                equal = false
+                break
+            }
+            if equal { return true }
+        }
+        return false
+    }
+}
+
+private extension JSON {
+    var isContainer: Bool {
+        switch self {
+        case .object, .array: return true
+        default: return false
+        }
     }
 }

@@ -39,16 +39,18 @@ public struct HTTPRecordOutcome: Sendable {
     public var timeline: Timeline
     public var metrics: ExchangeMetrics
     public var body: ResponseBodySummary
+    /// The `response.mimeType` field.
+    public var mimeType: String?
     /// The `response.charset` field.
     public var charset: String?
     /// nil when no request body was captured.
     public var requestBody: RequestBodyOutcome?
 
     public init(ruleName: String, serializer: SerializerSpec.Kind, result: RecordResult, timeline: Timeline,
-                metrics: ExchangeMetrics, body: ResponseBodySummary, charset: String?,
+                metrics: ExchangeMetrics, body: ResponseBodySummary, mimeType: String?, charset: String?,
                 requestBody: RequestBodyOutcome? = nil) {
         self.ruleName = ruleName; self.serializer = serializer; self.result = result; self.timeline = timeline
-        self.metrics = metrics; self.body = body; self.charset = charset; self.requestBody = requestBody
+        self.metrics = metrics; self.body = body; self.mimeType = mimeType; self.charset = charset; self.requestBody = requestBody
     }
 }
 
@@ -91,7 +93,10 @@ public struct HTTPRecordOutcome: Sendable {
 /// - `serializer`: `data`, `string`, `json`, `propertyList`, `jsonLines`, `form`,
 ///   `eventStream` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
 ///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
-///   `none` `null`; for the others the JSON value.
+///   `none` `null` (no serializer runs, but a transport, decoding or validation failure
+///   still shows as `failure`); for the others the JSON value. A rule's `select` and
+///   `redact` pointers apply to the values of `json`, `propertyList`, `jsonLines`, `form`
+///   and `eventStream`; `redact.jsonKeys` to every JSON value.
 /// - `response.charset`: for the string serializer the charset it decoded with
 ///   (canonical IANA name), otherwise the Content-Type `charset` parameter, else null.
 /// - `result.failure.error`: `responseSerializationFailed`, `responseValidationFailed`
@@ -132,7 +137,8 @@ public struct RecordEncoder: Sendable {
         appendRequest(exchange, body: outcome.requestBody, into: &out)
         RecordEncoder.ascii(",\"response\":", &out)
         if let response = exchange.response {
-            appendResponse(response, bodySize: exchange.responseBody.totalBytes, charset: outcome.charset, into: &out)
+            appendResponse(response, bodySize: exchange.responseBody.totalBytes, mimeType: outcome.mimeType,
+                           charset: outcome.charset, into: &out)
         } else {
             RecordEncoder.ascii("null", &out)
         }
@@ -226,8 +232,9 @@ public struct RecordEncoder: Sendable {
             }
             RecordEncoder.ascii(",\"response\":", &out)
             if let upgrade = tunnel.upgrade, let response = upgrade.response {
-                appendResponse(response, bodySize: upgrade.responseBody.totalBytes,
-                               charset: RecordEncoder.charsetParameter(of: response), into: &out)
+                let contentType = ContentTypeFields(response.headers.first(name: "Content-Type"))
+                appendResponse(response, bodySize: upgrade.responseBody.totalBytes, mimeType: contentType.mediaType,
+                               charset: contentType.charsetName, into: &out)
             } else {
                 RecordEncoder.ascii("null", &out)
             }
@@ -276,7 +283,8 @@ public struct RecordEncoder: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, charset: String?, into out: inout [UInt8]) {
+    func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, mimeType: String?, charset: String?,
+                        into out: inout [UInt8]) {
         RecordEncoder.ascii("{\"status\":", &out)
         RecordEncoder.appendSignedInteger(response.status, into: &out)
         RecordEncoder.ascii(",\"reason\":", &out)
@@ -288,7 +296,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"bodySize\":", &out)
         RecordEncoder.appendInteger(bodySize, into: &out)
         RecordEncoder.ascii(",\"mimeType\":", &out)
-        RecordEncoder.appendOptionalString(ResponseValidation.responseMIMEType(response), into: &out)
+        RecordEncoder.appendOptionalString(mimeType, into: &out)
         RecordEncoder.ascii(",\"charset\":", &out)
         RecordEncoder.appendOptionalString(charset, into: &out)
         out.append(UInt8(ascii: "}"))
@@ -311,13 +319,6 @@ public struct RecordEncoder: Sendable {
             out.append(UInt8(ascii: "]"))
         }
         out.append(UInt8(ascii: "]"))
-    }
-
-    /// The Content-Type `charset` parameter, canonical when the name is known.
-    static func charsetParameter(of response: HTTPResponseHead) -> String? {
-        guard let contentType = response.headers.first(name: "Content-Type"),
-              let name = Charset.charsetParameter(ofContentType: contentType) else { return nil }
-        return Charset(ianaName: name)?.name ?? name
     }
 
     // MARK: Scalars

@@ -64,9 +64,13 @@ public struct RuleSet: Sendable {
     /// | `text/*`, `*/xml`, `*/*+xml`, `application/x-www-form-urlencoded`, `application/javascript`, `application/x-javascript`, `application/ecmascript` | string |
     /// | anything else, or no Content-Type | data |
     public static func defaultSerializer(contentType: String?, body: [UInt8]) -> SerializerSpec.Kind {
+        defaultSerializer(ContentTypeFields(contentType), body: body)
+    }
+
+    static func defaultSerializer(_ contentType: ContentTypeFields, body: [UInt8]) -> SerializerSpec.Kind {
         if body.starts(with: bplistMagic) { return .propertyList }
-        guard let contentType, let mime = MIMEType(contentType) else { return .data }
-        let type = mime.type, subtype = mime.subtype
+        guard contentType.mediaType != nil else { return .data }
+        let type = contentType.type, subtype = contentType.subtype
         switch (type, subtype) {
         case ("application", "json"), ("text", "json"):
             return .json
@@ -125,5 +129,76 @@ struct URLTarget {
         let pathEnd = rest.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
         let bare = rest[..<pathEnd]
         path = bare.isEmpty ? "/" : String(bare)
+    }
+}
+
+/// A Content-Type value taken apart on its bytes. Foundation's string trimming
+/// and splitting (what `MIMEType` and `Charset.charsetParameter` use) cost more
+/// than the rest of a record together, and every record needs these fields.
+public struct ContentTypeFields: Sendable, Equatable {
+    /// `type/subtype`, lower-cased, parameters and surrounding blanks dropped; nil when blank.
+    public var mediaType: String?
+    /// Before the first `/` (the whole media type when there is none), lower-cased.
+    public var type: String
+    /// After the last `/` (empty when there is none), lower-cased.
+    public var subtype: String
+    /// The `charset` parameter's value (quotes removed, case kept), nil without one.
+    public var charsetParameter: String?
+
+    public init(_ value: String?) {
+        type = ""
+        subtype = ""
+        guard let value else { return }
+        let bytes = Array(value.utf8)
+        let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+        let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
+        if from < to {
+            let essence = bytes[from..<to].map(HeaderRedaction.asciiLower)
+            mediaType = String(decoding: essence, as: UTF8.self)
+            if let firstSlash = essence.firstIndex(of: UInt8(ascii: "/")),
+               let lastSlash = essence.lastIndex(of: UInt8(ascii: "/")) {
+                type = String(decoding: essence[..<firstSlash], as: UTF8.self)
+                subtype = String(decoding: essence[(lastSlash + 1)...], as: UTF8.self)
+            } else {
+                type = mediaType ?? ""
+            }
+        }
+        var start = end + 1
+        while start < bytes.count {
+            let stop = bytes[start...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            if let eq = bytes[start..<stop].firstIndex(of: UInt8(ascii: "=")) {
+                let (keyFrom, keyTo) = ContentTypeFields.trimmed(bytes, start, eq)
+                if ContentTypeFields.isCharset(bytes[keyFrom..<keyTo]) {
+                    var (valueFrom, valueTo) = ContentTypeFields.trimmed(bytes, eq + 1, stop)
+                    if valueTo - valueFrom >= 2, bytes[valueFrom] == UInt8(ascii: "\""), bytes[valueTo - 1] == UInt8(ascii: "\"") {
+                        valueFrom += 1
+                        valueTo -= 1
+                    }
+                    if valueFrom < valueTo { charsetParameter = String(decoding: bytes[valueFrom..<valueTo], as: UTF8.self) }
+                    return
+                }
+            }
+            start = stop + 1
+        }
+    }
+
+    /// The charset the parameter names, if known (see `Charset.labels`).
+    public var knownCharset: Charset? {
+        guard let name = charsetParameter else { return nil }
+        return Charset.labels[String(decoding: name.utf8.map(HeaderRedaction.asciiLower), as: UTF8.self)]
+    }
+
+    /// The parameter as logged: the canonical name when known, else as sent.
+    public var charsetName: String? { knownCharset?.name ?? charsetParameter }
+
+    private static func trimmed(_ bytes: [UInt8], _ from: Int, _ to: Int) -> (Int, Int) {
+        var from = from, to = to
+        while from < to, bytes[from] == 0x20 || bytes[from] == 0x09 { from += 1 }
+        while to > from, bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09 { to -= 1 }
+        return (from, to)
+    }
+
+    private static func isCharset(_ key: ArraySlice<UInt8>) -> Bool {
+        key.count == 7 && zip(key, "charset".utf8).allSatisfy { HeaderRedaction.asciiLower($0) == $1 }
     }
 }

@@ -437,6 +437,11 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/serializer"], .string("none"))
         XCTAssertEqual(record["/result"], .object([JSON.Member("success", .null)]))
         XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:13.000000Z"))
+
+        // No serializer runs, but a failed exchange is still a failure, as in Alamofire's plain response handler.
+        let failed = RecordFixture.exchange(status: nil, error: TransportError("upstreamTimeout", "no response in 60 s"))
+        let failedRecord = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: failed, id: "x"))
+        XCTAssertEqual(failedRecord["/result/failure/reason"], .string("upstreamTimeout"))
     }
 
     func testEmptyResponseOptions() throws {
@@ -468,5 +473,33 @@ final class ExchangeProcessorTests: XCTestCase {
             .record(for: RecordFixture.exchange(body: Array("definitely not valid json".utf8)), id: "x"))
         XCTAssertEqual(record["/result/failure/error"], .string("responseSerializationFailed"))
         XCTAssertEqual(record["/result/failure/reason"], .string("jsonSerializationFailed"))
+    }
+
+    func testKeyRedactorAgreesWithJSONRedactingKeys() throws {
+        let keys: Set<String> = ["password", "Token", "a"]
+        let redactor = JSONKeyRedactor(keys)
+        let documents = [
+            #"{"PASSWORD":1,"token":{"password":2},"list":[{"a":[1]},[{"A":null}],"x"],"b":{"c":{"tOkEn":"t"}}}"#,
+            #"[{"password":"p"},{"nested":[[{"token":1}]]},3]"#,
+            #""password""#,
+            #"{"pass":1,"passwords":2,"é":{"a":0}}"#,
+        ]
+        for text in documents {
+            let json = try JSONParser.parse(text)
+            XCTAssertEqual(redactor.redacting(json), json.redactingKeys(keys), text)
+        }
+        XCTAssertEqual(redactor.redacting(try JSONParser.parse(#"{"Password":1}"#)).compactText, #"{"Password":"[redacted]"}"#)
+    }
+
+    func testUnknownCharsetParameterIsLoggedAsSent() throws {
+        let exchange = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/json; charset=x-klingon")],
+                                              body: Array("1".utf8))
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/response/charset"], .string("x-klingon"))
+        let text = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/plain; charset=x-klingon")],
+                                          body: [0xE9])
+        let textRecord = try ParsedRecord(RecordFixture.processor().record(for: text, id: "x"))
+        XCTAssertEqual(textRecord["/response/charset"], .string("iso-8859-1"), "the string serializer fell back to Latin-1")
+        XCTAssertEqual(textRecord["/result/success"], .string("é"))
     }
 }

@@ -134,4 +134,29 @@ final class RuleSetTests: XCTestCase {
         XCTAssertEqual(RuleSet.defaultSerializer(contentType: nil, body: body), .propertyList)
         XCTAssertEqual(RuleSet.defaultSerializer(contentType: nil, body: Array("bplist0".utf8)), .data)
     }
+
+    func testContentTypeFieldsOnBytes() {
+        let full = ContentTypeFields(" Application/Vnd.API+JSON ;\tq=0.5; CharSet=\"UTF-8\" ; x=y")
+        XCTAssertEqual(full.mediaType, "application/vnd.api+json")
+        XCTAssertEqual(full.type, "application")
+        XCTAssertEqual(full.subtype, "vnd.api+json")
+        XCTAssertEqual(full.charsetParameter, "UTF-8")
+        XCTAssertEqual(full.charsetName, "utf-8")
+        XCTAssertEqual(ContentTypeFields("text/plain; charset=latin1").charsetName, "iso-8859-1")
+        XCTAssertEqual(ContentTypeFields("text/plain; charset=x-klingon").charsetName, "x-klingon")
+        XCTAssertNil(ContentTypeFields("text/plain; charset=").charsetParameter)
+        XCTAssertNil(ContentTypeFields("text/plain; charsets=utf-8").charsetParameter)
+        XCTAssertNil(ContentTypeFields(" ; charset=utf-8").mediaType)
+        XCTAssertEqual(ContentTypeFields(" ; charset=utf-8").charsetParameter, "utf-8")
+        XCTAssertNil(ContentTypeFields(nil).mediaType)
+        let noSlash = ContentTypeFields("garbage")
+        XCTAssertEqual(noSlash.type, "garbage")
+        XCTAssertEqual(noSlash.subtype, "")
+        // Agrees with the Foundation-based parsers it replaces.
+        for value in ["application/json", "text/html; charset=ISO-8859-1", "a/b/c", "TEXT/X; Charset = utf-8 ", "x/y;charset=\"\""] {
+            XCTAssertEqual(ContentTypeFields(value).charsetParameter, Charset.charsetParameter(ofContentType: value), value)
+            XCTAssertEqual(ContentTypeFields(value).mediaType,
+                           ResponseValidation.responseMIMEType(HTTPResponseHead(status: 200, headers: [("Content-Type", value)])), value)
+        }
+    }
 }
