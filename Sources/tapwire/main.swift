@@ -6,7 +6,10 @@ import ProxyEngine
 let usageText = """
 usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire check-config FILE
+       tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
+       tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
        tapwire env [--config FILE]
+filters: host=GLOB path=GLOB status=404|4xx|200-299 method=GET type=json error
 
 """
 
@@ -15,14 +18,17 @@ func fail(_ message: String, code: Int32) -> Never {
     exit(code)
 }
 
-/// `--name value` flags after the command; unknown flags are usage errors.
-func flags(_ args: ArraySlice<String>, allowed: Set<String>) -> (values: [String: String], positional: [String]) {
+/// `--name value` flags (and `switches`, which take no value) after the command;
+/// unknown flags are usage errors.
+func flags(_ args: ArraySlice<String>, allowed: Set<String>, switches: Set<String> = []) -> (values: [String: String], positional: [String]) {
     var values: [String: String] = [:]
     var positional: [String] = []
     var i = args.startIndex
     while i < args.endIndex {
         let a = args[i]
-        if a.hasPrefix("--") {
+        if switches.contains(a) {
+            values[a] = ""
+        } else if a.hasPrefix("-") && a != "-" {
             var name = a
             var value: String?
             if let eq = a.firstIndex(of: "=") { name = String(a[..<eq]); value = String(a[a.index(after: eq)...]) }
@@ -84,6 +90,17 @@ case "env":
     guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
     let config = loadConfiguration(f.values["--config"])
     print(ProxyEnvironment.exports(listen: config.engine.listen))
+
+case "tail":
+    let f = flags(rest, allowed: ["--config", "--log-dir"], switches: ["--follow", "-f", "--json"])
+    exit(LogCommandsCLI.tail(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                             follow: f.values["--follow"] != nil || f.values["-f"] != nil,
+                             json: f.values["--json"] != nil, filterWords: f.positional))
+
+case "har":
+    let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
+    exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                            output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
 
 case "-h", "--help", "help":
     print(usageText, terminator: "")
