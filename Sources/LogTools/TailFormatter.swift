@@ -36,6 +36,9 @@ public struct TailFormatter: Sendable {
     }
 
     public func format(_ record: JSON) -> String {
+        guard case .object = record else {
+            return paint("(unreadable record) ", .red) + clip(sanitize(record.compactText), previewWidth)
+        }
         let view = RecordView(json: record)
         switch view.kind {
         case "http": return formatExchange(view)
