@@ -31,6 +31,7 @@ final class PlainFileReader: LogFileReader {
     let path: String
     let descriptor: Int32
     private var closed = false
+    private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: readChunkSize)
 
     init(path: String) throws(LogReadError) {
         self.path = path
@@ -40,28 +41,15 @@ final class PlainFileReader: LogFileReader {
     }
 
     func read(into buffer: inout [UInt8]) throws(LogReadError) -> Int {
-        let oldCount = buffer.count
-        buffer.reserveCapacity(oldCount + readChunkSize)
-        var got = 0
-        var failure: Int32 = 0
-        // Read straight into the array's spare capacity to avoid a second copy per chunk.
-        buffer.append(contentsOf: repeatElement(0, count: readChunkSize))
-        buffer.withUnsafeMutableBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            while true {
-                let n = Glibc.read(descriptor, base + oldCount, readChunkSize)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                } else {
-                    got = n
-                }
-                return
+        while true {
+            let n = Glibc.read(descriptor, scratch, readChunkSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw LogReadError.errno(path, "read failed", errno)
             }
+            buffer.append(contentsOf: UnsafeBufferPointer(start: scratch, count: n))
+            return n
         }
-        buffer.removeLast(readChunkSize - got)
-        if failure != 0 { throw LogReadError.errno(path, "read failed", failure) }
-        return got
     }
 
     /// Identity and size of the open file, to tell rotation (a new inode at the active path) from
@@ -82,7 +70,10 @@ final class PlainFileReader: LogFileReader {
         Glibc.close(descriptor)
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        scratch.deallocate()
+    }
 }
 
 /// A gzip file (one or several concatenated members), inflated chunk by chunk.
@@ -96,6 +87,7 @@ final class GzipFileReader: LogFileReader {
     private var finishedMember = false
     private var sawAnyMember = false
     private var atEnd = false
+    private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: readChunkSize)
 
     init(path: String) throws(LogReadError) {
         self.path = path
@@ -138,30 +130,27 @@ final class GzipFileReader: LogFileReader {
 
     /// Inflates from the pending input into up to one chunk of output.
     private func inflateChunk(into buffer: inout [UInt8]) throws(LogReadError) -> Int {
-        let oldCount = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: readChunkSize))
         var status: Int32 = Z_OK
         var consumed = 0
         var produced = 0
         input.withUnsafeMutableBufferPointer { inBytes in
-            buffer.withUnsafeMutableBufferPointer { outBytes in
-                guard let inBase = inBytes.baseAddress, let outBase = outBytes.baseAddress else {
-                    status = Z_BUF_ERROR
-                    return
-                }
-                let available = inBytes.count - inputOffset
-                stream.next_in = inBase + inputOffset
-                stream.avail_in = UInt32(available)
-                stream.next_out = outBase + oldCount
-                stream.avail_out = UInt32(readChunkSize)
-                status = inflate(&stream, Z_NO_FLUSH)
-                consumed = available - Int(stream.avail_in)
-                produced = readChunkSize - Int(stream.avail_out)
-                stream.next_in = nil
-                stream.next_out = nil
+            guard let inBase = inBytes.baseAddress else {
+                status = Z_BUF_ERROR
+                return
             }
+            let available = inBytes.count - inputOffset
+            stream.next_in = inBase + inputOffset
+            stream.avail_in = UInt32(available)
+            stream.next_out = scratch
+            stream.avail_out = UInt32(readChunkSize)
+            status = inflate(&stream, Z_NO_FLUSH)
+            consumed = available - Int(stream.avail_in)
+            produced = readChunkSize - Int(stream.avail_out)
+            // The pointers must not outlive this closure's access to `input`.
+            stream.next_in = nil
+            stream.next_out = nil
         }
-        buffer.removeLast(readChunkSize - produced)
+        buffer.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
         inputOffset += consumed
         switch status {
         case Z_STREAM_END:
@@ -184,5 +173,8 @@ final class GzipFileReader: LogFileReader {
         file.close()
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        scratch.deallocate()
+    }
 }

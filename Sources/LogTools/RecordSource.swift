@@ -245,7 +245,13 @@ public final class RecordSource {
     // MARK: Lines
 
     private func takeLine() -> [UInt8]? {
-        guard let newline = buffer[scanFrom...].firstIndex(of: 10) else {
+        let from = scanFrom
+        let found: Int? = buffer.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress, from < bytes.count,
+                  let hit = memchr(base + from, 10, bytes.count - from) else { return nil }
+            return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+        }
+        guard let newline = found else {
             scanFrom = buffer.count
             return nil
         }

@@ -56,7 +56,8 @@ public struct TailFormatter: Sendable {
 
     private func formatExchange(_ view: RecordView) -> String {
         var parts: [String] = []
-        parts.append(TailFormatter.timeOfDay(view.json[path: "timeline", "requestStartTime"]?.stringValue))
+        parts.append(TailFormatter.timeOfDay(view.json[path: "timeline", "requestStartTime"]?.stringValue
+                                             ?? view.json[member: "startTime"]?.stringValue))
         if view.kind == "websocket" { parts.append("WEBSOCKET") }
         parts.append(sanitize(view.method ?? "-"))
         parts.append(sanitize(view.url ?? "-"))
@@ -75,6 +76,7 @@ public struct TailFormatter: Sendable {
         }
         let duration = view.json[path: "timeline", "requestDuration"]?.doubleValue
             ?? view.json[path: "timeline", "totalDuration"]?.doubleValue
+            ?? view.json[member: "duration"]?.doubleValue
         parts.append(duration.map(TailFormatter.milliseconds) ?? "-")
         parts.append(sanitize(view.serializer ?? "-"))
         if let transport {

@@ -35,6 +35,7 @@ final class HARWriterTests: XCTestCase {
             Fixture.http(7, status: 404, result: #"{"failure":{"error":"responseSerializationFailed","reason":"jsonSerializationFailed","message":"bad"}}"#),
             Fixture.http(8, status: 200, mimeType: "application/json", serializer: "json",
                          result: #"{"success":{"items":[1,2,3]}}"#, truncated: true),
+            Fixture.websocket(9),
         ]))
     }
 
@@ -96,7 +97,7 @@ final class HARWriterTests: XCTestCase {
     func testTheExportIsValidHAR12() throws {
         try writeMixedLog()
         let (bytes, count) = try export()
-        XCTAssertEqual(count, 7, "tunnel and loss records are skipped")
+        XCTAssertEqual(count, 8, "tunnel and loss records are skipped")
         if let errors = try schemaErrors(bytes) { XCTFail("HAR does not validate:\n" + errors) }
     }
 
@@ -120,7 +121,7 @@ final class HARWriterTests: XCTestCase {
     func testTimeIsTheSumOfNonNegativeTimingsAndConnectIncludesSSL() throws {
         try writeMixedLog()
         let list = entries(try object(try export().bytes))
-        XCTAssertEqual(list.count, 7)
+        XCTAssertEqual(list.count, 8)
         for entry in list {
             let timings = try XCTUnwrap(entry["timings"] as? [String: Double])
             let sum = ["blocked", "dns", "connect", "send", "wait", "receive"]
@@ -195,6 +196,12 @@ final class HARWriterTests: XCTestCase {
 
         let truncated = try XCTUnwrap((list[6]["response"] as? [String: Any])?["content"] as? [String: Any])
         XCTAssertEqual(truncated["_truncated"] as? Bool, true)
+
+        let upgrade = list[7]
+        XCTAssertEqual((upgrade["response"] as? [String: Any])?["status"] as? Int, 101)
+        XCTAssertEqual(upgrade["startedDateTime"] as? String, "2026-12-02T10:11:17.250000Z")
+        XCTAssertEqual(upgrade["_bytesFromClient"] as? Int, 1229)
+        XCTAssertEqual(upgrade["_bytesFromUpstream"] as? Int, 35328)
     }
 
     func testFiltersChooseTheEntries() throws {

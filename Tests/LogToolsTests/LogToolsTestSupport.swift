@@ -79,6 +79,14 @@ enum Fixture {
         #"{"id":"0000018c2b1f4a1e-\#(String(format: "%06d", number))","kind":"tunnel","client":"127.0.0.1:53500","target":"api.github.com:443","status":200,"bytesFromClient":1229,"bytesFromUpstream":35328,"startTime":"2026-12-02T10:11:14.500000Z","endTime":"2026-12-02T10:11:16.023000Z","duration":1.523,"closedBy":"\#(closedBy)","error":\#(error)}"#
     }
 
+    /// An upgraded exchange: the upgrade request and its 101, then byte counts as for a tunnel.
+    static func websocket(_ number: Int) -> String {
+        #"{"id":"0000018c2b1f4a1e-\#(String(format: "%06d", number))","kind":"websocket","client":"127.0.0.1:53600","target":"chat.local:80","#
+            + #""request":{"method":"GET","url":"http://chat.local/socket","httpVersion":"HTTP/1.1","headers":[["Upgrade","websocket"],["Connection","Upgrade"]],"bodySize":0},"#
+            + #""response":{"status":101,"reason":"Switching Protocols","httpVersion":"HTTP/1.1","headers":[["Upgrade","websocket"]],"bodySize":0,"mimeType":null,"charset":null},"#
+            + #""status":101,"bytesFromClient":1229,"bytesFromUpstream":35328,"startTime":"2026-12-02T10:11:17.250000Z","endTime":"2026-12-02T10:11:19.250000Z","duration":2.0,"closedBy":"upstream","error":null}"#
+    }
+
     static func loss(_ lost: Int, reason: String = "disk full") -> String {
         #"{"kind":"loss","lost":\#(lost),"time":"2026-12-02T10:11:15.000000Z","reason":"\#(reason)"}"#
     }

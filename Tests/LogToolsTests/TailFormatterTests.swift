@@ -70,6 +70,13 @@ final class TailFormatterTests: XCTestCase {
                        "10:11:14.500 CONNECT api.github.com:443 \(esc)32m200\(esc)0m up 1.2 KB down 34.5 KB 1523.0 ms closed by error \(esc)31mupstreamReset: reset\(esc)0m")
     }
 
+    func testWebSocketRecordsShowTheUpgradeAndByteCounts() {
+        XCTAssertEqual(line(plain, Fixture.websocket(9)),
+                       "10:11:17.250 WEBSOCKET GET http://chat.local/socket 101 up 1.2 KB down 34.5 KB 2000.0 ms -")
+        let bare = #"{"kind":"websocket","target":"chat.local:80","status":101,"bytesFromClient":10,"bytesFromUpstream":20,"startTime":"2026-12-02T10:11:17.250000Z","duration":2.0,"closedBy":"client","error":null}"#
+        XCTAssertEqual(line(plain, bare), "10:11:17.250 WEBSOCKET chat.local:80 101 up 10 B down 20 B 2000.0 ms closed by client")
+    }
+
     func testLossRecordsSayHowManyRecordsWereLostAndWhy() {
         XCTAssertEqual(line(plain, Fixture.loss(3)), "10:11:15.000 LOST 3 records (disk full)")
         XCTAssertEqual(line(plain, Fixture.loss(1, reason: "")), "10:11:15.000 LOST 1 record")
