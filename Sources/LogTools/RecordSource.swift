@@ -123,20 +123,25 @@ public final class RecordSource {
         // then shows up as a listed file with the active file's inode, which is skipped here and
         // read through the open descriptor instead, so no record is lost or read twice.
         let active = try? PlainFileReader(path: layout.activePath)
-        let activeStatus = active?.status()
-        for file in layout.rotatedFiles() {
-            let path = layout.directory + "/" + file.name
-            if let activeStatus, let other = RecordSource.identity(of: path),
-               other.device == activeStatus.device && other.inode == activeStatus.inode {
-                continue
-            }
-            pendingPaths.append(path)
-        }
-        pendingPaths.append(layout.activePath)
+        let rotated = rotatedFiles(excludingFileOf: active)
+        pendingPaths = rotated.map { layout.directory + "/" + $0.name } + [layout.activePath]
+        seenRotated = Set(rotated.map(\.baseName))
         preopenedActive = active
     }
 
+    /// Rotated files oldest first, without the one that is `reader`'s file (renamed since it was opened).
+    private func rotatedFiles(excludingFileOf reader: PlainFileReader?) -> [LogFileLayout.RotatedFile] {
+        let opened = reader?.status()
+        return layout.rotatedFiles().filter { file in
+            guard let opened, let other = RecordSource.identity(of: layout.directory + "/" + file.name) else { return true }
+            return other.device != opened.device || other.inode != opened.inode
+        }
+    }
+
     private var preopenedActive: PlainFileReader?
+    /// Rotated files (by base name) that existed when the active file was opened: any others
+    /// found at rotation were rotated since, and are read before the new active file.
+    private var seenRotated: Set<String> = []
 
     private func openNext() throws(LogReadError) {
         guard !pendingPaths.isEmpty else {
@@ -155,6 +160,7 @@ public final class RecordSource {
             }
             if let reader = try? PlainFileReader(path: path) {
                 adoptActive(reader)
+                if follow { seenRotated = Set(rotatedFiles(excludingFileOf: reader).map(\.baseName)) }
                 return
             }
             if !follow {
@@ -231,8 +237,17 @@ public final class RecordSource {
         compactBuffer()
         if try reader.read(into: &buffer) > 0 { return .moreData }
         let rest = takeRest()
+        // Several rotations may have happened since the last poll: the oldest new rotated file is
+        // the one just finished through the descriptor, the others are still to be read.
+        var newer = layout.rotatedFiles().filter { !seenRotated.contains($0.baseName) }
+        if let first = newer.first {
+            let other = RecordSource.identity(of: layout.directory + "/" + first.name)
+            let isOldFile = first.compressed || other == nil
+                || (other?.device == opened.device && other?.inode == opened.inode)
+            if isOldFile { newer.removeFirst() }
+        }
         closeCurrent()
-        pendingPaths = [layout.activePath]
+        pendingPaths = newer.map { layout.directory + "/" + $0.name } + [layout.activePath]
         return .switched(rest: rest)
     }
 

@@ -128,6 +128,23 @@ final class RecordSourceTests: XCTestCase {
         XCTAssertEqual(waits(), 7, "every step ran, then the stop")
     }
 
+    func testFollowReadsFilesRotatedAwayBetweenTwoPolls() throws {
+        directory.write("tapwire-20261201T000000.jsonl", records(1...1))
+        directory.write("tapwire.jsonl", records(2...2))
+        let (source, _) = followed([
+            {
+                // Three rotations before the reader looks again; one file is compressed already.
+                try self.directory.append("tapwire.jsonl", self.records(3...3))
+                try self.directory.rename("tapwire.jsonl", "tapwire-20261202T101112.jsonl")
+                try self.directory.writeGzip("tapwire-20261202T101113.jsonl.gz", self.records(4...5))
+                self.directory.write("tapwire-20261202T101114.jsonl", self.records(6...6))
+                self.directory.write("tapwire.jsonl", self.records(7...7))
+            },
+            { try self.directory.append("tapwire.jsonl", self.records(8...8)) },
+        ])
+        XCTAssertEqual(try numbers(source), Array(1...8))
+    }
+
     func testFollowRereadsAFileTruncatedInPlace() throws {
         directory.write("tapwire.jsonl", records(1...3))
         let (source, _) = followed([
