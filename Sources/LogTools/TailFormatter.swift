@@ -26,6 +26,17 @@ public struct TailFormatter: Sendable {
         self.previewWidth = previewWidth
     }
 
+    /// Colour when standard output (or `fileDescriptor`) is a terminal and `NO_COLOR` is unset or
+    /// empty (no-color.org).
+    public static func colorWanted(fileDescriptor: Int32 = 1,
+                                   environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        colorWanted(isTerminal: isatty(fileDescriptor) != 0, environment: environment)
+    }
+
+    public static func colorWanted(isTerminal: Bool, environment: [String: String]) -> Bool {
+        isTerminal && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
     /// Formats one raw log line; a line that is not a JSON object gets an `(unreadable record)` line.
     public func format(line: [UInt8]) -> String {
         if let record = try? JSONParser.parse(line, allowFragments: false), case .object = record {

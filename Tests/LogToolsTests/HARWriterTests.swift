@@ -60,10 +60,12 @@ final class HARWriterTests: XCTestCase {
     /// Validates `bytes` against the HAR 1.2 schema with Python's jsonschema; returns its complaints.
     private func schemaErrors(_ bytes: [UInt8]) throws -> String? {
         if try python(["-c", "import jsonschema"]).status != 0 {
-            let pip = try python(["-m", "pip", "install", "--quiet", "jsonschema"])
-            if pip.status != 0 {
-                throw XCTSkip("jsonschema is not installed and pip could not install it: \(pip.output)")
+            let pipCheck = try python(["-m", "pip", "--version"])
+            if pipCheck.status != 0 {
+                throw XCTSkip("jsonschema is not installed and pip is unavailable: \(pipCheck.output)")
             }
+            let pip = try python(["-m", "pip", "install", "--quiet", "jsonschema"])
+            guard pip.status == 0 else { return "pip install jsonschema failed: " + pip.output }
         }
         let harPath = directory.path + "/export.har"
         XCTAssertTrue(FileManager.default.createFile(atPath: harPath, contents: Data(bytes)))

@@ -87,6 +87,16 @@ final class TailFormatterTests: XCTestCase {
         XCTAssertEqual(line(plain, "not json"), "(unreadable record) not json")
     }
 
+    func testColourOnlyOnATerminalWithoutNoColor() throws {
+        XCTAssertTrue(TailFormatter.colorWanted(isTerminal: true, environment: [:]))
+        XCTAssertTrue(TailFormatter.colorWanted(isTerminal: true, environment: ["NO_COLOR": ""]))
+        XCTAssertFalse(TailFormatter.colorWanted(isTerminal: true, environment: ["NO_COLOR": "1"]))
+        XCTAssertFalse(TailFormatter.colorWanted(isTerminal: false, environment: [:]))
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/null"))
+        defer { try? file.close() }
+        XCTAssertFalse(TailFormatter.colorWanted(fileDescriptor: file.fileDescriptor, environment: [:]))
+    }
+
     func testSizesAndTimesAreHumanReadable() {
         XCTAssertEqual(TailFormatter.humanSize(0), "0 B")
         XCTAssertEqual(TailFormatter.humanSize(1023), "1023 B")
