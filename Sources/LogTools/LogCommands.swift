@@ -9,7 +9,8 @@ public enum TailCommand {
                            rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
         var printed = 0
         while let line = try source.nextLine() {
-            let record = try? JSONParser.parse(line, allowFragments: false)
+            // `--json` without filters passes lines through without parsing them.
+            let record = rawJSON && filter.isEmpty ? nil : try? JSONParser.parse(line, allowFragments: false)
             if !filter.isEmpty {
                 guard let record, filter.matches(record) else { continue }
             }

@@ -161,13 +161,12 @@ public struct RecordFilter: Sendable, Equatable {
         switch condition {
         case .host(let glob):
             guard let host = view.host else { return false }
-            if glob.contains(":"), let url = view.url {
-                return Glob.matches(glob, URLParts(url).authority.lowercased())
-            }
-            if glob.contains(":"), let target = view.json[member: "target"]?.stringValue {
-                return Glob.matches(glob, target.lowercased())
-            }
-            return Glob.matches(glob, host)
+            if Glob.matches(glob, host) { return true }
+            // A glob with a port (`api.local:8080`) is matched against host:port as written.
+            guard glob.contains(":") else { return false }
+            if let url = view.url { return Glob.matches(glob, URLParts(url).authority.lowercased()) }
+            if let target = view.json[member: "target"]?.stringValue { return Glob.matches(glob, target.lowercased()) }
+            return false
         case .path(let glob):
             guard let path = view.path else { return false }
             return Glob.matches(glob, path)

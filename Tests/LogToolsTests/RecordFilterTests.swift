@@ -38,6 +38,10 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertEqual(try kept(["host=api.local:8080"]), [1])
         XCTAssertEqual(try kept(["host=api.github.com"]), [7], "a tunnel's target host")
         XCTAssertEqual(try kept(["host=*.com:443"]), [7])
+        let literal = Fixture.http(9, url: "http://[::1]:8080/x")
+        XCTAssertTrue(try RecordFilter.parse(["host=::1"]).matches(line: Array(literal.utf8)))
+        XCTAssertTrue(try RecordFilter.parse(["host=[::1]:8080"]).matches(line: Array(literal.utf8)))
+        XCTAssertFalse(try RecordFilter.parse(["host=[::1]:80"]).matches(line: Array(literal.utf8)))
     }
 
     func testPathGlobMatchesThePathWithoutTheQuery() throws {
