@@ -41,6 +41,13 @@ public final class RecordSource {
                   wait: RecordSource.sleepingWait(pollInterval: pollInterval, shouldStop: shouldStop))
     }
 
+    /// The log a config file's `log` object describes.
+    public convenience init(settings: LogSettings, follow: Bool = false, pollInterval: Double = 0.2,
+                            shouldStop: @escaping () -> Bool = { false }) {
+        self.init(layout: LogFileLayout(settings: settings), follow: follow,
+                  wait: RecordSource.sleepingWait(pollInterval: pollInterval, shouldStop: shouldStop))
+    }
+
     /// - Parameter wait: called each time a followed source has caught up with the active file; it
     ///   should pause (or, in tests, change the files) and return false to stop.
     public init(layout: LogFileLayout, follow: Bool = false, wait: @escaping () -> Bool) {
