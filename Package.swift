@@ -23,6 +23,7 @@ let package = Package(
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib"]),
+        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
@@ -40,6 +41,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
+        .testTarget(name: "LogToolsTests", dependencies: ["LogTools"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),

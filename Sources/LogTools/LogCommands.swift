@@ -1,0 +1,43 @@
+import ResponseSerialization
+
+/// `tapwire tail`: reads `source`, keeps what `filter` matches and hands each line (with its `\n`)
+/// to `output`. With `rawJSON` the record's bytes are passed unchanged (`--json`); otherwise one
+/// `formatter` line. Returns how many records were printed.
+public enum TailCommand {
+    @discardableResult
+    public static func run(source: RecordSource, filter: RecordFilter, formatter: TailFormatter,
+                           rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
+        var printed = 0
+        while let line = try source.nextLine() {
+            // `--json` without filters passes lines through without parsing them.
+            let record = rawJSON && filter.isEmpty ? nil : try? JSONParser.parse(line, allowFragments: false)
+            if !filter.isEmpty {
+                guard let record, filter.matches(record) else { continue }
+            }
+            if rawJSON {
+                try output(line + [10])
+            } else {
+                let text = record.map { formatter.format($0) } ?? formatter.format(line: line)
+                try output(Array(text.utf8) + [10])
+            }
+            printed += 1
+        }
+        return printed
+    }
+}
+
+/// `tapwire har`: every exchange record `filter` matches, as one HAR document written through
+/// `writer` (finished here). Returns how many entries were written.
+public enum HARExport {
+    @discardableResult
+    public static func run(source: RecordSource, filter: RecordFilter, writer: HARWriter) throws -> Int {
+        while let line = try source.nextLine() {
+            guard let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
+                continue
+            }
+            try writer.write(record)
+        }
+        try writer.finish()
+        return writer.entryCount
+    }
+}

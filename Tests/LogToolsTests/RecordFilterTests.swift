@@ -1,0 +1,117 @@
+import ResponseSerialization
+import XCTest
+@testable import LogTools
+
+final class RecordFilterTests: XCTestCase {
+    private let json = Fixture.http(1, url: "http://API.Local:8080/v1/items/1?x=1")
+    private let notFound = Fixture.http(2, method: "POST", url: "https://shop.example.com/cart/add", status: 404,
+                                        mimeType: "application/problem+json")
+    private let serverError = Fixture.http(3, url: "http://api.local/v2/health", status: 503,
+                                           mimeType: "text/html; charset=utf-8", serializer: "string",
+                                           result: #"{"success":"down"}"#)
+    private let refused = Fixture.http(4, url: "http://down.local/", status: nil, serializer: "json",
+                                       result: #"{"failure":{"error":"upstreamConnectFailed","message":"connection refused"}}"#,
+                                       error: Fixture.connectFailed)
+    private let unparsable = Fixture.http(5, url: "http://api.local/v1/broken", status: 200,
+                                          result: #"{"failure":{"error":"responseSerializationFailed","reason":"jsonSerializationFailed","message":"bad"}}"#)
+    private let redirect = Fixture.http(6, url: "http://api.local/old", status: 301, mimeType: "text/plain",
+                                        serializer: "string", result: #"{"success":""}"#)
+    private let tunnel = Fixture.tunnel(7)
+    private let loss = Fixture.loss(3)
+
+    private var all: [String] { [json, notFound, serverError, refused, unparsable, redirect, tunnel, loss] }
+
+    /// Ids (record numbers; 0 for the loss record) kept by `words`.
+    private func kept(_ words: [String]) throws -> [Int] {
+        let filter = try RecordFilter.parse(words)
+        return all.filter { filter.matches(line: Array($0.utf8)) }.map { Fixture.number(ofLine: Array($0.utf8)) ?? 0 }
+    }
+
+    func testNoWordsKeepEverything() throws {
+        XCTAssertEqual(try kept([]), [1, 2, 3, 4, 5, 6, 7, 0])
+        XCTAssertTrue(try RecordFilter.parse([]).isEmpty)
+    }
+
+    func testHostGlobIsCaseInsensitiveAndIgnoresThePortUnlessGiven() throws {
+        XCTAssertEqual(try kept(["host=api.local"]), [1, 3, 5, 6])
+        XCTAssertEqual(try kept(["host=*.example.com"]), [2])
+        XCTAssertEqual(try kept(["host=api.local:8080"]), [1])
+        XCTAssertEqual(try kept(["host=api.github.com"]), [7], "a tunnel's target host")
+        XCTAssertEqual(try kept(["host=*.com:443"]), [7])
+        let literal = Fixture.http(9, url: "http://[::1]:8080/x")
+        XCTAssertTrue(try RecordFilter.parse(["host=::1"]).matches(line: Array(literal.utf8)))
+        XCTAssertTrue(try RecordFilter.parse(["host=[::1]:8080"]).matches(line: Array(literal.utf8)))
+        XCTAssertFalse(try RecordFilter.parse(["host=[::1]:80"]).matches(line: Array(literal.utf8)))
+    }
+
+    func testPathGlobMatchesThePathWithoutTheQuery() throws {
+        XCTAssertEqual(try kept(["path=/v1/*"]), [1, 5])
+        XCTAssertEqual(try kept(["path=/v1/items/1"]), [1])
+        XCTAssertEqual(try kept(["path=*/add"]), [2])
+        XCTAssertEqual(try kept(["path=/"]), [4])
+    }
+
+    func testStatusAcceptsCodesClassesAndRanges() throws {
+        XCTAssertEqual(try kept(["status=404"]), [2])
+        XCTAssertEqual(try kept(["status=4xx"]), [2])
+        XCTAssertEqual(try kept(["status=5XX"]), [3])
+        XCTAssertEqual(try kept(["status=200-299"]), [1, 5, 7])
+        XCTAssertEqual(try kept(["status=301|404"]), [2, 6])
+        XCTAssertEqual(try kept(["status=3xx,5xx"]), [3, 6])
+    }
+
+    func testMethodIsCaseInsensitiveAndTunnelsAreConnect() throws {
+        XCTAssertEqual(try kept(["method=POST"]), [2])
+        XCTAssertEqual(try kept(["method=post"]), [2])
+        XCTAssertEqual(try kept(["method=CONNECT"]), [7])
+    }
+
+    func testTypeMatchesSerializerNamesMimeSubtypesSuffixesAndFullTypes() throws {
+        XCTAssertEqual(try kept(["type=json"]), [1, 2, 4, 5], "json serializer or a json / +json response")
+        XCTAssertEqual(try kept(["type=string"]), [3, 6])
+        XCTAssertEqual(try kept(["type=html"]), [3])
+        XCTAssertEqual(try kept(["type=text/*"]), [3, 6])
+        XCTAssertEqual(try kept(["type=application/problem+json"]), [2])
+        XCTAssertEqual(try kept(["type=problem+json"]), [2])
+    }
+
+    func testErrorKeepsTransportErrorsFailedResultsAndLosses() throws {
+        XCTAssertEqual(try kept(["error"]), [4, 5, 0])
+        let brokenTunnel = Fixture.tunnel(8, error: #"{"code":"upstreamReset","message":"reset"}"#, closedBy: "error")
+        XCTAssertTrue(try RecordFilter.parse(["error"]).matches(line: Array(brokenTunnel.utf8)))
+    }
+
+    func testDifferentWordsMustAllMatchAndRepeatedWordsAreAlternatives() throws {
+        XCTAssertEqual(try kept(["host=api.local", "status=5xx"]), [3])
+        XCTAssertEqual(try kept(["host=api.local", "error"]), [5])
+        XCTAssertEqual(try kept(["status=404", "status=503"]), [2, 3])
+        XCTAssertEqual(try kept(["path=/v1/*", "type=json", "status=2xx"]), [1, 5])
+        XCTAssertEqual(try kept(["method=GET", "host=shop.example.com"]), [])
+    }
+
+    func testUnknownAndMalformedWordsAreRejectedWithTheWordNamed() {
+        func message(_ words: [String]) -> String? {
+            do {
+                _ = try RecordFilter.parse(words)
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(message(["colour=red"]),
+                       "filter 'colour=red': unknown filter 'colour='; expected host=GLOB, path=GLOB, status=404|4xx|200-299, method=NAME, type=NAME or error")
+        XCTAssertEqual(message(["status=4x"]), "filter 'status=4x': '4x' is not a status; expected 404, 4xx or 200-299")
+        XCTAssertEqual(message(["status=299-200"]), "filter 'status=299-200': '299-200' is not a status; expected 404, 4xx or 200-299")
+        XCTAssertEqual(message(["status=700"]), "filter 'status=700': '700' is not a status; expected 404, 4xx or 200-299")
+        XCTAssertEqual(message(["host="]), "filter 'host=': missing value")
+        XCTAssertEqual(message(["error=1"]), "filter 'error=1': 'error' takes no value")
+        XCTAssertEqual(message(["method=G T"]), "filter 'method=G T': 'G T' is not a method name")
+        XCTAssertEqual(message(["--follow"])?.hasPrefix("filter '--follow': unknown filter; expected"), true)
+        XCTAssertNil(message(["host=a", "status=2xx"]))
+    }
+
+    func testUnreadableLinesPassOnlyTheEmptyFilter() throws {
+        XCTAssertTrue(RecordFilter.all.matches(line: Array("not json".utf8)))
+        XCTAssertFalse(try RecordFilter.parse(["error"]).matches(line: Array("not json".utf8)))
+    }
+}
