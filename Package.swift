@@ -35,16 +35,16 @@ let package = Package(
         .target(name: "Systemd"),
 
         .executableTarget(name: "tapwire",
-                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "ResponseSerialization", "HTTP1", "Systemd"]),
+                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1", "Systemd"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
-        .testTarget(name: "LogToolsTests", dependencies: ["LogTools"]),
+        .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
     ],
     swiftLanguageModes: [.v5]

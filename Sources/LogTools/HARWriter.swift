@@ -170,6 +170,11 @@ public final class HARWriter {
         } else if let base64 = request[member: "bodyBase64"]?.stringValue ?? request[path: "body", "base64"]?.stringValue {
             members.append(.init("text", .string(base64)))
             members.append(.init("_encoding", .string("base64")))
+        } else if let value = request[member: "body"], value != .null {
+            // A decoded JSON (or form, NDJSON…) body: HAR wants text, so the compact JSON.
+            var bytes: [UInt8] = []
+            JSONWriter.write(value, into: &bytes)
+            members.append(.init("text", .string(String(decoding: bytes, as: UTF8.self))))
         } else if let bodySize, bodySize > 0 {
             members.append(.init("text", .string("")))
             members.append(.init("comment", .string("request body not captured")))
