@@ -59,6 +59,18 @@ public final class ServerContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
+    /// A new server-side `SSL` for one client connection, owned by the caller
+    /// (e.g. handed to `bufferevent_openssl_filter_new` with
+    /// `BEV_OPT_CLOSE_ON_FREE`). It holds its own reference to the context,
+    /// so this object may be released (or evicted) afterwards.
+    public func makeSSL() throws(TLSSetupError) -> OpaquePointer {
+        guard let ssl = withExtendedLifetime(self, { SSL_new(context) }) else {
+            throw .openSSL(operation: "SSL_new(server)", details: drainOpenSSLErrors())
+        }
+        SSL_set_accept_state(ssl)
+        return ssl
+    }
+
     static func makeLeaf(host: HostName, key: PrivateKey, authority: CertificateAuthority,
                          now: Int) throws(TLSSetupError) -> Certificate {
         let certificate = try CertificateBuilding.newCertificate()
@@ -91,9 +103,9 @@ public final class ServerContext: @unchecked Sendable {
                                     now: Int) throws(TLSSetupError) {
         let notBefore = time_t(now - backdateSeconds)
         let notAfter = time_t(min(now + maximumLifetimeSeconds, authority.notAfter))
-        guard X509_time_adj_ex(X509_getm_notBefore(certificate.pointer), 0, Int(notBefore), nil) != nil,
-              X509_time_adj_ex(X509_getm_notAfter(certificate.pointer), 0, Int(notAfter), nil) != nil else {
-            throw .openSSL(operation: "X509_time_adj_ex", details: drainOpenSSLErrors())
+        guard ASN1_TIME_set(X509_getm_notBefore(certificate.pointer), notBefore) != nil,
+              ASN1_TIME_set(X509_getm_notAfter(certificate.pointer), notAfter) != nil else {
+            throw .openSSL(operation: "ASN1_TIME_set", details: drainOpenSSLErrors())
         }
     }
 }

@@ -54,6 +54,22 @@ public final class UpstreamTLSContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
+    /// A new client-side `SSL` for a connection to `host`, already passed
+    /// through `configure(ssl:host:)`; owned by the caller.
+    public func makeSSL(host: String) throws(TLSSetupError) -> OpaquePointer {
+        guard let ssl = withExtendedLifetime(self, { SSL_new(context) }) else {
+            throw .openSSL(operation: "SSL_new(client)", details: drainOpenSSLErrors())
+        }
+        do {
+            try configure(ssl: ssl, host: host)
+        } catch {
+            SSL_free(ssl)
+            throw error
+        }
+        SSL_set_connect_state(ssl)
+        return ssl
+    }
+
     /// Prepares an `SSL` made from `sslContext` for `host`: SNI for DNS
     /// names (RFC 6066 forbids it for IP literals) and, unless insecure, the
     /// name or address the certificate must match. Throws rather than
