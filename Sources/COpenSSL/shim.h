@@ -17,10 +17,6 @@ static inline EVP_PKEY *tw_EVP_EC_gen_P256(void) {
     return EVP_EC_gen("P-256");
 }
 
-static inline EVP_PKEY *tw_EVP_RSA_gen(unsigned int bits) {
-    return EVP_RSA_gen(bits);
-}
-
 static inline void tw_OPENSSL_free(void *pointer) {
     OPENSSL_free(pointer);
 }

@@ -57,7 +57,7 @@ public final class CertificateAuthority: @unchecked Sendable, CustomStringConver
     public static func loadOrCreate(directory: String) throws(TLSSetupError) -> CertificateAuthority {
         try createDirectory(directory)
         let lock = try DirectoryLock(directory: directory)
-        defer { lock.release() }
+        defer { lock?.release() }
 
         let keyPath = directory + "/" + keyFileName
         let certificatePath = directory + "/" + certificateFileName
@@ -242,12 +242,15 @@ public final class CertificateAuthority: @unchecked Sendable, CustomStringConver
 }
 
 /// An exclusive flock on `<directory>/.lock`, held while loading or creating.
+/// A read-only directory yields no lock (nil): loading still works there,
+/// and creating fails on its own with a clear error.
 private struct DirectoryLock {
     let descriptor: Int32
 
-    init(directory: String) throws(TLSSetupError) {
+    init?(directory: String) throws(TLSSetupError) {
         let path = directory + "/.lock"
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if descriptor < 0 && (errno == EACCES || errno == EROFS) { return nil }
         guard descriptor >= 0 else { throw .file(path: path, reason: errnoText()) }
         while flock(descriptor, LOCK_EX) != 0 {
             if errno == EINTR { continue }

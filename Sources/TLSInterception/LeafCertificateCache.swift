@@ -1,3 +1,4 @@
+import COpenSSL
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -82,4 +83,48 @@ public final class LeafCertificateCache: Sendable {
             return fresh
         }
     }
+
+    /// A new server-side `SSL` for a client that asked (by CONNECT) for
+    /// `host`, owned by the caller. If the client's ClientHello names a
+    /// different valid host in SNI, that host's certificate is presented
+    /// instead, since that is the name the client will verify. The SSL keeps
+    /// this cache alive until it is freed.
+    public func makeSSL(forHost host: String) throws(TLSSetupError) -> OpaquePointer {
+        let ssl = try context(forHost: host).makeSSL()
+        let retained = Unmanaged.passRetained(self)
+        guard cacheSlot >= 0, SSL_set_ex_data(ssl, cacheSlot, retained.toOpaque()) == 1 else {
+            retained.release()
+            SSL_free(ssl)
+            throw .openSSL(operation: "SSL_set_ex_data", details: drainOpenSSLErrors())
+        }
+        return ssl
+    }
+}
+
+/// The ex_data slot where `makeSSL(forHost:)` leaves a retained reference to
+/// its cache; OpenSSL calls the free function when the SSL is freed.
+/// (A global `let` is initialised once, thread-safely.)
+private let cacheSlot: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil) {
+    _, pointer, _, _, _, _ in
+    guard let pointer else { return }
+    Unmanaged<LeafCertificateCache>.fromOpaque(pointer).release()
+}
+
+/// Servername callback of every ServerContext: switches the SSL to the SNI
+/// host's context when the SSL came from `makeSSL(forHost:)`. An SNI name we
+/// cannot make a certificate for keeps the CONNECT host's certificate, and
+/// the client's own verification then decides.
+func followClientSNI(_ ssl: OpaquePointer?, _ alert: UnsafeMutablePointer<Int32>?,
+                     _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let ssl, cacheSlot >= 0, let cachePointer = SSL_get_ex_data(ssl, cacheSlot),
+          let serverName = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else { return SSL_TLSEXT_ERR_OK }
+    let cache = Unmanaged<LeafCertificateCache>.fromOpaque(cachePointer).takeUnretainedValue()
+    guard let context = try? cache.context(forHost: String(cString: serverName)) else { return SSL_TLSEXT_ERR_OK }
+    withExtendedLifetime(context) {
+        if SSL_get_SSL_CTX(ssl) != context.sslContext {
+            // SSL_set_SSL_CTX takes its own reference to the new context.
+            if SSL_set_SSL_CTX(ssl, context.sslContext) == nil { _ = drainOpenSSLErrors() }
+        }
+    }
+    return SSL_TLSEXT_ERR_OK
 }

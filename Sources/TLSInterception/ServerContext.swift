@@ -49,6 +49,8 @@ public final class ServerContext: @unchecked Sendable {
         try CertificateBuilding.check(SSL_CTX_use_PrivateKey(context, key.pointer), "SSL_CTX_use_PrivateKey")
         try CertificateBuilding.check(SSL_CTX_check_private_key(context), "SSL_CTX_check_private_key")
         SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+        try CertificateBuilding.check(Int32(tw_SSL_CTX_set_tlsext_servername_callback(context, followClientSNI)),
+                                      "SSL_CTX_set_tlsext_servername_callback")
 
         self.host = host.text
         self.notBefore = CertificateBuilding.secondsSince1970(X509_getm_notBefore(certificate.pointer)) ?? now

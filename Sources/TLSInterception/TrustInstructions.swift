@@ -13,7 +13,7 @@ public enum TrustInstructions {
         Trust it system-wide (Debian/Ubuntu):
           sudo cp \(quoted) /usr/local/share/ca-certificates/tapwire.crt && sudo update-ca-certificates
         Or per client:
-          curl --cacert \(quoted) --proxy http://127.0.0.1:8080 https://example.com/
+          curl --cacert \(quoted) https://example.com/    # with HTTPS_PROXY from `tapwire env`
           export NODE_EXTRA_CA_CERTS=\(quoted)    # Node.js (adds to its built-in roots)
           export REQUESTS_CA_BUNDLE=\(quoted)     # Python requests (replaces its roots)
           export SSL_CERT_FILE=\(quoted)          # OpenSSL-based tools, Ruby, Python ssl (replaces roots)

@@ -170,6 +170,45 @@ final class CertificateAuthorityTests: XCTestCase {
         XCTAssertTrue(keyCheck.contains("Key is valid"), keyCheck)
     }
 
+    func testImportedRSA2048AuthorityIssuesVerifiableLeaves() throws {
+        let tool = "/usr/bin/openssl"
+        guard FileManager.default.isExecutableFile(atPath: tool) else { throw XCTSkip("no openssl CLI") }
+        let directory = try makeTemporaryDirectory(self)
+        let made = try runTool(tool, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "30",
+                                      "-keyout", directory + "/ca.key", "-out", directory + "/ca.pem",
+                                      "-subj", "/CN=Imported RSA CA",
+                                      "-addext", "basicConstraints=critical,CA:TRUE",
+                                      "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        XCTAssertFalse(made.contains("[exit"), made)
+        XCTAssertEqual(chmod(directory + "/ca.key", 0o600), 0)
+
+        let authority = try CertificateAuthority.loadOrCreate(directory: directory)
+        XCTAssertFalse(authority.wasCreated)
+        XCTAssertEqual(authority.subjectName, "CN=Imported RSA CA")
+        let context = try LeafCertificateCache(ca: authority).context(forHost: "example.test")
+        let leaf = try XCTUnwrap(leafCertificate(context))
+        defer { X509_free(leaf) }
+        XCTAssertEqual(verify(leaf: leaf, authorityPEM: authority.certificatePEM), X509_V_OK)
+        XCTAssertEqual(X509_get_signature_nid(leaf), NID_sha256WithRSAEncryption)
+        // The imported CA lives 30 days, so its leaves may not outlive it.
+        XCTAssertLessThanOrEqual(context.notAfter, authority.notAfter)
+        XCTAssertLessThan(context.notAfter - Int(time(nil)), 31 * 86_400)
+    }
+
+    func testNonAuthorityCertificateIsRefused() throws {
+        let tool = "/usr/bin/openssl"
+        guard FileManager.default.isExecutableFile(atPath: tool) else { throw XCTSkip("no openssl CLI") }
+        let directory = try makeTemporaryDirectory(self)
+        let made = try runTool(tool, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                      "-days", "30", "-keyout", directory + "/ca.key", "-out", directory + "/ca.pem",
+                                      "-subj", "/CN=leaf.test", "-addext", "basicConstraints=critical,CA:FALSE"])
+        XCTAssertFalse(made.contains("[exit"), made)
+        XCTAssertEqual(chmod(directory + "/ca.key", 0o600), 0)
+        XCTAssertThrowsError(try CertificateAuthority.loadOrCreate(directory: directory)) { error in
+            XCTAssertEqual(error as? TLSSetupError, .notAnAuthority(path: directory + "/ca.pem"))
+        }
+    }
+
     private func replaceFile(_ path: String, with data: Data, mode: Int = 0o600) throws {
         try data.write(to: URL(fileURLWithPath: path))
         XCTAssertEqual(chmod(path, mode_t(mode)), 0)

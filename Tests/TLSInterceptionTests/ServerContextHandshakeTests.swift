@@ -83,6 +83,44 @@ final class ServerContextHandshakeTests: XCTestCase {
         XCTAssertFalse(outcome.serverSucceeded)
     }
 
+    func testSSLFromTheCacheFollowsTheClientsSNI() throws {
+        let clientContext = try XCTUnwrap(makeClientContext(trusting: authority.certificatePEM))
+        defer { SSL_CTX_free(clientContext) }
+        let client = try XCTUnwrap(SSL_new(clientContext))
+        XCTAssertEqual(tw_SSL_set_tlsext_host_name(client, "example.test"), 1)
+        XCTAssertEqual(SSL_set1_host(client, "example.test"), 1)
+        offerHTTP11(client)
+        // CONNECT named an address; the client's SNI names the host it will verify.
+        let outcome = runHandshake(client: client, server: try cache.makeSSL(forHost: "127.0.0.1"))
+        XCTAssertTrue(outcome.clientSucceeded && outcome.serverSucceeded)
+        XCTAssertEqual(outcome.clientVerifyResult, Int(X509_V_OK))
+        XCTAssertEqual(outcome.clientALPN, "http/1.1")
+        XCTAssertEqual(cache.count, 2)
+    }
+
+    func testSSLFromTheCacheWithoutSNIPresentsTheConnectHost() throws {
+        let clientContext = try XCTUnwrap(makeClientContext(trusting: authority.certificatePEM))
+        defer { SSL_CTX_free(clientContext) }
+        let client = try XCTUnwrap(SSL_new(clientContext))
+        XCTAssertEqual(X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(client), "127.0.0.1"), 1)
+        let outcome = runHandshake(client: client, server: try cache.makeSSL(forHost: "127.0.0.1"))
+        XCTAssertTrue(outcome.clientSucceeded && outcome.serverSucceeded)
+        XCTAssertNil(outcome.serverSawSNI)
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func testSSLKeepsItsCacheAliveUntilFreed() throws {
+        weak var weakCache: LeafCertificateCache?
+        let ssl: OpaquePointer = try {
+            let temporary = LeafCertificateCache(ca: authority)
+            weakCache = temporary
+            return try temporary.makeSSL(forHost: "example.test")
+        }()
+        XCTAssertNotNil(weakCache)
+        SSL_free(ssl)
+        XCTAssertNil(weakCache)
+    }
+
     func testOpenSSLVerifyAcceptsTheLeafForItsHostname() throws {
         let tool = "/usr/bin/openssl"
         guard FileManager.default.isExecutableFile(atPath: tool) else { throw XCTSkip("no openssl CLI") }
