@@ -177,20 +177,20 @@ public final class CertificateAuthority: @unchecked Sendable, CustomStringConver
 
     // MARK: Files
 
-    private static func createDirectory(_ path: String) throws(TLSSetupError) {
+    /// mkdir -p: missing parents get 0755 (less the umask), the CA directory itself 0700.
+    private static func createDirectory(_ path: String, mode: mode_t = 0o700) throws(TLSSetupError) {
         guard !path.isEmpty else { throw .directory(path: path, reason: "empty path") }
         var status = stat()
         if stat(path, &status) == 0 {
             guard (status.st_mode & S_IFMT) == S_IFDIR else { throw .directory(path: path, reason: "not a directory") }
             return
         }
-        // Parents first (mkdir -p); only the CA directory itself gets 0700.
         var parent = path
         while parent.hasSuffix("/") && parent.count > 1 { parent.removeLast() }
         if let slash = parent.lastIndex(of: "/"), slash != parent.startIndex {
-            try createDirectory(String(parent[..<slash]))
+            try createDirectory(String(parent[..<slash]), mode: 0o755)
         }
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        if mkdir(path, mode) != 0 && errno != EEXIST {
             throw .directory(path: path, reason: errnoText())
         }
     }

@@ -5,11 +5,15 @@ import XCTest
 
 final class CertificateAuthorityTests: XCTestCase {
     func testCreatesKeyWithMode0600AndCertificateWith0644InA0700Directory() throws {
-        let directory = try makeTemporaryDirectory(self) + "/state/ca"
+        let state = try makeTemporaryDirectory(self) + "/state"
+        let directory = state + "/ca"
         let authority = try CertificateAuthority.loadOrCreate(directory: directory)
 
         XCTAssertTrue(authority.wasCreated)
         XCTAssertEqual(fileMode(directory), 0o700)
+        let mask = umask(0)
+        umask(mask)
+        XCTAssertEqual(fileMode(state), 0o755 & ~Int(mask), "only the CA directory itself is made private")
         XCTAssertEqual(fileMode(directory + "/ca.key"), 0o600)
         XCTAssertEqual(fileMode(directory + "/ca.pem"), 0o644)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp-") }
@@ -92,6 +96,26 @@ final class CertificateAuthorityTests: XCTestCase {
         }
         // The error queue was drained: the next OpenSSL user on this thread starts clean.
         XCTAssertEqual(ERR_peek_error(), 0)
+    }
+
+    func testEncryptedKeyIsRefusedWithoutPrompting() throws {
+        let tool = "/usr/bin/openssl"
+        guard FileManager.default.isExecutableFile(atPath: tool) else { throw XCTSkip("no openssl CLI") }
+        let directory = try makeTemporaryDirectory(self)
+        _ = try CertificateAuthority.loadOrCreate(directory: directory)
+        let encrypted = directory + "/encrypted.key"
+        let made = try runTool(tool, ["pkey", "-in", directory + "/ca.key", "-aes256", "-passout", "pass:secret",
+                                      "-out", encrypted])
+        XCTAssertFalse(made.contains("[exit"), made)
+        XCTAssertEqual(rename(encrypted, directory + "/ca.key"), 0)
+        XCTAssertEqual(chmod(directory + "/ca.key", 0o600), 0)
+
+        XCTAssertThrowsError(try CertificateAuthority.loadOrCreate(directory: directory)) { error in
+            guard case .unreadableKey(let path, _)? = error as? TLSSetupError else {
+                return XCTFail("unexpected \(error)")
+            }
+            XCTAssertEqual(path, directory + "/ca.key")
+        }
     }
 
     func testCorruptedCertificateIsRefused() throws {
