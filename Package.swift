@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Pure logic: no sockets, tested and fuzzed on bytes.
         .target(name: "HTTP1"),
@@ -27,6 +28,9 @@ let package = Package(
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
+
+        // HTTPS interception: the local CA, per-host leaf certificates, origin verification.
+        .target(name: "TLSInterception", dependencies: ["COpenSSL"]),
 
         // The config file, validated into the values the engine and the log use.
         .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
@@ -46,6 +50,7 @@ let package = Package(
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "TLSInterceptionTests", dependencies: ["TLSInterception"]),
     ],
     swiftLanguageModes: [.v5]
 )
