@@ -39,7 +39,8 @@ let package = Package(
         .target(name: "Systemd"),
 
         .executableTarget(name: "tapwire",
-                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1", "Systemd"]),
+                          dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1",
+                                         "Systemd", "TLSInterception", "COpenSSL"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),

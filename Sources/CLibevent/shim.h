@@ -16,6 +16,7 @@
 #include <event2/listener.h>
 #include <event2/dns.h>
 #include <event2/util.h>
+#include <event2/bufferevent_ssl.h>
 
 // libevent macros Swift cannot call.
 static inline struct event *tw_evtimer_new(struct event_base *b, event_callback_fn cb, void *arg) {

@@ -120,9 +120,7 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }
             if case .some(let v) = r.optionalString(tls["upstreamCAFile"], "tls.upstreamCAFile") { c.tls.upstreamCAFile = v }
             if let v = r.bool(tls["insecureUpstream"], "tls.insecureUpstream") { c.tls.insecureUpstream = v }
-            if !c.tls.intercept.isEmpty {
-                r.fail("tls.intercept", "HTTPS interception is not available in this build yet; leave the list empty")
-            }
+            if c.tls.caDirectory.isEmpty { r.fail("tls.caDirectory", "must not be empty") }
         }
         if let red = r.object(top["redact"], "redact", allowed: ["headers", "jsonKeys"]) {
             if let v = r.strings(red["headers"], "redact.headers") { c.redactHeaders = v.map { $0.lowercased() } }

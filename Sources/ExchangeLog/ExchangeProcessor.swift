@@ -262,7 +262,7 @@ public struct ExchangeProcessor: Sendable {
     /// The last clock point reached: when the exchange failed before the response ended.
     static func latestPoint(_ clock: ExchangeClock) -> Double {
         var latest = clock.requestStart
-        for point in [clock.connectStart, clock.dnsDone, clock.connected, clock.requestSent, clock.firstResponseByte] {
+        for point in [clock.connectStart, clock.dnsDone, clock.connected, clock.tlsDone, clock.requestSent, clock.firstResponseByte] {
             if let point { latest = max(latest, point) }
         }
         return latest
@@ -278,8 +278,8 @@ public struct ExchangeProcessor: Sendable {
         return ExchangeMetrics(
             dns: span(c.connectStart, c.dnsDone),
             connect: span(c.dnsDone ?? c.connectStart, c.connected),
-            tls: nil,
-            send: span(c.connected ?? c.requestStart, c.requestSent),
+            tls: span(c.connected, c.tlsDone),
+            send: span(c.tlsDone ?? c.connected ?? c.requestStart, c.requestSent),
             wait: span(c.requestSent, c.firstResponseByte),
             receive: span(c.firstResponseByte, c.lastResponseByte),
             connectionReused: exchange.connectionReused,

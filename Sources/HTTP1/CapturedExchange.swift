@@ -26,6 +26,8 @@ public struct ExchangeClock: Sendable, Equatable {
     public var requestStart: Double = 0
     public var dnsDone: Double?
     public var connected: Double?
+    /// The TLS handshake with the origin finished (intercepted HTTPS only).
+    public var tlsDone: Double?
     public var requestSent: Double?
     public var firstResponseByte: Double?
     public var lastResponseByte: Double?

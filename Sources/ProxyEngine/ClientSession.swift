@@ -18,6 +18,11 @@ final class ClientSession {
     private var closeWhenFlushed = false
     private var readingPausedForBackpressure = false
     private var closed = false
+    /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
+    private(set) var interceptedAuthority: HTTPAuthority?
+    private var tlsEstablished = false
+    private var flushPoll: LoopTimer?
+    private var interceptStart = 0.0
 
     var config: EngineConfiguration { engine.configuration }
     var isIdle: Bool { exchange == nil }
@@ -33,6 +38,12 @@ final class ClientSession {
         }
         bev = b
         _ = bufferevent_set_max_single_read(b, 64 * 1024)
+        installCallbacks(b)
+        engine.metrics.activeClients.add()
+        armHeadTimer()
+    }
+
+    private func installCallbacks(_ b: OpaquePointer) {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(b, { _, ctx in
             guard let ctx else { return }
@@ -45,8 +56,6 @@ final class ClientSession {
             Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().event(events)
         }, ctx)
         bufferevent_enable(b, Int16(EV_READ | EV_WRITE))
-        engine.metrics.activeClients.add()
-        armHeadTimer()
     }
 
     private var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
@@ -125,6 +134,12 @@ final class ClientSession {
                 return
             }
             startTunnel(head: head, authority: authority)
+        case .origin(let path) where interceptedAuthority != nil:
+            guard let authority = interceptedAuthority else { return }
+            let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
+                              url: authority.url(originTarget: path))
+            exchange = ex
+            ex.begin()
         case .origin(let path):
             if framing != .none { closeWhenFlushed = true }
             answerAdmin(head: head, path: path)
@@ -155,9 +170,51 @@ final class ClientSession {
     // MARK: CONNECT
 
     private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
+        if interceptedAuthority != nil {
+            respondError(400, "Bad Request", "CONNECT inside an intercepted tunnel", close: true)
+            return
+        }
+        if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
+            startInterception(authority: authority, interceptor: interceptor)
+            return
+        }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
         exchange = ex
         ex.beginConnectTunnel()
+    }
+
+    /// Answers the CONNECT, then speaks TLS to the client with a leaf certificate for
+    /// the host and proxies the decrypted requests like any others (to https://host).
+    private func startInterception(authority: HTTPAuthority, interceptor: TLSInterceptor) {
+        guard let plain = bev else { return }
+        interceptStart = Date().timeIntervalSince1970
+        let ssl: OpaquePointer
+        do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
+            respondError(502, "Bad Gateway", "cannot make a certificate for \(authority.host): \(error)", close: true)
+            recordInterceptionFailure(authority, TransportError("tlsFailed", "no certificate for \(authority.host): \(error)"))
+            return
+        }
+        write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+        guard let filter = bufferevent_openssl_filter_new(loop.base, plain, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                          Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            close()
+            return
+        }
+        bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
+        _ = bufferevent_set_max_single_read(filter, 64 * 1024)
+        bev = filter
+        interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
+        installCallbacks(filter)
+        armHeadTimer()
+    }
+
+    /// A client that refuses our certificate (pinning, an untrusted CA) leaves a record saying so.
+    private func recordInterceptionFailure(_ authority: HTTPAuthority, _ error: TransportError) {
+        let now = Date().timeIntervalSince1970
+        engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: peerText, target: authority.description,
+                                                   status: 200, bytesFromClient: 0, bytesFromUpstream: 0,
+                                                   start: interceptStart, end: max(interceptStart, now),
+                                                   closedBy: "client", error: error)))
     }
 
     /// Hands this session's socket to a tunnel; the session ends without closing it.
@@ -177,7 +234,13 @@ final class ClientSession {
         bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
     }
 
-    var outputLength: Int { output.map { evbuffer_get_length($0) } ?? 0 }
+    /// Bytes not yet on the wire, including what a TLS filter has passed to the socket below it.
+    var outputLength: Int {
+        guard let bev else { return 0 }
+        var n = evbuffer_get_length(bufferevent_get_output(bev))
+        if let below = bufferevent_get_underlying(bev) { n += evbuffer_get_length(bufferevent_get_output(below)) }
+        return n
+    }
     var clientInput: OpaquePointer? { input }
     var clientOutput: OpaquePointer? { output }
 
@@ -253,7 +316,21 @@ final class ClientSession {
         guard let bev else { return }
         closeWhenFlushed = true
         bufferevent_disable(bev, Int16(EV_READ))
-        if outputLength == 0 { close() }
+        if outputLength == 0 { close(); return }
+        if bufferevent_get_underlying(bev) != nil { pollUntilFlushed(deadline: EventLoop.monotonicNow() + 10) }
+    }
+
+    /// A TLS filter reports its own buffer drained while the socket below still holds
+    /// the tail of the answer, and the socket's drain is not reported to us: look again
+    /// shortly until it is out (or give up after a while).
+    private func pollUntilFlushed(deadline: Double) {
+        let t = LoopTimer(loop: loop) { [weak self] in
+            guard let self, !self.closed else { return }
+            if self.outputLength == 0 || EventLoop.monotonicNow() > deadline { self.close() }
+            else { self.pollUntilFlushed(deadline: deadline) }
+        }
+        t.schedule(after: 0.005)
+        flushPoll = t
     }
 
     private func writable() {
@@ -263,6 +340,17 @@ final class ClientSession {
 
     private func event(_ events: Int16) {
         let e = Int32(events)
+        if let authority = interceptedAuthority, !tlsEstablished {
+            if e & BEV_EVENT_CONNECTED != 0 { tlsEstablished = true; return }
+            let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
+            let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
+            let why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+            recordInterceptionFailure(authority, TransportError("clientTLSFailed",
+                "the client refused the TLS handshake for \(authority.host) (certificate not trusted or pinned?): \(why)"))
+            close()
+            return
+        }
+        if e & BEV_EVENT_CONNECTED != 0 { return }
         if e & BEV_EVENT_TIMEOUT != 0 {
             if let ex = exchange { ex.clientFailed(TransportError("clientTimeout", "client sent nothing for \(config.clientIdleTimeout) s")) }
             close()

@@ -56,8 +56,13 @@ final class Exchange: UpstreamOwner {
     var config: EngineConfiguration { session.config }
     var engine: ProxyEngine { session.engine }
 
-    init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming) {
+    /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
+    let url: String
+
+    init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
+         url: String? = nil) {
         self.session = session
+        self.url = url ?? head.target
         self.head = head
         self.authority = authority
         self.originTarget = originTarget
@@ -96,12 +101,17 @@ final class Exchange: UpstreamOwner {
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         connectionReused = false
-        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener,
-                  clock: { [weak self] _ in self.map { $0.clock.dnsDone = $0.now() } }) { [weak self] result in
+        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
+            guard let self else { return }
+            switch phase {
+            case .resolved: self.clock.dnsDone = self.now()
+            case .tcpConnected: self.clock.connected = self.now()
+            }
+        }) { [weak self] result in
             guard let self, !self.finished else { return }
             switch result {
             case .success:
-                self.clock.connected = self.now()
+                if self.clock.connected == nil { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
                 self.attach(c)
             case .failure(let error):
                 self.failBeforeResponse(error)
@@ -375,7 +385,7 @@ final class Exchange: UpstreamOwner {
     }
 
     private func capturedValue(error: TransportError?) -> CapturedExchange {
-        CapturedExchange(client: session.peerText, url: head.target, request: head, requestBody: requestCapture,
+        CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestCapture,
                          response: responseHead, responseBody: responseCapture, error: error, clock: clock,
                          connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
     }
@@ -395,7 +405,7 @@ final class Exchange: UpstreamOwner {
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         let start = now()
-        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, clock: { _ in }) { [weak self] result in
+        c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { _ in }) { [weak self] result in
             guard let self, !self.finished else { return }
             self.finished = true
             self.upstream = nil
@@ -439,7 +449,7 @@ final class Exchange: UpstreamOwner {
         guard let upstreamBev = c.detachBufferevent() else { session.close(); return }
         let session = self.session
         let start = clock.requestStart
-        let target = head.target
+        let target = url
         session.handOver { clientBev in
             Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientBev,
                          upstream: upstreamBev, clientText: session.peerText, target: target,

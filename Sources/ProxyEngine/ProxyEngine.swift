@@ -9,6 +9,8 @@ public final class ProxyEngine: @unchecked Sendable {
     public let configuration: EngineConfiguration
     public let metrics = EngineMetrics()
     public let sink: ExchangeSink?
+    /// HTTPS interception after CONNECT; nil keeps every tunnel blind.
+    public let tlsInterceptor: TLSInterceptor?
     /// Extra `/metrics` text (log writer, serialization queue), appended as is.
     public var additionalMetrics: (@Sendable () -> String)?
     private var loops: [EventLoop] = []
@@ -25,9 +27,10 @@ public final class ProxyEngine: @unchecked Sendable {
 
     static let threadingSetUp: Bool = { evthread_use_pthreads() == 0 }()
 
-    public init(configuration: EngineConfiguration, sink: ExchangeSink?) {
+    public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil) {
         self.configuration = configuration
         self.sink = sink
+        self.tlsInterceptor = tlsInterceptor
         _ = ProxyEngine.threadingSetUp
     }
 

@@ -26,10 +26,17 @@ final class UpstreamConnection {
     private var lastConnectError = ""
     private(set) var isClosed = false
     var idleTimer: LoopTimer?
+    /// HTTPS to the origin (intercepted CONNECT): TLS runs over the TCP connection.
+    private let usesTLS: Bool
+    private var handshaking = false
+    private var phase: ((ConnectPhase) -> Void)?
+
+    enum ConnectPhase { case resolved, tcpConnected }
 
     init(loop: EventLoop, authority: HTTPAuthority) {
         self.loop = loop
         self.authority = authority
+        self.usesTLS = authority.scheme == "https"
         loop.engine?.metrics.activeUpstreams.add()
     }
 
@@ -40,9 +47,10 @@ final class UpstreamConnection {
     /// Resolves and connects. `completion` runs once on the loop thread, never
     /// synchronously from inside this call. `isOwnListener` guards against loops.
     func connect(timeout: Double, isOwnListener: @escaping (SocketAddress) -> Bool,
-                 clock: @escaping (Bool) -> Void,
+                 phase: @escaping (ConnectPhase) -> Void,
                  completion: @escaping (Result<Void, TransportError>) -> Void) {
         connectCompletion = completion
+        self.phase = phase
         let timer = LoopTimer(loop: loop) { [weak self] in
             self?.finishConnect(.failure(TransportError("upstreamTimeout",
                 "connecting to \(self?.authority.description ?? "?") timed out")))
@@ -51,7 +59,7 @@ final class UpstreamConnection {
         deadline = timer
         Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result in
             guard let self, self.connectCompletion != nil else { return }
-            clock(true)
+            self.phase?(.resolved)
             switch result {
             case .failure(let e): self.finishConnect(.failure(e))
             case .success(let addresses):
@@ -92,6 +100,7 @@ final class UpstreamConnection {
     private func finishConnect(_ result: Result<Void, TransportError>) {
         guard let completion = connectCompletion else { return }
         connectCompletion = nil
+        phase = nil
         deadline?.cancel()
         deadline = nil
         if case .failure = result { close() } else if let bev {
@@ -125,7 +134,18 @@ final class UpstreamConnection {
     private func handleEvent(_ events: Int16) {
         if connectCompletion != nil {
             if Int32(events) & BEV_EVENT_CONNECTED != 0 {
-                finishConnect(.success(()))
+                if usesTLS && !handshaking {
+                    phase?(.tcpConnected)
+                    startTLS()
+                } else {
+                    finishConnect(.success(()))
+                }
+            } else if handshaking {
+                // A certificate or protocol failure: another address would not fix it.
+                let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
+                let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
+                let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+                finishConnect(.failure(TransportError("tlsFailed", "TLS with \(authority) failed: \(why)")))
             } else {
                 // libevent leaves the socket's SO_ERROR in errno for this callback.
                 let err = errno
@@ -135,6 +155,29 @@ final class UpstreamConnection {
             return
         }
         if let o = owner { o.upstreamEvent(self, events: events) } else { idleEvent() }
+    }
+
+    /// Wraps the connected socket in an OpenSSL filter; `BEV_EVENT_CONNECTED` on the
+    /// filter means the handshake (and the origin's certificate check) succeeded.
+    private func startTLS() {
+        guard let tcp = bev, let interceptor = loop.engine?.tlsInterceptor else {
+            finishConnect(.failure(TransportError("tlsFailed", "HTTPS to \(authority) without TLS support")))
+            return
+        }
+        let ssl: OpaquePointer
+        do { ssl = try interceptor.clientSSL(forHost: authority.host) } catch {
+            finishConnect(.failure(TransportError("tlsFailed", "TLS setup for \(authority) failed: \(error)")))
+            return
+        }
+        guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                          Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            finishConnect(.failure(TransportError("tlsFailed", "cannot start TLS with \(authority)")))
+            return
+        }
+        bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
+        handshaking = true
+        bev = filter
+        installCallbacks()
     }
 
     /// Bytes or EOF on a pooled connection: the origin closed it (or misbehaved). Drop it.

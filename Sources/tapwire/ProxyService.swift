@@ -48,7 +48,24 @@ final class ProxyService: @unchecked Sendable {
         let pipeline = ExchangePipeline(processor: Self.processor(for: config), writer: writer)
         var engineConfig = config.engine
         engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
-        let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil)
+        var interception: HTTPSInterception?
+        do {
+            if let (i, ca) = try HTTPSInterception.make(config.tls) {
+                interception = i
+                Self.log("HTTPS interception for \(config.tls.intercept.joined(separator: ", "))"
+                         + (config.tls.ignore.isEmpty ? "" : " except \(config.tls.ignore.joined(separator: ", "))")
+                         + "; CA \(ca.subjectName) (\(ca.certificatePath)\(ca.wasCreated ? ", created now" : ""))")
+                if config.tls.insecureUpstream {
+                    Self.log("WARNING: tls.insecureUpstream is true: origin certificates are NOT verified. Use it for test origins only.")
+                }
+            }
+        } catch {
+            Self.log("cannot set up HTTPS interception: \(error)")
+            writer.flushAndStop()
+            return 1
+        }
+        let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
+                                 tlsInterceptor: interception)
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import ProxyEngine
+import TLSInterception
 
 // Exit codes (interfaces.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
 let usageText = """
@@ -9,6 +10,7 @@ usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
        tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
        tapwire env [--config FILE]
+       tapwire ca export [--config FILE]
 filters: host=GLOB path=GLOB status=404|4xx|200-299 method=GET type=json error
 
 """
@@ -101,6 +103,20 @@ case "har":
     let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
     exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
+
+case "ca":
+    guard rest.first == "export" else { fail("usage: tapwire ca export [--config FILE]", code: 2) }
+    let f = flags(rest.dropFirst(), allowed: ["--config"])
+    guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
+    let config = loadConfiguration(f.values["--config"])
+    do {
+        let ca = try CertificateAuthority.loadOrCreate(directory: config.tls.caDirectory)
+        // The PEM alone on stdout (`> tapwire-ca.pem`); how to trust it on stderr.
+        print(ca.certificatePEM, terminator: ca.certificatePEM.hasSuffix("\n") ? "" : "\n")
+        FileHandle.standardError.write(Data(TrustInstructions.text(caPath: ca.certificatePath).utf8))
+    } catch {
+        fail("\(error)", code: 1)
+    }
 
 case "-h", "--help", "help":
     print(usageText, terminator: "")

@@ -146,9 +146,11 @@ final class OriginServer {
     let port: Int
     private let stdin = Pipe()
 
-    init() throws {
+    /// `tls`: certificate and key files for an HTTPS origin.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/origin.py").path]
+            + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin

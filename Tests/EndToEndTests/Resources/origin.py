@@ -153,10 +153,27 @@ def handle(conn):
         except OSError:
             pass
 
+def serve_tls(conn, tls):
+    try:
+        conn = tls.wrap_socket(conn, server_side=True)
+    except (OSError, ValueError):
+        conn.close()
+        return
+    handle(conn)
+
 def main():
+    # origin.py [PORT] [--tls CERT KEY]: HTTPS with the given certificate.
+    args = sys.argv[1:]
+    tls = None
+    if "--tls" in args:
+        i = args.index("--tls")
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args[i + 1], args[i + 2])
+        del args[i:i + 3]
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
+    s.bind(("127.0.0.1", int(args[0]) if args else 0))
     s.listen(256)
     print(s.getsockname()[1], flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), s.close(), sys.exit(0)), daemon=True).start()
@@ -170,6 +187,6 @@ def main():
             c, _ = s.accept()
         except OSError:
             return
-        threading.Thread(target=handle, args=(c,), daemon=True).start()
+        threading.Thread(target=serve_tls if tls else handle, args=(c, tls) if tls else (c,), daemon=True).start()
 
 main()

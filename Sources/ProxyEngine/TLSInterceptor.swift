@@ -1,0 +1,14 @@
+/// What the engine needs to intercept HTTPS after CONNECT; the certificates
+/// and trust decisions live outside the engine (TLSInterception).
+/// SSL objects are passed as the opaque `SSL *` and owned by the bufferevent
+/// they are given to (freed with it).
+public protocol TLSInterceptor: Sendable {
+    /// Whether CONNECT to `host` is decrypted (`tls.intercept` minus `tls.ignore`).
+    func intercepts(host: String) -> Bool
+    /// A server-side `SSL *` presenting a leaf certificate for `host` to the client.
+    func serverSSL(forHost host: String) throws -> OpaquePointer
+    /// A client-side `SSL *` that verifies the origin `host` (SNI, hostname check, ALPN http/1.1).
+    func clientSSL(forHost host: String) throws -> OpaquePointer
+    /// Why a handshake failed: the certificate verification result or the OpenSSL error text.
+    func failureDescription(ssl: OpaquePointer?, error: UInt) -> String
+}

@@ -1,0 +1,48 @@
+import COpenSSL
+import Configuration
+import ExchangeLog
+import Foundation
+import ProxyEngine
+import TLSInterception
+
+/// The engine's `TLSInterceptor` from the config's `tls` block: which hosts are
+/// decrypted, the leaf certificates shown to clients, and the trust used for origins.
+struct HTTPSInterception: TLSInterceptor {
+    let intercept: [Glob]
+    let ignore: [Glob]
+    let leaves: LeafCertificateCache
+    let upstream: UpstreamTLSContext
+
+    /// nil when `tls.intercept` is empty: every CONNECT stays a blind tunnel.
+    static func make(_ tls: TapwireConfiguration.TLSConfig) throws -> (HTTPSInterception, CertificateAuthority)? {
+        guard !tls.intercept.isEmpty else { return nil }
+        let ca = try CertificateAuthority.loadOrCreate(directory: tls.caDirectory)
+        let upstream = try UpstreamTLSContext(upstreamCAFile: tls.upstreamCAFile, insecure: tls.insecureUpstream)
+        return (HTTPSInterception(intercept: tls.intercept.map { Glob($0, caseInsensitive: true) },
+                                  ignore: tls.ignore.map { Glob($0, caseInsensitive: true) },
+                                  leaves: LeafCertificateCache(ca: ca), upstream: upstream), ca)
+    }
+
+    func intercepts(host: String) -> Bool {
+        intercept.contains { $0.matches(host) } && !ignore.contains { $0.matches(host) }
+    }
+
+    func serverSSL(forHost host: String) throws -> OpaquePointer {
+        try leaves.makeSSL(forHost: host)
+    }
+
+    func clientSSL(forHost host: String) throws -> OpaquePointer {
+        try upstream.makeSSL(host: host)
+    }
+
+    func failureDescription(ssl: OpaquePointer?, error: UInt) -> String {
+        if let ssl {
+            let verify = UpstreamTLSContext.describeVerifyError(ssl)
+            if verify != "ok" { return verify }
+        }
+        guard error != 0 else { return "the connection closed during the handshake" }
+        var buf = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(error, &buf, buf.count)
+        return String(cString: buf)
+    }
+}

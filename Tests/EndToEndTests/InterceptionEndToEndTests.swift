@@ -1,0 +1,124 @@
+import Foundation
+import XCTest
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with the openssl CLI,
+/// standing in for an origin's own PKI.
+struct TestPKI {
+    let directory: URL
+    var caCertificate: String { directory.appendingPathComponent("origin-ca.pem").path }
+    var certificate: String { directory.appendingPathComponent("origin.pem").path }
+    var key: String { directory.appendingPathComponent("origin.key").path }
+
+    init(in directory: URL) throws {
+        self.directory = directory
+        let d = directory.path
+        let steps: [[String]] = [
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+             "-subj", "/CN=Origin Test CA", "-keyout", "\(d)/origin-ca.key", "-out", "\(d)/origin-ca.pem",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"],
+            ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+             "-keyout", "\(d)/origin.key", "-out", "\(d)/origin.csr"],
+        ]
+        for s in steps {
+            let r = try runCommand("openssl", s)
+            guard r.status == 0 else { throw XCTSkip("openssl failed: \(r.stderr)") }
+        }
+        try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n".utf8)
+            .write(to: directory.appendingPathComponent("ext.cnf"))
+        let sign = try runCommand("openssl", ["x509", "-req", "-in", "\(d)/origin.csr", "-CA", "\(d)/origin-ca.pem",
+                                              "-CAkey", "\(d)/origin-ca.key", "-CAcreateserial", "-days", "2",
+                                              "-extfile", "\(d)/ext.cnf", "-out", "\(d)/origin.pem"])
+        guard sign.status == 0 else { throw XCTSkip("openssl failed: \(sign.stderr)") }
+    }
+}
+
+final class InterceptionEndToEndTests: XCTestCase {
+    var work: URL!
+    var pki: TestPKI!
+    var origin: OriginServer!
+
+    override func setUpWithError() throws {
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("tw-tls-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        pki = try TestPKI(in: work)
+        origin = try OriginServer(tls: (pki.certificate, pki.key))
+    }
+
+    override func tearDown() {
+        origin = nil
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    private var caDirectory: String { work.appendingPathComponent("tapwire-ca").path }
+
+    private func exportCA() throws -> URL {
+        let cfg = work.appendingPathComponent("export.json")
+        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
+        let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasPrefix("-----BEGIN CERTIFICATE-----"), r.text)
+        XCTAssertTrue(r.stderr.contains("update-ca-certificates"), r.stderr)
+        let pem = work.appendingPathComponent("tapwire-ca.pem")
+        try r.stdout.write(to: pem)
+        return pem
+    }
+
+    func testInterceptedHTTPSIsDecodedAndLogged() throws {
+        let tapwireCA = try exportCA()
+        let attrs = try FileManager.default.attributesOfItem(atPath: caDirectory + "/ca.key")
+        XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600, "the CA key must be private")
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate]])
+        // curl trusts only Tapwire's CA, and the origin is reached through the proxy.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", tapwireCA.path, "-H", "Authorization: Bearer TLS-SECRET",
+                                                  "https://127.0.0.1:\(origin.port)/json?tls=1"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("\"hunter2\""), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("tls=1") })
+        XCTAssertTrue(line.contains(#""url":"https://127.0.0.1:\#(origin.port)/json?tls=1""#), line)
+        XCTAssertTrue(line.contains(#""result":{"success":{"id":12345678901234567890"#), line)
+        XCTAssertFalse(line.contains("TLS-SECRET"))
+        let metrics = try XCTUnwrap(parseRecord(line)["metrics"] as? [String: Any])
+        XCTAssertNotNil(metrics["tls"] as? Double, "no TLS handshake time: \(line)")
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("HTTPS interception for 127.0.0.1") })
+    }
+
+    func testSecondStartReusesTheCA() throws {
+        let first = try String(contentsOf: try exportCA(), encoding: .utf8)
+        let second = try String(contentsOf: try exportCA(), encoding: .utf8)
+        XCTAssertEqual(first, second)
+    }
+
+    func testHostsOutsideInterceptStayBlindTunnels() throws {
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["*.example.test"], "caDirectory": caDirectory]])
+        // The client sees the origin's own certificate, so it needs the origin's CA.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", pki.caCertificate, "https://127.0.0.1:\(origin.port)/json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("hunter2"))
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertFalse(line.contains("hunter2"))
+    }
+
+    func testUntrustedOriginGets502AndATLSErrorRecord() throws {
+        let tapwireCA = try exportCA()
+        // No upstreamCAFile: the origin's CA is not trusted.
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory]])
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", tapwireCA.path, "-w", "\n%{http_code}",
+                                                  "https://127.0.0.1:\(origin.port)/json?untrusted=1"])
+        XCTAssertTrue(r.text.hasSuffix("502"), r.text)
+        XCTAssertTrue(r.text.contains("certificate"), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("untrusted=1") })
+        XCTAssertTrue(line.contains(#""code":"tlsFailed""#), line)
+    }
+
+    func testClientRejectingTheCertificateLeavesARecord() throws {
+        _ = try exportCA()
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate]])
+        // curl trusts the origin's CA only: Tapwire's leaf is refused, as a pinning client would.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", pki.caCertificate, "https://127.0.0.1:\(origin.port)/json"])
+        XCTAssertEqual(r.status, 60, r.stderr)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("clientTLSFailed") })
+        XCTAssertTrue(line.contains(#""kind":"tunnel""#), line)
+    }
+}
