@@ -123,6 +123,34 @@ final class JSONParserTests: XCTestCase {
         XCTAssertEqual(try JSONParser.parse(text), .array(expected))
     }
 
+    func testLargeDocumentKeepsNearlyEqualShortTextsApart() throws {
+        // Texts that differ only in their last byte, at every length the sharing covers, as
+        // keys, strings and numbers (a number and a string with the same text stay different),
+        // ending right at the end of the input so the last ones are read byte by byte.
+        var members: [String] = []
+        var expected: [JSON.Member] = []
+        for round in 0..<40 {
+            for length in 1...33 {
+                for last in ["a", "b"] {
+                    let text = String(repeating: "k", count: length - 1) + last
+                    members.append(#""\#(text)":"\#(text)""#)
+                    expected.append(.init(text, .string(text)))
+                }
+            }
+            let number = String(round % 3 + 10)
+            members.append(#""n":\#(number)"#)
+            members.append(#""s":"\#(number)""#)
+            expected.append(.init("n", .number(number)))
+            expected.append(.init("s", .string(number)))
+        }
+        members.append(#""z":"q""#)
+        expected.append(.init("z", .string("q")))
+        let text = "{" + members.joined(separator: ",") + "}"
+        XCTAssertGreaterThan(text.utf8.count, 16 * 1024)
+        XCTAssertEqual(try JSONParser.parse(text), .object(expected))
+        XCTAssertEqual(try JSONParser.parse("[" + text + ",\"k\"]"), .array([.object(expected), .string("k")]))
+    }
+
     // MARK: Rejected (JSONTestSuite "n_" style), with offsets
 
     func testRejectsWithOffsetsAndMessages() {
