@@ -337,6 +337,7 @@ private struct JSONReader: ~Copyable {
         if frames.count >= maxDepth { throw failure("nesting deeper than \(maxDepth)", at: pos) }
     }
 
+    @inline(__always)
     mutating func closeObject(_ frame: Frame) {
         let n = values.count - frame.valueStart
         let valueBase = values.base + frame.valueStart
@@ -349,6 +350,7 @@ private struct JSONReader: ~Copyable {
         values.push(.object(members))
     }
 
+    @inline(__always)
     mutating func parseKeyAndColon() throws(JSONParseError) {
         skipWhitespace()
         guard pos < end, p[pos] == Byte.quote else { throw unexpected(at: pos, ", expected a string key") }
@@ -373,6 +375,7 @@ private struct JSONReader: ~Copyable {
         i < end && p[i] &- Byte.zero < 10
     }
 
+    @inline(__always)
     mutating func parseNumber() throws(JSONParseError) -> JSON {
         let start = pos
         var i = pos
@@ -477,6 +480,7 @@ private struct JSONReader: ~Copyable {
     }
 
     /// `pos` is on the opening quote; leaves `pos` after the closing one.
+    @inline(__always)
     mutating func parseStringValue() throws(JSONParseError) -> JSON {
         let start = pos + 1
         let stop = scanPlain(from: start)
@@ -494,6 +498,7 @@ private struct JSONReader: ~Copyable {
     }
 
     /// Like `parseStringValue`, for a member name.
+    @inline(__always)
     mutating func parseKey() throws(JSONParseError) -> String {
         let start = pos + 1
         let stop = scanPlain(from: start)
