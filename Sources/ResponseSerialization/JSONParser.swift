@@ -1,5 +1,6 @@
 // CONTRACT (filled in by the JSON work): signatures here are what other code calls.
 import Foundation  // only for the `Data` overload below; the parser itself works on raw bytes.
+import Synchronization
 
 /// Where and why a document is not RFC 8259 JSON.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -30,8 +31,11 @@ public enum JSONParser {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, message: "unexpected end of input")
         }
-        var reader = JSONReader(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
-        return try reader.parseDocument(allowFragments: allowFragments)
+        var reader = JSONReader(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth,
+                                memory: ReaderMemory.take())
+        let value = try reader.parseDocument(allowFragments: allowFragments)
+        reader.finish().giveBack()
+        return value
     }
 
     public static func parse(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
@@ -77,14 +81,28 @@ private struct MoveStack<Element>: ~Copyable {
     private(set) var count = 0
     private var capacity: Int
 
-    init(capacity: Int) {
-        self.capacity = capacity
-        base = .allocate(capacity: capacity)
+    init(capacity: Int, reusing block: ReaderMemory.Block?) {
+        if let block, block.capacity >= capacity {
+            self.capacity = block.capacity
+            base = block.pointer.bindMemory(to: Element.self, capacity: block.capacity)
+        } else {
+            block?.pointer.deallocate()
+            self.capacity = capacity
+            base = .allocate(capacity: capacity)
+        }
     }
 
     deinit {
         base.deinitialize(count: count)
         base.deallocate()
+    }
+
+    /// Empties the stack and hands its memory on instead of freeing it.
+    consuming func relinquish() -> ReaderMemory.Block {
+        base.deinitialize(count: count)
+        let block = ReaderMemory.Block(pointer: UnsafeMutableRawPointer(base), capacity: capacity)
+        discard self
+        return block
     }
 
     @inline(__always)
@@ -151,16 +169,42 @@ private struct ShortTextCache<Element>: ~Copyable {
     let entries: UnsafeMutablePointer<Entry>
 
     /// `bits` sets the capacity (`1 << bits`); a disabled cache allocates nothing and must not be used.
-    init(enabled: Bool, bits: Int) {
-        capacity = enabled ? 1 << bits : 0
+    /// `table` is memory from an earlier cache with the same `bits`.
+    init(enabled: Bool, bits: Int, reusing table: UnsafeMutableRawPointer?) {
         shift = UInt64(64 - bits)
-        entries = .allocate(capacity: capacity)
+        guard enabled else {
+            capacity = 0
+            entries = .allocate(capacity: 0)
+            reuseLater = table
+            return
+        }
+        capacity = 1 << bits
+        entries = table?.bindMemory(to: Entry.self, capacity: capacity) ?? .allocate(capacity: capacity)
         entries.initialize(repeating: Entry(text: ShortText(), element: nil), count: capacity)
+        reuseLater = nil
     }
+
+    /// A table this (disabled) cache did not need, kept for the next reader.
+    private let reuseLater: UnsafeMutableRawPointer?
 
     deinit {
         entries.deinitialize(count: capacity)
         entries.deallocate()
+        reuseLater?.deallocate()
+    }
+
+    /// Empties the cache and hands its table on instead of freeing it.
+    consuming func relinquish() -> UnsafeMutableRawPointer? {
+        entries.deinitialize(count: capacity)
+        let table: UnsafeMutableRawPointer?
+        if capacity > 0 {
+            table = UnsafeMutableRawPointer(entries)
+        } else {
+            entries.deallocate()
+            table = reuseLater
+        }
+        discard self
+        return table
     }
 
     @inline(__always)
@@ -184,6 +228,51 @@ private struct ShortTextCache<Element>: ~Copyable {
     }
 }
 
+/// A reader's working memory (stacks and tables), kept between parses in a small pool.
+/// Why: allocating these afresh made every parse start with large allocations, and glibc
+/// answers a large allocation by first consolidating every small block freed since (the
+/// whole previous document), which showed up as a sixth of the parse profile.
+/// Whoever holds a `ReaderMemory` owns its blocks, which contain no live values.
+private struct ReaderMemory: @unchecked Sendable {
+    struct Block {
+        var pointer: UnsafeMutableRawPointer
+        var capacity: Int
+    }
+    var values: Block?
+    var keys: Block?
+    var frames: Block?
+    var valueTable: UnsafeMutableRawPointer?
+    var keyTable: UnsafeMutableRawPointer?
+
+    private static let pool = Mutex<[ReaderMemory]>([])
+    /// Enough for a few concurrent parses; more readers than this allocate their own.
+    private static let poolLimit = 4
+    /// Stacks grown for an unusually large document are freed rather than kept.
+    private static let keptStackLimit = 1 << 15
+
+    static func take() -> ReaderMemory {
+        pool.withLock { $0.popLast() } ?? ReaderMemory()
+    }
+
+    consuming func giveBack() {
+        for block in [values, keys, frames] {
+            if let block, block.capacity > Self.keptStackLimit { freeAll(); return }
+        }
+        let refused: ReaderMemory? = Self.pool.withLock { kept in
+            guard kept.count < Self.poolLimit else { return self }
+            kept.append(self)
+            return nil
+        }
+        refused?.freeAll()
+    }
+
+    private func freeAll() {
+        for block in [values, keys, frames] { block?.pointer.deallocate() }
+        valueTable?.deallocate()
+        keyTable?.deallocate()
+    }
+}
+
 private struct Frame {
     var isObject: Bool
     var valueStart: Int
@@ -195,9 +284,9 @@ private struct JSONReader: ~Copyable {
     let end: Int
     let maxDepth: Int
     var pos = 0
-    var values = MoveStack<JSON>(capacity: 64)
-    var keys = MoveStack<String>(capacity: 32)
-    var frames = MoveStack<Frame>(capacity: 16)
+    var values: MoveStack<JSON>
+    var keys: MoveStack<String>
+    var frames: MoveStack<Frame>
     /// Decoded bytes of a string with escapes; reused so each escaped string costs no new buffer.
     var scratch: [UInt8] = []
     // Shared boxes: `JSON` is indirect, so reusing these turns an allocation into a retain.
@@ -211,14 +300,23 @@ private struct JSONReader: ~Copyable {
     var valueCache: ShortTextCache<JSON>
     var keyCache: ShortTextCache<String>
 
-    init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
+    init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int, memory: ReaderMemory) {
         self.p = p
         self.end = count
         self.maxDepth = maxDepth
+        values = MoveStack(capacity: 64, reusing: memory.values)
+        keys = MoveStack(capacity: 32, reusing: memory.keys)
+        frames = MoveStack(capacity: 16, reusing: memory.frames)
         cachesShortText = count >= 16 * 1024
         // Documents have few distinct keys, so a small key table stays in L1.
-        valueCache = ShortTextCache(enabled: cachesShortText, bits: 10)
-        keyCache = ShortTextCache(enabled: cachesShortText, bits: 8)
+        valueCache = ShortTextCache(enabled: cachesShortText, bits: 10, reusing: memory.valueTable)
+        keyCache = ShortTextCache(enabled: cachesShortText, bits: 8, reusing: memory.keyTable)
+    }
+
+    /// Ends a successful parse, returning the working memory for the next one.
+    consuming func finish() -> ReaderMemory {
+        ReaderMemory(values: values.relinquish(), keys: keys.relinquish(), frames: frames.relinquish(),
+                     valueTable: valueCache.relinquish(), keyTable: keyCache.relinquish())
     }
 
     func failure(_ message: String, at offset: Int) -> JSONParseError {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ResponseSerialization
 import XCTest
 
@@ -149,6 +150,27 @@ final class JSONParserTests: XCTestCase {
         XCTAssertGreaterThan(text.utf8.count, 16 * 1024)
         XCTAssertEqual(try JSONParser.parse(text), .object(expected))
         XCTAssertEqual(try JSONParser.parse("[" + text + ",\"k\"]"), .array([.object(expected), .string("k")]))
+    }
+
+    func testConcurrentParsesShareNothingVisible() {
+        // Readers reuse pooled working memory; parses on many threads at once, large and
+        // small, failing and succeeding, must each see only their own document.
+        let documents: [String] = (0..<8).map { i in
+            let items = (0..<(i % 2 == 0 ? 1500 : 3)).map { #"{"id":\#($0 % 9),"owner":"o\#(i)","k\#(i)":[true,null]}"# }
+            return "[" + items.joined(separator: ",") + "]"
+        }
+        let expected = documents.map { try? JSONParser.parse($0) }
+        let mismatches = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 64) { round in
+            let index = round % documents.count
+            if round % 5 == 0 { _ = try? JSONParser.parse(documents[index] + "]") }  // fails, memory not returned
+            if (try? JSONParser.parse(documents[index])) != expected[index] {
+                mismatches.withLock { $0 += 1 }
+            }
+        }
+        XCTAssertEqual(mismatches.withLock { $0 }, 0)
+        let owner = try? JSONPointer("/1499/owner")
+        XCTAssertEqual(owner.flatMap { expected[0]?.value(at: $0) }, .string("o0"))
     }
 
     // MARK: Rejected (JSONTestSuite "n_" style), with offsets
