@@ -1,5 +1,6 @@
 // CONTRACT (filled in by the JSON work): signatures here are what other code calls.
 import Foundation  // only for the `Data` overload below; the parser itself works on raw bytes.
+import Synchronization
 
 /// Where and why a document is not RFC 8259 JSON.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -22,6 +23,14 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 /// - A byte order mark is not white space (RFC 8259 §8.1 lets parsers reject it).
 /// - Nesting is tracked on an explicit stack, so depth costs heap, never the call stack;
 ///   a container that would be deeper than `maxDepth` fails with "nesting deeper than N".
+///   Keep `maxDepth` in the thousands at most: releasing a `JSON` value, comparing two,
+///   writing one and the pointer operations all recurse once per level.
+/// - Numbers are checked against the grammar and kept as their source text.
+///
+/// Speed: strings without escapes become `String`s straight from the input bytes (found
+/// eight bytes at a time); in documents of 16 KB and more, repeated short values and keys
+/// share one box (`JSON` is indirect, so every value is an allocation otherwise); the
+/// reader's stacks and tables are pooled between parses.
 public enum JSONParser {
     /// Parses one JSON text (surrounding white space allowed). `allowFragments`
     /// accepts a scalar at top level (Alamofire's default); nesting deeper than
@@ -30,8 +39,11 @@ public enum JSONParser {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, message: "unexpected end of input")
         }
-        var reader = JSONReader(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
-        return try reader.parseDocument(allowFragments: allowFragments)
+        var reader = JSONReader(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth,
+                                memory: ReaderMemory.take())
+        let value = try reader.parseDocument(allowFragments: allowFragments)
+        reader.finish().giveBack()
+        return value
     }
 
     public static func parse(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
@@ -77,9 +89,15 @@ private struct MoveStack<Element>: ~Copyable {
     private(set) var count = 0
     private var capacity: Int
 
-    init(capacity: Int) {
-        self.capacity = capacity
-        base = .allocate(capacity: capacity)
+    init(capacity: Int, reusing block: ReaderMemory.Block?) {
+        if let block, block.capacity >= capacity {
+            self.capacity = block.capacity
+            base = block.pointer.bindMemory(to: Element.self, capacity: block.capacity)
+        } else {
+            block?.pointer.deallocate()
+            self.capacity = capacity
+            base = .allocate(capacity: capacity)
+        }
     }
 
     deinit {
@@ -87,11 +105,23 @@ private struct MoveStack<Element>: ~Copyable {
         base.deallocate()
     }
 
+    /// Empties the stack and hands its memory on instead of freeing it.
+    consuming func relinquish() -> ReaderMemory.Block {
+        base.deinitialize(count: count)
+        let block = ReaderMemory.Block(pointer: UnsafeMutableRawPointer(base), capacity: capacity)
+        discard self
+        return block
+    }
+
     @inline(__always)
     mutating func push(_ element: consuming Element) {
         if count == capacity { grow() }
         (base + count).initialize(to: element)
         count += 1
+    }
+
+    var top: Element {
+        @inline(__always) get { base[count - 1] }
     }
 
     mutating func pop() -> Element {
@@ -125,48 +155,129 @@ private struct MoveStack<Element>: ~Copyable {
     mutating func forgetTop(_ n: Int) { count -= n }
 }
 
-/// A direct-mapped cache from short byte strings (at most 16 bytes, held as two words)
-/// to what was built from them. API documents repeat short scalars ("User", "main",
-/// small numbers) and keys; sharing one `JSON` box or `String` per text saves an
-/// allocation and a free for each repeat, which is most of a short scalar's cost.
+/// Up to 32 bytes of text as four zero-padded words, plus a tag (length and kind), so
+/// comparing two short texts is four integer compares.
+private struct ShortText: Equatable {
+    var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0, w3: UInt64 = 0
+    var tag = -1
+    static let maxCount = 32
+}
+
+/// A direct-mapped cache from short texts to what was built from them. API documents
+/// repeat short scalars ("User", "main", small numbers) and keys; sharing one `JSON` box
+/// or `String` per text saves an allocation and a free for each repeat, which is most of
+/// a short scalar's cost.
 private struct ShortTextCache<Element>: ~Copyable {
     struct Entry {
-        var w0: UInt64
-        var w1: UInt64
-        var tag: Int
+        var text: ShortText
         var element: Element?
     }
     let capacity: Int
+    let shift: UInt64
     let entries: UnsafeMutablePointer<Entry>
 
-    /// A disabled cache allocates nothing and must not be used.
-    init(enabled: Bool) {
-        capacity = enabled ? 1024 : 0
-        entries = .allocate(capacity: capacity)
-        entries.initialize(repeating: Entry(w0: 0, w1: 0, tag: -1, element: nil), count: capacity)
+    /// `bits` sets the capacity (`1 << bits`); a disabled cache allocates nothing and must not be used.
+    /// `table` is memory from an earlier cache with the same `bits`.
+    init(enabled: Bool, bits: Int, reusing table: UnsafeMutableRawPointer?) {
+        shift = UInt64(64 - bits)
+        guard enabled else {
+            capacity = 0
+            entries = .allocate(capacity: 0)
+            reuseLater = table
+            return
+        }
+        capacity = 1 << bits
+        entries = table?.bindMemory(to: Entry.self, capacity: capacity) ?? .allocate(capacity: capacity)
+        entries.initialize(repeating: Entry(text: ShortText(), element: nil), count: capacity)
+        reuseLater = nil
     }
+
+    /// A table this (disabled) cache did not need, kept for the next reader.
+    private let reuseLater: UnsafeMutableRawPointer?
 
     deinit {
         entries.deinitialize(count: capacity)
         entries.deallocate()
+        reuseLater?.deallocate()
+    }
+
+    /// Empties the cache and hands its table on instead of freeing it.
+    consuming func relinquish() -> UnsafeMutableRawPointer? {
+        entries.deinitialize(count: capacity)
+        let table: UnsafeMutableRawPointer?
+        if capacity > 0 {
+            table = UnsafeMutableRawPointer(entries)
+        } else {
+            entries.deallocate()
+            table = reuseLater
+        }
+        discard self
+        return table
     }
 
     @inline(__always)
-    static func slot(_ w0: UInt64, _ w1: UInt64, _ tag: Int) -> Int {
-        let h = (w0 &* 0x9E37_79B9_7F4A_7C15) ^ (w1 &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(truncatingIfNeeded: tag)
-        return Int(truncatingIfNeeded: (h &* 0xFF51_AFD7_ED55_8CCD) >> 54)  // 10 bits: capacity 1024
+    func slot(_ text: ShortText) -> Int {
+        var h = (text.w0 &* 0x9E37_79B9_7F4A_7C15) ^ (text.w1 &* 0xC2B2_AE3D_27D4_EB4F)
+        h ^= (text.w2 &* 0x1656_67B1_9E37_79F9) ^ (text.w3 &* 0x27D4_EB2F_1656_67C5)
+        h ^= UInt64(truncatingIfNeeded: text.tag)
+        return Int(truncatingIfNeeded: (h &* 0xFF51_AFD7_ED55_8CCD) >> shift)
     }
 
     @inline(__always)
-    func element(_ w0: UInt64, _ w1: UInt64, _ tag: Int, slot: Int) -> Element? {
+    func element(_ text: ShortText, slot: Int) -> Element? {
         let entry = entries + slot
-        guard entry.pointee.w0 == w0, entry.pointee.w1 == w1, entry.pointee.tag == tag else { return nil }
+        guard entry.pointee.text == text else { return nil }
         return entry.pointee.element
     }
 
     @inline(__always)
-    func store(_ element: Element, _ w0: UInt64, _ w1: UInt64, _ tag: Int, slot: Int) {
-        entries[slot] = Entry(w0: w0, w1: w1, tag: tag, element: element)
+    func store(_ element: Element, _ text: ShortText, slot: Int) {
+        entries[slot] = Entry(text: text, element: element)
+    }
+}
+
+/// A reader's working memory (stacks and tables), kept between parses in a small pool.
+/// Why: allocating these afresh made every parse start with large allocations, and glibc
+/// answers a large allocation by first consolidating every small block freed since (the
+/// whole previous document), which showed up as a sixth of the parse profile.
+/// Whoever holds a `ReaderMemory` owns its blocks, which contain no live values.
+private struct ReaderMemory: @unchecked Sendable {
+    struct Block {
+        var pointer: UnsafeMutableRawPointer
+        var capacity: Int
+    }
+    var values: Block?
+    var keys: Block?
+    var frames: Block?
+    var valueTable: UnsafeMutableRawPointer?
+    var keyTable: UnsafeMutableRawPointer?
+
+    private static let pool = Mutex<[ReaderMemory]>([])
+    /// Enough for a few concurrent parses; more readers than this allocate their own.
+    private static let poolLimit = 4
+    /// Stacks grown for an unusually large document are freed rather than kept.
+    private static let keptStackLimit = 1 << 15
+
+    static func take() -> ReaderMemory {
+        pool.withLock { $0.popLast() } ?? ReaderMemory()
+    }
+
+    consuming func giveBack() {
+        for block in [values, keys, frames] {
+            if let block, block.capacity > Self.keptStackLimit { freeAll(); return }
+        }
+        let refused: ReaderMemory? = Self.pool.withLock { kept in
+            guard kept.count < Self.poolLimit else { return self }
+            kept.append(self)
+            return nil
+        }
+        refused?.freeAll()
+    }
+
+    private func freeAll() {
+        for block in [values, keys, frames] { block?.pointer.deallocate() }
+        valueTable?.deallocate()
+        keyTable?.deallocate()
     }
 }
 
@@ -181,27 +292,39 @@ private struct JSONReader: ~Copyable {
     let end: Int
     let maxDepth: Int
     var pos = 0
-    var values = MoveStack<JSON>(capacity: 64)
-    var keys = MoveStack<String>(capacity: 32)
-    var frames: [Frame] = []
+    var values: MoveStack<JSON>
+    var keys: MoveStack<String>
+    var frames: MoveStack<Frame>
     /// Decoded bytes of a string with escapes; reused so each escaped string costs no new buffer.
     var scratch: [UInt8] = []
     // Shared boxes: `JSON` is indirect, so reusing these turns an allocation into a retain.
     let trueValue = JSON.bool(true)
     let falseValue = JSON.bool(false)
     let nullValue = JSON.null
+    let emptyArray = JSON.array([])
+    let emptyObject = JSON.object([])
     /// Off for small inputs, where setting up the tables would cost more than they save.
     let cachesShortText: Bool
     var valueCache: ShortTextCache<JSON>
     var keyCache: ShortTextCache<String>
 
-    init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
+    init(_ p: UnsafePointer<UInt8>, count: Int, maxDepth: Int, memory: ReaderMemory) {
         self.p = p
         self.end = count
         self.maxDepth = maxDepth
+        values = MoveStack(capacity: 64, reusing: memory.values)
+        keys = MoveStack(capacity: 32, reusing: memory.keys)
+        frames = MoveStack(capacity: 16, reusing: memory.frames)
         cachesShortText = count >= 16 * 1024
-        valueCache = ShortTextCache(enabled: cachesShortText)
-        keyCache = ShortTextCache(enabled: cachesShortText)
+        // Documents have few distinct keys, so a small key table stays in L1.
+        valueCache = ShortTextCache(enabled: cachesShortText, bits: 10, reusing: memory.valueTable)
+        keyCache = ShortTextCache(enabled: cachesShortText, bits: 8, reusing: memory.keyTable)
+    }
+
+    /// Ends a successful parse, returning the working memory for the next one.
+    consuming func finish() -> ReaderMemory {
+        ReaderMemory(values: values.relinquish(), keys: keys.relinquish(), frames: frames.relinquish(),
+                     valueTable: valueCache.relinquish(), keyTable: keyCache.relinquish())
     }
 
     func failure(_ message: String, at offset: Int) -> JSONParseError {
@@ -254,9 +377,9 @@ private struct JSONReader: ~Copyable {
                 skipWhitespace()
                 if pos < end && p[pos] == Byte.closeBrace {
                     pos += 1
-                    values.push(.object([]))
+                    values.push(emptyObject)
                 } else {
-                    frames.append(Frame(isObject: true, valueStart: values.count, keyStart: keys.count))
+                    frames.push(Frame(isObject: true, valueStart: values.count, keyStart: keys.count))
                     try parseKeyAndColon()
                     continue nextValue
                 }
@@ -266,9 +389,9 @@ private struct JSONReader: ~Copyable {
                 skipWhitespace()
                 if pos < end && p[pos] == Byte.closeBracket {
                     pos += 1
-                    values.push(.array([]))
+                    values.push(emptyArray)
                 } else {
-                    frames.append(Frame(isObject: false, valueStart: values.count, keyStart: keys.count))
+                    frames.push(Frame(isObject: false, valueStart: values.count, keyStart: keys.count))
                     continue nextValue
                 }
             case Byte.quote:
@@ -289,7 +412,8 @@ private struct JSONReader: ~Copyable {
             }
 
             // A value is complete: close every container that ends here.
-            while let frame = frames.last {
+            while frames.count > 0 {
+                let frame = frames.top
                 skipWhitespace()
                 guard pos < end else { throw failure("unexpected end of input", at: pos) }
                 let c = p[pos]
@@ -301,12 +425,12 @@ private struct JSONReader: ~Copyable {
                 if frame.isObject {
                     guard c == Byte.closeBrace else { throw unexpected(at: pos, ", expected ',' or '}'") }
                     pos += 1
-                    frames.removeLast()
+                    frames.forgetTop(1)
                     closeObject(frame)
                 } else {
                     guard c == Byte.closeBracket else { throw unexpected(at: pos, ", expected ',' or ']'") }
                     pos += 1
-                    frames.removeLast()
+                    frames.forgetTop(1)
                     values.push(.array(values.popArray(from: frame.valueStart)))
                 }
             }
@@ -319,6 +443,7 @@ private struct JSONReader: ~Copyable {
         if frames.count >= maxDepth { throw failure("nesting deeper than \(maxDepth)", at: pos) }
     }
 
+    @inline(__always)
     mutating func closeObject(_ frame: Frame) {
         let n = values.count - frame.valueStart
         let valueBase = values.base + frame.valueStart
@@ -331,6 +456,7 @@ private struct JSONReader: ~Copyable {
         values.push(.object(members))
     }
 
+    @inline(__always)
     mutating func parseKeyAndColon() throws(JSONParseError) {
         skipWhitespace()
         guard pos < end, p[pos] == Byte.quote else { throw unexpected(at: pos, ", expected a string key") }
@@ -355,6 +481,7 @@ private struct JSONReader: ~Copyable {
         i < end && p[i] &- Byte.zero < 10
     }
 
+    @inline(__always)
     mutating func parseNumber() throws(JSONParseError) -> JSON {
         let start = pos
         var i = pos
@@ -383,13 +510,14 @@ private struct JSONReader: ~Copyable {
         }
         pos = i
         let n = i - start
-        if cachesShortText && n <= 16 {
-            let (w0, w1) = words(start, n)
-            let tag = n + 32
-            let slot = ShortTextCache<JSON>.slot(w0, w1, tag)
-            if let hit = valueCache.element(w0, w1, tag, slot: slot) { return hit }
+        // Short numbers (counts, flags, small codes) repeat; longer ones (ids, measurements)
+        // rarely do, and caching those would only churn the table.
+        if cachesShortText && n <= 4 {
+            let key = shortText(start, n, tag: n + 64)
+            let slot = valueCache.slot(key)
+            if let hit = valueCache.element(key, slot: slot) { return hit }
             let value = JSON.number(text(start, n))
-            valueCache.store(value, w0, w1, tag, slot: slot)
+            valueCache.store(value, key, slot: slot)
             return value
         }
         return .number(text(start, n))
@@ -397,24 +525,36 @@ private struct JSONReader: ~Copyable {
 
     @inline(__always)
     func text(_ start: Int, _ count: Int) -> String {
-        String(decoding: UnsafeBufferPointer(start: p + start, count: count), as: UTF8.self)
+        return String(decoding: UnsafeBufferPointer(start: p + start, count: count), as: UTF8.self)
     }
 
-    /// The `count` (at most 16) bytes at `start` as two words, zero-padded.
+    /// The `count` (at most `ShortText.maxCount`) bytes at `start`.
     @inline(__always)
-    func words(_ start: Int, _ count: Int) -> (UInt64, UInt64) {
-        if start + 16 <= end {
+    func shortText(_ start: Int, _ count: Int, tag: Int) -> ShortText {
+        @inline(__always) func mask(_ word: UInt64, _ index: Int) -> UInt64 {
+            // Bytes of word `index` that belong to the text; shifting by 64 gives 0, so 8 bytes keep all.
+            let kept = UInt64(min(max(count - index * 8, 0), 8))
+            return word & ((1 << (kept * 8)) &- 1)
+        }
+        var text = ShortText(tag: tag)
+        if start + 32 <= end {
             let raw = UnsafeRawPointer(p + start)
-            let a = UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
-            if count <= 8 { return (a & ((1 << (UInt64(count) * 8)) &- 1), 0) }
-            let b = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-            return (a, b & ((1 << (UInt64(count - 8) * 8)) &- 1))
+            text.w0 = mask(UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)), 0)
+            if count > 8 { text.w1 = mask(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)), 1) }
+            if count > 16 { text.w2 = mask(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)), 2) }
+            if count > 24 { text.w3 = mask(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)), 3) }
+            return text
         }
-        var a: UInt64 = 0, b: UInt64 = 0
         for k in 0..<count {
-            if k < 8 { a |= UInt64(p[start + k]) << (UInt64(k) * 8) } else { b |= UInt64(p[start + k]) << (UInt64(k - 8) * 8) }
+            let byte = UInt64(p[start + k]) << (UInt64(k & 7) * 8)
+            switch k >> 3 {
+            case 0: text.w0 |= byte
+            case 1: text.w1 |= byte
+            case 2: text.w2 |= byte
+            default: text.w3 |= byte
+            }
         }
-        return (a, b)
+        return text
     }
 
     /// Index of the first byte at or after `i` that a string cannot copy as is:
@@ -446,34 +586,37 @@ private struct JSONReader: ~Copyable {
     }
 
     /// `pos` is on the opening quote; leaves `pos` after the closing one.
+    @inline(__always)
     mutating func parseStringValue() throws(JSONParseError) -> JSON {
         let start = pos + 1
         let stop = scanPlain(from: start)
         guard stop < end, p[stop] == Byte.quote else { return .string(try parseString(resumingAt: stop)) }
         pos = stop + 1
         let n = stop - start
+        // Values longer than this (URLs, dates, ids) are mostly unique: caching them only churns.
         guard cachesShortText && n <= 16 else { return .string(text(start, n)) }
-        let (w0, w1) = words(start, n)
-        let slot = ShortTextCache<JSON>.slot(w0, w1, n)
-        if let hit = valueCache.element(w0, w1, n, slot: slot) { return hit }
+        let key = shortText(start, n, tag: n)
+        let slot = valueCache.slot(key)
+        if let hit = valueCache.element(key, slot: slot) { return hit }
         let value = JSON.string(text(start, n))
-        valueCache.store(value, w0, w1, n, slot: slot)
+        valueCache.store(value, key, slot: slot)
         return value
     }
 
     /// Like `parseStringValue`, for a member name.
+    @inline(__always)
     mutating func parseKey() throws(JSONParseError) -> String {
         let start = pos + 1
         let stop = scanPlain(from: start)
         guard stop < end, p[stop] == Byte.quote else { return try parseString(resumingAt: stop) }
         pos = stop + 1
         let n = stop - start
-        guard cachesShortText && n <= 16 else { return text(start, n) }
-        let (w0, w1) = words(start, n)
-        let slot = ShortTextCache<String>.slot(w0, w1, n)
-        if let hit = keyCache.element(w0, w1, n, slot: slot) { return hit }
+        guard cachesShortText && n <= ShortText.maxCount else { return text(start, n) }
+        let short = shortText(start, n, tag: n)
+        let slot = keyCache.slot(short)
+        if let hit = keyCache.element(short, slot: slot) { return hit }
         let key = text(start, n)
-        keyCache.store(key, w0, w1, n, slot: slot)
+        keyCache.store(key, short, slot: slot)
         return key
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ResponseSerialization
 import XCTest
 
@@ -121,6 +122,55 @@ final class JSONParserTests: XCTestCase {
         let text = "[" + items.joined(separator: ",") + "]"
         XCTAssertGreaterThan(text.utf8.count, 16 * 1024)
         XCTAssertEqual(try JSONParser.parse(text), .array(expected))
+    }
+
+    func testLargeDocumentKeepsNearlyEqualShortTextsApart() throws {
+        // Texts that differ only in their last byte, at every length the sharing covers, as
+        // keys, strings and numbers (a number and a string with the same text stay different),
+        // ending right at the end of the input so the last ones are read byte by byte.
+        var members: [String] = []
+        var expected: [JSON.Member] = []
+        for round in 0..<40 {
+            for length in 1...33 {
+                for last in ["a", "b"] {
+                    let text = String(repeating: "k", count: length - 1) + last
+                    members.append(#""\#(text)":"\#(text)""#)
+                    expected.append(.init(text, .string(text)))
+                }
+            }
+            let number = String(round % 3 + 10)
+            members.append(#""n":\#(number)"#)
+            members.append(#""s":"\#(number)""#)
+            expected.append(.init("n", .number(number)))
+            expected.append(.init("s", .string(number)))
+        }
+        members.append(#""z":"q""#)
+        expected.append(.init("z", .string("q")))
+        let text = "{" + members.joined(separator: ",") + "}"
+        XCTAssertGreaterThan(text.utf8.count, 16 * 1024)
+        XCTAssertEqual(try JSONParser.parse(text), .object(expected))
+        XCTAssertEqual(try JSONParser.parse("[" + text + ",\"k\"]"), .array([.object(expected), .string("k")]))
+    }
+
+    func testConcurrentParsesShareNothingVisible() {
+        // Readers reuse pooled working memory; parses on many threads at once, large and
+        // small, failing and succeeding, must each see only their own document.
+        let documents: [String] = (0..<8).map { i in
+            let items = (0..<(i % 2 == 0 ? 1500 : 3)).map { #"{"id":\#($0 % 9),"owner":"o\#(i)","k\#(i)":[true,null]}"# }
+            return "[" + items.joined(separator: ",") + "]"
+        }
+        let expected = documents.map { try? JSONParser.parse($0) }
+        let mismatches = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 64) { round in
+            let index = round % documents.count
+            if round % 5 == 0 { _ = try? JSONParser.parse(documents[index] + "]") }  // fails, memory not returned
+            if (try? JSONParser.parse(documents[index])) != expected[index] {
+                mismatches.withLock { $0 += 1 }
+            }
+        }
+        XCTAssertEqual(mismatches.withLock { $0 }, 0)
+        let owner = try? JSONPointer("/1499/owner")
+        XCTAssertEqual(owner.flatMap { expected[0]?.value(at: $0) }, .string("o0"))
     }
 
     // MARK: Rejected (JSONTestSuite "n_" style), with offsets
