@@ -32,8 +32,13 @@ endef
 deps:
 	$(call apt_install,$(DEB_BUILD))
 
+# Python packages only the tests use (HAR schema check, Prometheus text parser).
+PIP_TEST     := jsonschema prometheus_client
+
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
+	@python3 -c "import jsonschema, prometheus_client" 2>/dev/null || \
+	  python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST)
 
 build: deps
 	$(SWIFT) build -j $(JOBS)

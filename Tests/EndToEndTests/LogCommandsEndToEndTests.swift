@@ -79,3 +79,35 @@ final class LogCommandsEndToEndTests: XCTestCase {
         XCTAssertEqual(try runCommand(bin, ["frobnicate"]).status, 2)
     }
 }
+
+/// `/metrics` as a Prometheus server reads it.
+final class MetricsEndToEndTests: XCTestCase {
+    func testMetricsParseAsPrometheusText() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=503"])
+        Thread.sleep(forTimeInterval: 0.3)
+        let text = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).stdout
+        let script = """
+        import sys
+        from prometheus_client.parser import text_string_to_metric_families
+        fams = {f.name: f for f in text_string_to_metric_families(sys.stdin.read())}
+        def value(name, **labels):
+            for f in fams.values():
+                for s in f.samples:
+                    if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                        return s.value
+            raise SystemExit("missing " + name + str(labels))
+        print(int(value("tapwire_exchanges_total", status_class="2xx")), int(value("tapwire_exchanges_total", status_class="5xx")),
+              int(value("tapwire_exchange_duration_seconds_count")), value("tapwire_records_written_total") >= 0,
+              fams["tapwire_exchange_duration_seconds"].type, value("tapwire_client_connections") >= 1)
+        """
+        let r = try runCommand("python3", ["-c", script], input: text)
+        if r.stderr.contains("No module named 'prometheus_client'") {
+            throw XCTSkip("prometheus_client is not installed (make test-deps installs it)")
+        }
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.text, "1 1 2 True histogram True\n", r.stderr)
+    }
+}
