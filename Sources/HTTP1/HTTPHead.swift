@@ -67,15 +67,20 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
             .filter { !$0.isEmpty }
     }
 
-    @inlinable
+    /// ASCII case-insensitive equality on the UTF-8 bytes (field names are tokens).
     public static func equalNames(_ a: String, _ b: String) -> Bool {
         if a.utf8.count != b.utf8.count { return false }
-        for (x, y) in zip(a.utf8, b.utf8) where asciiLower(x) != asciiLower(y) { return false }
-        return true
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                for i in 0..<pa.count where asciiLower(pa[i]) != asciiLower(pb[i]) { return false }
+                return true
+            }
+        }
     }
 }
 
-@usableFromInline
+@inline(__always)
 func asciiLower(_ c: UInt8) -> UInt8 { (c >= 65 && c <= 90) ? c | 0x20 : c }
 
 extension Substring {

@@ -22,6 +22,7 @@ final class ClientSession {
     private(set) var interceptedAuthority: HTTPAuthority?
     private var tlsEstablished = false
     private var flushPoll: LoopTimer?
+    private let staged = SocketOutput()
     private var interceptStart = 0.0
 
     var config: EngineConfiguration { engine.configuration }
@@ -195,6 +196,7 @@ final class ClientSession {
             return
         }
         write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+        flush()
         guard let filter = bufferevent_openssl_filter_new(loop.base, plain, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
             close()
@@ -219,6 +221,7 @@ final class ClientSession {
 
     /// Hands this session's socket to a tunnel; the session ends without closing it.
     func handOver(to tunnelBuilder: (OpaquePointer) -> Void) {
+        flush()
         guard let b = bev else { return }
         headTimer?.cancel()
         bev = nil
@@ -229,20 +232,27 @@ final class ClientSession {
 
     // MARK: writing
 
+    /// Stages bytes for the client; `flush()` sends them (see `SocketOutput`).
     func write(_ bytes: [UInt8]) {
-        guard let output else { return }
-        bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+        guard let bev else { return }
+        staged.add(bytes, for: bev)
+    }
+
+    func flush() {
+        guard let bev else { return }
+        staged.flush(to: bev)
     }
 
     /// Bytes not yet on the wire, including what a TLS filter has passed to the socket below it.
     var outputLength: Int {
         guard let bev else { return 0 }
-        var n = evbuffer_get_length(bufferevent_get_output(bev))
+        var n = evbuffer_get_length(bufferevent_get_output(bev)) + staged.pending
         if let below = bufferevent_get_underlying(bev) { n += evbuffer_get_length(bufferevent_get_output(below)) }
         return n
     }
     var clientInput: OpaquePointer? { input }
-    var clientOutput: OpaquePointer? { output }
+    /// Where response bytes go until the next `flush()`.
+    var clientOutput: OpaquePointer? { bev.map { staged.buffer(for: $0) } }
 
     func respond(status: Int, reason: String, body: String, extraHeaders: [(String, String)] = [],
                  close: Bool, headOnly: Bool = false) {
@@ -255,6 +265,7 @@ final class ClientSession {
         head += "\r\n"
         write(Array(head.utf8))
         if !headOnly { write(bytes) }
+        flush()
         if close { closeAfterFlush() } else { exchangeFinished(keepAlive: true) }
     }
 
@@ -277,13 +288,6 @@ final class ClientSession {
         bufferevent_enable(bev, Int16(EV_READ))
     }
 
-    /// While the response to a fully read request is pending, the next pipelined
-    /// head stays in the input buffer unread.
-    func stopReadingUntilResponse() {
-        guard let bev else { return }
-        bufferevent_disable(bev, Int16(EV_READ))
-    }
-
     func setClientReadTimeout(_ seconds: Double?) {
         guard let bev else { return }
         if let s = seconds {
@@ -297,11 +301,12 @@ final class ClientSession {
     /// The exchange is over; keep the connection for the next request or close it.
     func exchangeFinished(keepAlive: Bool) {
         exchange = nil
+        let wasPaused = readingPausedForBackpressure
         readingPausedForBackpressure = false
         setClientReadTimeout(nil)
         guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
         guard let bev, let input else { return }
-        bufferevent_enable(bev, Int16(EV_READ))
+        if wasPaused { bufferevent_enable(bev, Int16(EV_READ)) }
         armHeadTimer()
         if evbuffer_get_length(input) > 0 {
             // A pipelined request is already buffered: answer it now.

@@ -28,7 +28,9 @@ func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer:
 /// upstream, forwards the rewritten head, streams both bodies with backpressure,
 /// and hands a `CapturedExchange` to the sink when it ends, however it ends.
 final class Exchange: UpstreamOwner {
-    unowned let session: ClientSession
+    /// Strong on purpose: the session drops its exchange when it ends, which breaks the
+    /// cycle; an `unowned` reference cost a slow-path refcount on every access.
+    let session: ClientSession
     let head: HTTPRequestHead
     let authority: HTTPAuthority
     let originTarget: String
@@ -52,6 +54,8 @@ final class Exchange: UpstreamOwner {
     private var clientPaused = false
     private var finished = false
     private var connectionReused = false
+    /// An upstream is attached and the head went out: body bytes may follow.
+    private var attached = false
 
     var config: EngineConfiguration { session.config }
     var engine: ProxyEngine { session.engine }
@@ -85,14 +89,15 @@ final class Exchange: UpstreamOwner {
     // MARK: starting
 
     func begin() {
-        // The body stays in the client's buffer until an upstream is ready, so a
-        // failed address can be retried without losing bytes.
-        session.pauseReading()
         if !wantsUpgrade, let pooled = session.loop.pool.take(authority) {
             connectionReused = true
             attach(pooled)
             return
         }
+        // A body stays in the client's buffer until an upstream is ready, so a failed
+        // address can be retried without losing bytes. Without a body nothing needs
+        // pausing (and toggling the read event costs two epoll_ctl calls).
+        if requestFraming != .none { session.pauseReading() }
         connectNew()
     }
 
@@ -121,16 +126,15 @@ final class Exchange: UpstreamOwner {
 
     private func attach(_ c: UpstreamConnection) {
         upstream = c
+        attached = true
         upstreamAddressText = c.address?.description
         c.owner = self
         c.setReadTimeout(config.upstreamReadTimeout)
         let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade)
-        if let out = c.output {
-            let bytes = forwarded.serialized()
-            bytes.withUnsafeBytes { _ = evbuffer_add(out, $0.baseAddress, $0.count) }
-        }
+        if let bev = c.bev { c.stage(forwarded.serialized(), bev) }
         if requestFraming == .none {
             requestComplete()
+            c.flush()
         } else {
             session.resumeReading()
             session.setClientReadTimeout(config.clientIdleTimeout)
@@ -139,17 +143,18 @@ final class Exchange: UpstreamOwner {
         if let input = c.input, evbuffer_get_length(input) > 0 { upstreamReadable(c) }
     }
 
+    /// Pipelined requests behind this one simply wait in the client's input buffer:
+    /// reading stays on, so a client that closes is still noticed.
     private func requestComplete() {
         requestDone = true
         clock.requestSent = now()
         session.setClientReadTimeout(nil)
-        session.stopReadingUntilResponse()
     }
 
     // MARK: request body
 
     func clientReadable() {
-        guard upstream?.bev != nil, !requestDone, !finished else { return }
+        guard attached, upstream?.bev != nil, !requestDone, !finished else { return }
         pumpRequest()
     }
 
@@ -160,6 +165,7 @@ final class Exchange: UpstreamOwner {
             let done = try pumpBody(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
                                     captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
             engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
+            c.flush()
             if done { requestComplete(); return }
         } catch {
             closeClientAfter = true
@@ -170,7 +176,7 @@ final class Exchange: UpstreamOwner {
             }
             return
         }
-        if evbuffer_get_length(out) >= config.highWaterBytes, let bev = c.bev {
+        if c.outputLength >= config.highWaterBytes, let bev = c.bev {
             clientPaused = true
             session.pauseReading()
             bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
@@ -208,6 +214,8 @@ final class Exchange: UpstreamOwner {
 
     func upstreamReadable(_ c: UpstreamConnection) {
         guard !finished, let input = c.input else { return }
+        // Interim answers and the head are staged; whatever was staged goes out in one write.
+        defer { session.flush() }
         if !responseBytesSeen, evbuffer_get_length(input) > 0 {
             responseBytesSeen = true
             clock.firstResponseByte = now()
@@ -276,8 +284,10 @@ final class Exchange: UpstreamOwner {
         do {
             done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes)
             responseFramer = framer
+            session.flush()
         } catch {
             responseFramer = framer
+            session.flush()
             closeClientAfter = true
             finish(error: TransportError("malformedResponse", "malformed response body from the origin: \(error.reason)"), respond: nil)
             return

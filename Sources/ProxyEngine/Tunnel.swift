@@ -86,7 +86,12 @@ final class Tunnel {
         guard n > 0 else { return }
         source.bytesRead += UInt64(n)
         lastActivity = EventLoop.monotonicNow()
-        evbuffer_add_buffer(destination.output, source.input)
+        // Straight to the socket when nothing is queued (see SocketOutput), the rest queued.
+        if evbuffer_get_length(destination.output) == 0 && bufferevent_get_underlying(destination.bev) == nil {
+            let fd = bufferevent_getfd(destination.bev)
+            if fd >= 0 { _ = evbuffer_write(source.input, fd) }
+        }
+        if evbuffer_get_length(source.input) > 0 { evbuffer_add_buffer(destination.output, source.input) }
         if source === client { engine.metrics.bytesFromClients.add(n) } else { engine.metrics.bytesFromUpstreams.add(n) }
         let high = engine.configuration.highWaterBytes
         if evbuffer_get_length(destination.output) >= high {

@@ -17,7 +17,9 @@ final class UpstreamConnection {
     let authority: HTTPAuthority
     private(set) var bev: OpaquePointer?
     private(set) var address: SocketAddress?
-    weak var owner: UpstreamOwner?
+    /// Strong while lent out (cleared when the exchange ends or the connection closes);
+    /// a weak reference gave every exchange a side table and slow-path refcounts.
+    var owner: UpstreamOwner?
     /// Exchanges this connection has carried before the current one.
     var exchangesServed = 0
     private var pending: [SocketAddress] = []
@@ -189,7 +191,23 @@ final class UpstreamConnection {
     // MARK: use
 
     var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
-    var output: OpaquePointer? { bev.flatMap { bufferevent_get_output($0) } }
+    /// Where request bytes go until the next `flush()` (see `SocketOutput`).
+    var output: OpaquePointer? { bev.map { staged.buffer(for: $0) } }
+    /// Bytes not yet handed to the socket.
+    var outputLength: Int {
+        guard let bev else { return 0 }
+        var n = evbuffer_get_length(bufferevent_get_output(bev)) + staged.pending
+        if let below = bufferevent_get_underlying(bev) { n += evbuffer_get_length(bufferevent_get_output(below)) }
+        return n
+    }
+    private let staged = SocketOutput()
+
+    func flush() {
+        guard let bev else { return }
+        staged.flush(to: bev)
+    }
+
+    func stage(_ bytes: [UInt8], _ bev: OpaquePointer) { staged.add(bytes, for: bev) }
 
     func setReadTimeout(_ seconds: Double?) {
         guard let bev else { return }
@@ -223,7 +241,8 @@ final class UpstreamConnection {
 /// Idle upstream connections of one loop, keyed by `host:port`, each closed
 /// after `upstream.idleTimeout` unused.
 final class UpstreamPool {
-    unowned let loop: EventLoop
+    /// Loops live as long as the process, so the cycle through `EventLoop.pool` is harmless.
+    let loop: EventLoop
     private var idle: [HTTPAuthority: [UpstreamConnection]] = [:]
     /// Bound per origin so one busy origin cannot hold every descriptor.
     var maxIdlePerOrigin = 64
