@@ -203,6 +203,32 @@ def rss_kib(pids):
     return total
 
 
+def cpu_seconds(pids):
+    """User + system time of the processes (all their threads), in seconds."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds():
+    """CPU time all cores spent not idle since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def process_tree(root):
     children = {}
     for entry in os.listdir("/proc"):
@@ -431,16 +457,30 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
             if p.proc.poll() is not None:
                 log("  %s has exited (code %s); no more rounds for it" % (p.name, p.proc.returncode))
                 continue
+            pids = process_tree(p.proc.pid)
+            ours = pids + args.origin_pids
+            cpu0, own0, wrk0, busy0, t0 = (cpu_seconds(pids), cpu_seconds(ours), children_cpu_seconds(),
+                                           machine_busy_seconds(), time.monotonic())
             r = run_wrk(p, origin_port, path, args, args.duration)
+            if r is not None:
+                # CPU spent per request is steadier than req/s on a shared machine.
+                r["cpu_us"] = (cpu_seconds(pids) - cpu0) * 1e6 / max(1, r["requests"])
+                # Whatever else ran meanwhile (other people's builds) took this
+                # share of the machine from the round.
+                others = ((machine_busy_seconds() - busy0) - (cpu_seconds(ours) - own0)
+                          - (children_cpu_seconds() - wrk0))
+                r["foreign_pct"] = max(0.0, 100 * others / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
+                args.foreign.append(r["foreign_pct"])
             if r is None:
                 log("  %-9s %s round %d: wrk gave no result" % (p.name, label, rnd + 1))
                 continue
             if p.name == "tapwire":
                 wrk_served.append(r["requests"])
             results[p.name].append(r)
-            log("  %-9s %s round %d: %9.0f req/s  p50 %7.2f ms  p99 %7.2f ms  %s  (load %s)" % (
-                p.name, label, rnd + 1, r["rps"], r["p50_us"] / 1000, r["p99_us"] / 1000,
-                error_text(r) or "no errors", loadavg()))
+            log("  %-9s %s round %d: %7.0f req/s  p50 %6.2f ms  p99 %6.2f ms  %5.1f CPU µs/req  "
+                "others %2.0f%%  %s" % (
+                    p.name, label, rnd + 1, r["rps"], r["p50_us"] / 1000, r["p99_us"] / 1000,
+                    r["cpu_us"], r["foreign_pct"], error_text(r) or "no errors"))
     summary = {}
     for name, rs in results.items():
         if rs:
@@ -448,6 +488,7 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
                 "rps": statistics.median(r["rps"] for r in rs),
                 "p50_ms": statistics.median(r["p50_us"] for r in rs) / 1000,
                 "p99_ms": statistics.median(r["p99_us"] for r in rs) / 1000,
+                "cpu_us": statistics.median(r["cpu_us"] for r in rs),
                 "errors": sum(r["errors"] for r in rs),
                 **{k: sum(r[k] for r in rs) for k in ERROR_KINDS},
                 "requests": sum(r["requests"] for r in rs),
@@ -533,7 +574,7 @@ class RSSSampler(threading.Thread):
         return self.peak
 
 
-def stream_big(proxy, origin_port):
+def stream_big(proxy, origin_port, base):
     url = "http://127.0.0.1:%d/big.bin" % origin_port
     if proxy.forward:
         argv = ["curl", "-sS", "-o", "/dev/null", "-x", "http://127.0.0.1:%d" % proxy.port, url]
@@ -541,7 +582,6 @@ def stream_big(proxy, origin_port):
         argv = ["curl", "-sS", "-o", "/dev/null", "http://127.0.0.1:%d/big.bin" % proxy.port]
     argv += ["--max-time", "120", "-w", "%{http_code} %{size_download}"]
     pids = process_tree(proxy.proc.pid)
-    base = rss_kib(pids)
     sampler = RSSSampler(pids)
     sampler.start()
     t0 = time.monotonic()
@@ -614,11 +654,14 @@ def main():
     ap.add_argument("--idle-clients", type=int, default=1000)
     ap.add_argument("--only", default="tapwire,nginx,squid,tinyproxy,mitmproxy",
                     help="comma-separated subset of the proxies")
+    ap.add_argument("--settle", type=int, default=60,
+                    help="wait up to this many seconds for the load average to fall below nproc/2")
     ap.add_argument("--timeout", type=int, default=1200, help="overall bound, seconds")
     ap.add_argument("--json-out", help="also write the figures as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (configs, logs)")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any goal fails")
     args = ap.parse_args()
+    args.venv = os.path.abspath(args.venv)  # children run in the temp dir
 
     procs = Processes()
     root = tempfile.mkdtemp(prefix="tapwire-bench-")
@@ -665,6 +708,12 @@ def run(args, procs, root):
                 break
     log("Tapwire proxy benchmark  %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     log("machine: nproc %d, %s; load average at start %s" % (os.cpu_count(), cpu, loadavg()))
+    if args.settle > 0 and os.getloadavg()[0] > (os.cpu_count() or 1) / 2:
+        # Other people build on this machine; give their burst a chance to end.
+        deadline = time.monotonic() + args.settle
+        while os.getloadavg()[0] > (os.cpu_count() or 1) / 2 and time.monotonic() < deadline:
+            time.sleep(5)
+        log("load average after waiting up to %d s for a quieter machine: %s" % (args.settle, loadavg()))
     log("wrk: %d connections, %d threads, %d s x %d interleaved rounds (median reported)" % (
         args.connections, args.threads, args.duration, args.rounds))
 
@@ -683,7 +732,9 @@ def run(args, procs, root):
     log("documents: small.json %d B, 64k.json %d B, big.bin %d MiB (sparse)" % (
         len(SMALL_JSON), len(medium), BIG_SIZE >> 20))
 
-    origin_port, _ = start_origin(procs, root, www)
+    origin_port, origin = start_origin(procs, root, www)
+    args.origin_pids = process_tree(origin.pid)
+    args.foreign = []
     starters = {
         "tapwire": lambda: start_tapwire(procs, root, binary),
         "nginx": lambda: start_nginx_proxy(procs, root, origin_port),
@@ -735,9 +786,12 @@ def run(args, procs, root):
         tw = start_tapwire(procs, root, binary, "tapwire-stream")
         ng = start_nginx_proxy(procs, root, origin_port, "nginx-stream")
         if ready(tw, origin_port) and ready(ng, origin_port):
+            # Growth counts from the fresh process (after one small exchange),
+            # so memory kept from an earlier run still counts against it.
+            base = {p.name: rss_kib(process_tree(p.proc.pid)) for p in (tw, ng)}
             for i in range(args.stream_runs):
                 for p in ([tw, ng] if i % 2 == 0 else [ng, tw]):
-                    r = stream_big(p, origin_port)
+                    r = stream_big(p, origin_port, base[p.name])
                     runs[p.name].append(r)
                     log("  %-9s run %d: %.2f s  RSS %.1f -> %.1f MiB (+%.1f)%s" % (
                         p.name, i + 1, r["seconds"], r["base_mib"], r["peak_mib"], r["growth_mib"],
@@ -773,9 +827,9 @@ def run(args, procs, root):
 def report(args, small, medium, records, stream, idle):
     log("\nResults (median of rounds; load average now %s)\n" % loadavg())
     tw_s, tw_m = small.get("tapwire"), medium.get("tapwire")
-    log("| proxy | small req/s | small p50 / p99 ms | 64 KiB req/s | 64 KiB p50 / p99 ms "
-        "| Tapwire ÷ it, small | Tapwire ÷ it, 64 KiB |")
-    log("|---|---:|---:|---:|---:|---:|---:|")
+    log("| proxy | small req/s | small p50 / p99 ms | small CPU µs/req | 64 KiB req/s "
+        "| 64 KiB p50 / p99 ms | 64 KiB CPU µs/req | Tapwire ÷ it, small | Tapwire ÷ it, 64 KiB |")
+    log("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in ("tapwire", "nginx", "squid", "tinyproxy", "mitmproxy"):
         s, m = small.get(name), medium.get(name)
         if not s and not m:
@@ -784,9 +838,10 @@ def report(args, small, medium, records, stream, idle):
         for r in (s, m):
             if r:
                 flag = " (%s)" % error_text(r) if r["errors"] else ""
-                cells += ["%.0f%s" % (r["rps"], flag), "%.2f / %.2f" % (r["p50_ms"], r["p99_ms"])]
+                cells += ["%.0f%s" % (r["rps"], flag), "%.2f / %.2f" % (r["p50_ms"], r["p99_ms"]),
+                          "%.0f" % r["cpu_us"]]
             else:
-                cells += ["n/a", "n/a"]
+                cells += ["n/a", "n/a", "n/a"]
         cells.append(fmt_ratio(tw_s and tw_s["rps"], s and s["rps"]) if name != "tapwire" else "1")
         cells.append(fmt_ratio(tw_m and tw_m["rps"], m and m["rps"]) if name != "tapwire" else "1")
         log("| " + " | ".join(cells) + " |")
@@ -861,11 +916,15 @@ def report(args, small, medium, records, stream, idle):
         failed = failed or ok is False
         log("  %-4s  %-36s %s" % (verdict, text, detail))
     log("load average at end: %s" % loadavg())
+    if args.foreign:
+        log("CPU taken by other processes during the wrk rounds: median %.0f%%, max %.0f%% of the machine%s" % (
+            statistics.median(args.foreign), max(args.foreign),
+            "; req/s and latency are unreliable, CPU µs/req less so" if max(args.foreign) > 10 else ""))
 
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "loadavg_end": loadavg(), "small": small, "medium": medium,
+                       "loadavg_end": loadavg(), "foreign_cpu_pct": args.foreign, "small": small, "medium": medium,
                        "records": records, "stream": stream, "idle": idle,
                        "goals": [{"goal": t, "pass": ok, "detail": d} for t, ok, d in goals]},
                       f, indent=2)
