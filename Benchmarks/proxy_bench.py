@@ -131,6 +131,7 @@ class Processes:
                              stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         out.close()
         self.children.append((name, p))
+        p.out_path = out.name
         return p
 
     def stop(self, p, grace=5.0):
@@ -157,6 +158,15 @@ class Processes:
     def stop_all(self):
         for _, p in list(reversed(self.children)):
             self.stop(p, grace=3.0)
+
+
+def tail_of(path, lines=8):
+    try:
+        with open(path, "rb") as f:
+            text = f.read()[-4000:].decode(errors="replace")
+    except OSError:
+        return "    (no output file)"
+    return "\n".join("    | " + l for l in text.splitlines()[-lines:]) or "    (no output)"
 
 
 def free_port():
@@ -217,11 +227,15 @@ def cpu_seconds(pids):
 
 
 def machine_busy_seconds():
-    """CPU time all cores spent not idle since boot, from /proc/stat."""
+    """CPU time all cores spent running processes since boot, from /proc/stat.
+
+    irq and softirq time are left out: loopback traffic is mostly softirq
+    work charged to no process, so it is the benchmark's own. steal stays in:
+    it is other guests on the host."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = v
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, _irq, _softirq, steal = v
+    return (user + nice + system + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu_seconds():
@@ -256,6 +270,7 @@ class Proxy:
         self.name = name
         self.port = port
         self.proc = proc
+        self.out_path = proc.out_path
         self.forward = forward  # False: a reverse proxy, driven with origin-form
 
     def target(self, origin_port, path):
@@ -455,7 +470,10 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
         order = proxies[rnd % len(proxies):] + proxies[:rnd % len(proxies)]
         for p in order:
             if p.proc.poll() is not None:
-                log("  %s has exited (code %s); no more rounds for it" % (p.name, p.proc.returncode))
+                if not getattr(p, "exit_reported", False):
+                    p.exit_reported = True
+                    log("  %s has exited (code %s) after %d rounds; no more rounds for it. Its last output:\n%s" % (
+                        p.name, p.proc.returncode, rnd, tail_of(p.out_path)))
                 continue
             pids = process_tree(p.proc.pid)
             ours = pids + args.origin_pids
@@ -686,6 +704,9 @@ def main():
         failed = run(args, procs, root)
     finally:
         signal.alarm(0)
+        # A second Ctrl-C must not cut the cleanup short; it is bounded anyway.
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
         procs.stop_all()
         if args.keep:
             log("kept %s" % root)
