@@ -867,6 +867,19 @@ def report(args, small, medium, records, stream, idle):
         cells.append(fmt_ratio(tw_m and tw_m["rps"], m and m["rps"]) if name != "tapwire" else "1")
         log("| " + " | ".join(cells) + " |")
 
+    if tw_s or tw_m:
+        # Requests per CPU-second, Tapwire's over each: what req/s would say on
+        # an idle machine if every proxy were CPU-bound.
+        parts = []
+        for name in ("nginx", "squid", "tinyproxy", "mitmproxy"):
+            s, m = small.get(name), medium.get(name)
+            if s or m:
+                parts.append("%s %s / %s" % (
+                    name, fmt_ratio(s and s["cpu_us"], tw_s and tw_s["cpu_us"]),
+                    fmt_ratio(m and m["cpu_us"], tw_m and tw_m["cpu_us"])))
+        if parts:
+            log("\nTapwire ÷ it in requests per CPU-second (small / 64 KiB): " + ", ".join(parts))
+
     if stream:
         log("\n| 256 MiB through | time s (median) | RSS growth MiB (max) |")
         log("|---|---:|---:|")
