@@ -502,10 +502,18 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
     summary = {}
     for name, rs in results.items():
         if rs:
+            if args.stat == "best":
+                # Other work on the machine only ever slows a round down, so the
+                # fastest round is the closest to what the proxy can do.
+                best = max(rs, key=lambda r: r["rps"])
+                rps, p50, p99 = best["rps"], best["p50_us"], best["p99_us"]
+            else:
+                rps = statistics.median(r["rps"] for r in rs)
+                p50 = statistics.median(r["p50_us"] for r in rs)
+                p99 = statistics.median(r["p99_us"] for r in rs)
             summary[name] = {
-                "rps": statistics.median(r["rps"] for r in rs),
-                "p50_ms": statistics.median(r["p50_us"] for r in rs) / 1000,
-                "p99_ms": statistics.median(r["p99_us"] for r in rs) / 1000,
+                "rps": rps, "p50_ms": p50 / 1000, "p99_ms": p99 / 1000,
+                "rps_rounds": [round(r["rps"]) for r in rs],
                 "cpu_us": statistics.median(r["cpu_us"] for r in rs),
                 "errors": sum(r["errors"] for r in rs),
                 **{k: sum(r[k] for r in rs) for k in ERROR_KINDS},
@@ -666,6 +674,9 @@ def main():
     ap.add_argument("--venv", default=os.path.join(HERE, ".venv"), help="venv holding mitmdump")
     ap.add_argument("--duration", type=int, default=4, help="seconds per wrk round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--stat", choices=("best", "median"), default="best",
+                    help="which round stands for a proxy: the fastest (default; a shared machine "
+                         "only slows rounds down) or the median")
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--stream-runs", type=int, default=3)
@@ -735,8 +746,9 @@ def run(args, procs, root):
         while os.getloadavg()[0] > (os.cpu_count() or 1) / 2 and time.monotonic() < deadline:
             time.sleep(5)
         log("load average after waiting up to %d s for a quieter machine: %s" % (args.settle, loadavg()))
-    log("wrk: %d connections, %d threads, %d s x %d interleaved rounds (median reported)" % (
-        args.connections, args.threads, args.duration, args.rounds))
+    log("wrk: %d connections, %d threads, %d s x %d interleaved rounds (%s round reported)" % (
+        args.connections, args.threads, args.duration, args.rounds,
+        "fastest" if args.stat == "best" else "median"))
 
     www = os.path.join(root, "www")
     os.makedirs(www)
@@ -820,7 +832,8 @@ def run(args, procs, root):
             for name, rs in runs.items():
                 good = [r for r in rs if r["ok"]]
                 if good:
-                    stream[name] = {"seconds": statistics.median(r["seconds"] for r in good),
+                    pick = min if args.stat == "best" else statistics.median
+                    stream[name] = {"seconds": pick(r["seconds"] for r in good),
                                     "growth_mib": max(r["growth_mib"] for r in good),
                                     "complete": len(good), "runs": len(rs)}
         else:
@@ -846,7 +859,9 @@ def run(args, procs, root):
 
 
 def report(args, small, medium, records, stream, idle):
-    log("\nResults (median of rounds; load average now %s)\n" % loadavg())
+    log("\nResults (%s; CPU µs/req: median of rounds; load average now %s)\n" % (
+        "the fastest of %d rounds" % args.rounds if args.stat == "best" else "median of %d rounds" % args.rounds,
+        loadavg()))
     tw_s, tw_m = small.get("tapwire"), medium.get("tapwire")
     log("| proxy | small req/s | small p50 / p99 ms | small CPU µs/req | 64 KiB req/s "
         "| 64 KiB p50 / p99 ms | 64 KiB CPU µs/req | Tapwire ÷ it, small | Tapwire ÷ it, 64 KiB |")
@@ -881,7 +896,8 @@ def report(args, small, medium, records, stream, idle):
             log("\nTapwire ÷ it in requests per CPU-second (small / 64 KiB): " + ", ".join(parts))
 
     if stream:
-        log("\n| 256 MiB through | time s (median) | RSS growth MiB (max) |")
+        log("\n| 256 MiB through | time s (%s of %d) | RSS growth MiB (max) |" % (
+            "best" if args.stat == "best" else "median", args.stream_runs))
         log("|---|---:|---:|")
         for name, r in stream.items():
             log("| %s | %.2f | %.1f |" % (name, r["seconds"], r["growth_mib"]))
