@@ -8,7 +8,7 @@ DEB_TEST     := curl python3 systemd openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench bench-deps
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # DESTDIR stages into a directory (packaging, tests); SKIP_BUILD=1 installs everything
@@ -58,6 +58,24 @@ test: test-deps release
 bench-json: deps
 	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark
 	$$($(SWIFT) build -c release --show-bin-path)/JSONBenchmark
+
+# Tapwire against nginx, squid, tinyproxy and mitmproxy on loopback (Benchmarks/README.md).
+# A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
+# exits 1 when a goal fails.
+DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv
+BENCH_VENV   := Benchmarks/.venv
+BENCH_ARGS   ?=
+
+bench-deps: deps
+	$(call apt_install,$(DEB_BENCH))
+	@[ -x $(BENCH_VENV)/bin/mitmdump ] || { \
+	  echo "installing mitmproxy into $(BENCH_VENV)"; \
+	  python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q 'mitmproxy>=10'; }
+
+bench: bench-deps
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	python3 Benchmarks/proxy_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
 
 clean:
 	rm -rf .build
