@@ -101,6 +101,24 @@ public final class LogWriter: @unchecked Sendable {
         return true
     }
 
+    /// Queues several records under one lock and one wake-up (the serialization
+    /// workers submit what they encoded together). Refused records are counted lost.
+    public func submit(batch lines: [[UInt8]]) {
+        guard !lines.isEmpty else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        for line in lines {
+            if !stopping, queue.count < capacity, queueBytes + line.count <= byteCapacity || queue.isEmpty {
+                queue.append(line)
+                queueBytes += line.count
+            } else {
+                lostCount += 1
+                if !stopping { overflowLost += 1 }
+            }
+        }
+        condition.broadcast()
+    }
+
     /// Counts records that never reached `submit` (the serialization pool was full); they
     /// appear in the next loss record like queue overflows.
     public func countLost(_ n: Int) {
@@ -179,6 +197,14 @@ public final class LogWriter: @unchecked Sendable {
                     continue
                 }
                 if !condition.wait(until: Date(timeIntervalSinceNow: delay)) { break }
+            }
+            // A small batch under steady traffic: give it a moment to grow, so lines go
+            // out in a few large writes instead of one write (and one wake-up) each.
+            if queue.count < 64 && !stopping && flushRequested == flushCompleted && !reopenRequested
+                && pendingSettings == nil {
+                condition.unlock()
+                usleep(2_000)
+                condition.lock()
             }
             let batch = queue
             queue = []

@@ -75,8 +75,7 @@ final class Exchange: UpstreamOwner {
         wall0 = Date().timeIntervalSince1970
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
-        let connectionTokens = head.headers.tokens(name: "Connection").map { $0.lowercased() }
-        wantsUpgrade = connectionTokens.contains("upgrade") && head.headers.contains(name: "Upgrade")
+        wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
         closeClientAfter = head.wantsClose
     }
 
@@ -127,7 +126,7 @@ final class Exchange: UpstreamOwner {
     private func attach(_ c: UpstreamConnection) {
         upstream = c
         attached = true
-        upstreamAddressText = c.address?.description
+        upstreamAddressText = c.addressText
         c.owner = self
         c.setReadTimeout(config.upstreamReadTimeout)
         let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade)

@@ -16,7 +16,9 @@ final class UpstreamConnection {
     let loop: EventLoop
     let authority: HTTPAuthority
     private(set) var bev: OpaquePointer?
-    private(set) var address: SocketAddress?
+    private(set) var address: SocketAddress? { didSet { addressText = address?.description } }
+    /// Formatted once per connection: records name it on every exchange.
+    private(set) var addressText: String?
     /// Strong while lent out (cleared when the exchange ends or the connection closes);
     /// a weak reference gave every exchange a side table and slow-path refcounts.
     var owner: UpstreamOwner?
