@@ -183,8 +183,13 @@ public final class ProxyEngine: @unchecked Sendable {
         return loops.allSatisfy { now - $0.lastBeatMillis.load(ordering: .relaxed) <= Int(window * 1000) }
     }
 
-    /// Blocks until `shutdown()` has finished.
-    public func waitUntilStopped() { stopped.wait() }
+    /// Blocks until `shutdown()` has finished; returns at once when it already has.
+    public func waitUntilStopped() {
+        stopped.wait()
+        // The semaphore is signalled once: hand the wake-up on, or a second waiter
+        // (or a later call) would block forever.
+        stopped.signal()
+    }
 }
 
 private final class SignalBox {

@@ -1,0 +1,59 @@
+import Foundation
+import HTTP1
+import ProxyEngine
+import XCTest
+
+/// CONNECT tunnels: bytes pass through untouched and one CapturedTunnel counts them.
+final class TunnelCaptureTests: XCTestCase {
+    func testConnectTunnelIsCapturedWithByteCounts() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let established = "HTTP/1.1 200 Connection established\r\n\r\n"
+        let answer = client.read { $0.count >= established.utf8.count }
+        XCTAssertEqual(String(decoding: answer.bytes, as: UTF8.self), established)
+
+        // A request inside the tunnel, which the origin answers and then closes.
+        let inner = "GET /json HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n"
+        client.send(inner)
+        let relayed = client.read()
+        XCTAssertTrue(relayed.eof, "the origin's close reaches the client")
+        let relayedText = String(decoding: relayed.bytes, as: UTF8.self)
+        XCTAssertTrue(relayedText.hasPrefix("HTTP/1.1 200 OK\r\n"), relayedText)
+        XCTAssertTrue(relayedText.hasSuffix(#""password":"hunter2"}"#), relayedText)
+        client.shutdownWrite()
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.target, origin.authority)
+        XCTAssertEqual(t.status, 200)
+        XCTAssertEqual(t.bytesFromClient, UInt64(inner.utf8.count))
+        XCTAssertEqual(t.bytesFromUpstream, UInt64(relayed.bytes.count))
+        XCTAssertEqual(t.closedBy, "upstream")
+        XCTAssertNil(t.error)
+        XCTAssertNil(t.upgrade)
+        XCTAssertLessThanOrEqual(t.start, t.end)
+        XCTAssertTrue(t.client.hasPrefix("127.0.0.1:"), t.client)
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeTunnels.value == 0 }, "the tunnel gauge goes back to 0")
+        XCTAssertTrue(proxy.sink.events.allSatisfy { if case .tunnel = $0 { return true } else { return false } },
+                      "a tunnel is not also reported as an HTTP exchange")
+    }
+
+    func testConnectToAClosedPortIsCapturedAsAFailedTunnel() throws {
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        let target = "127.0.0.1:\(closedLoopbackPort())"
+        client.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
+        let answer = client.readResponses(1)
+        XCTAssertTrue(answer.first?.head.hasPrefix("HTTP/1.1 502 ") ?? false, answer.first?.head ?? "no answer")
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.target, target)
+        XCTAssertEqual(t.status, 502)
+        XCTAssertEqual(t.closedBy, "error")
+        XCTAssertEqual(t.error?.code, "upstreamConnectFailed")
+        XCTAssertEqual(t.bytesFromClient, 0)
+        XCTAssertEqual(t.bytesFromUpstream, 0)
+    }
+}
