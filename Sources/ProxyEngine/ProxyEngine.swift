@@ -90,6 +90,8 @@ public final class ProxyEngine: @unchecked Sendable {
             }
         } catch {
             listeners.removeAll()
+            // Loops that never ran would never answer shutdown()'s work: forget them.
+            loops.removeAll()
             throw error
         }
         for loop in loops { loop.start() }

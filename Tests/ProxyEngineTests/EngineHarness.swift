@@ -61,8 +61,8 @@ final class RunningEngine {
     let port: Int
     private var stopped = false
 
-    init(loops: Int = 2, beforeStart: (ProxyEngine) -> Void = { _ in },
-         _ adjust: (inout EngineConfiguration) -> Void = { _ in }) throws {
+    init(loops: Int = 2, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
+         beforeStart: (ProxyEngine) -> Void = { _ in }) throws {
         var config = EngineConfiguration()
         config.listen = ["127.0.0.1:0"]
         config.loops = loops

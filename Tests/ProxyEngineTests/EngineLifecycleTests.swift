@@ -130,3 +130,60 @@ final class WaitUntilStoppedTests: XCTestCase {
         wait(for: [late], timeout: 5)
     }
 }
+
+/// Shutdown racing live traffic on every loop: whatever was captured was
+/// delivered before `waitUntilStopped` returned, and every gauge is back at 0.
+final class ShutdownUnderLoadTests: XCTestCase {
+    func testShutdownWhileClientsAreBusyLeavesNothingBehind() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine(loops: 2) { $0.drainTimeout = 5 }
+        let answered = Locked(0)
+        let keepGoing = Locked(true)
+        let group = DispatchGroup()
+        for n in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                while keepGoing.value {
+                    guard let client = try? RawClient(port: proxy.port) else { return }
+                    for i in 0..<3 {
+                        let path = (n + i) % 2 == 0 ? "/json" : "/big?size=200000"
+                        client.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+                        guard client.readResponses(1, timeout: 10).count == 1 else { break }
+                        answered.update { $0 += 1 }
+                    }
+                }
+            }
+        }
+        XCTAssertTrue(eventually { answered.value >= 8 }, "traffic is flowing: \(answered.value)")
+        proxy.stop()
+        let atStop = proxy.sink.events.count
+        keepGoing.update { $0 = false }
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "every client saw the engine go away")
+
+        XCTAssertGreaterThanOrEqual(atStop, answered.value, "every answered exchange was captured by the time the engine stopped")
+        XCTAssertEqual(proxy.sink.events.count, atStop, "nothing is delivered after waitUntilStopped")
+        XCTAssertEqual(proxy.engine.metrics.exchanges.value, atStop)
+        let m = proxy.engine.metrics
+        XCTAssertEqual([m.activeClients.value, m.activeUpstreams.value, m.pooledUpstreams.value, m.activeTunnels.value], [0, 0, 0, 0])
+    }
+}
+
+/// A start that fails leaves nothing running, so shutting the engine down must not wait for loops that never ran.
+final class FailedStartTests: XCTestCase {
+    func testShutdownAfterAFailedStartReturns() throws {
+        var config = EngineConfiguration()
+        config.loops = 2
+        // A second port after a good one: the first is bound before the second fails.
+        config.listen = ["127.0.0.1:0", "256.0.0.1:1"]
+        let engine = ProxyEngine(configuration: config, sink: nil)
+        XCTAssertThrowsError(try engine.start())
+        let stopped = expectation(description: "stopped")
+        Thread.detachNewThread {
+            engine.shutdown()
+            engine.waitUntilStopped()
+            stopped.fulfill()
+        }
+        wait(for: [stopped], timeout: 15)
+    }
+}

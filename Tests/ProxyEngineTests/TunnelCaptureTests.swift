@@ -57,3 +57,24 @@ final class TunnelCaptureTests: XCTestCase {
         XCTAssertEqual(t.bytesFromUpstream, 0)
     }
 }
+
+/// Tunnels have no "in flight" end: shutdown closes them after the drain and still reports them.
+final class TunnelShutdownTests: XCTestCase {
+    func testShutdownEndsAnOpenTunnelAndReportsIt() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeTunnels.value == 1 })
+
+        proxy.stop()
+        let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
+        XCTAssertEqual(tunnels.count, 1, "reported before waitUntilStopped returned")
+        XCTAssertEqual(tunnels.first?.closedBy, "shutdown")
+        XCTAssertEqual(tunnels.first?.bytesFromClient, 0)
+        XCTAssertTrue(client.read(timeout: 5).eof, "the client's side is closed")
+        XCTAssertEqual(proxy.engine.metrics.activeTunnels.value, 0)
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+    }
+}
