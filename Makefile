@@ -49,6 +49,16 @@ test: test-deps release
 	TAPWIRE_BIN=$$($(SWIFT) build -c release --show-bin-path)/tapwire \
 	  $(SWIFT) test -j $(JOBS)
 
+# Unit and in-process engine tests under the address (and leak) sanitizer, then the thread
+# sanitizer, each in its own scratch directory so the normal .build stays. End-to-end tests
+# are skipped: they drive the separately built binary, which no sanitizer instruments.
+# Suppressions (each explained in the file): Tests/ProxyEngineTests/.sanitizers/.
+.PHONY: test-sanitize
+test-sanitize: test-deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/ProxyEngineTests/.sanitizers/lsan.supp \
+	  $(SWIFT) test -j $(JOBS) --sanitize=address --scratch-path .build-asan --skip EndToEndTests
+	$(SWIFT) test -j $(JOBS) --sanitize=thread --scratch-path .build-tsan --skip EndToEndTests
+
 # JSON parse/write throughput against Foundation; exits non-zero when below the goals.
 bench-json: deps
 	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark

@@ -70,6 +70,16 @@ final class EventLoop: @unchecked Sendable {
 
     func stop() { execute { [base] in event_base_loopbreak(base) } }
 
+    /// Frees the event base of a loop whose thread never started (a failed
+    /// `ProxyEngine.start`); the loop must not be used afterwards. Running loops
+    /// are never freed: the engine lives as long as the process.
+    func freeUnstarted() {
+        guard thread == nil else { return }
+        if let wakeEvent { event_free(wakeEvent); self.wakeEvent = nil }
+        if let dns { evdns_base_free(dns, 0); self.dns = nil }
+        event_base_free(base)
+    }
+
     /// A timer on this loop that proves it still runs; a loop stuck in a callback stops beating.
     func startHeartbeat(every seconds: Double) {
         execute { [self] in

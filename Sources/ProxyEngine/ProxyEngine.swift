@@ -91,6 +91,7 @@ public final class ProxyEngine: @unchecked Sendable {
         } catch {
             listeners.removeAll()
             // Loops that never ran would never answer shutdown()'s work: forget them.
+            for loop in loops { loop.freeUnstarted() }
             loops.removeAll()
             throw error
         }
