@@ -151,18 +151,18 @@ public final class ProxyEngine: @unchecked Sendable {
     private func busyCount() -> Int {
         var total = 0
         let group = DispatchGroup()
-        let lock = Mutex(0)
+        // NSLock, not Mutex: the thread sanitizer can see it (see EventLoop.inbox).
+        let lock = NSLock()
         for loop in loops {
             group.enter()
             loop.execute {
                 let n = loop.sessions.values.filter { !$0.isIdle }.count
-                lock.withLock { $0 += n }
+                lock.withLock { total += n }
                 group.leave()
             }
         }
         group.wait()
-        total = lock.withLock { $0 }
-        return total
+        return lock.withLock { total }
     }
 
     /// Runs `body` on the first loop every `seconds` (watchdog pings, status lines).
