@@ -258,3 +258,12 @@ extension CapturedBody {
 let sharedOrigin: Result<OriginServer, Error> = Result { try OriginServer() }
 
 func origin() throws -> OriginServer { try sharedOrigin.get() }
+
+/// A value shared between a test and the engine's threads.
+final class Locked<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
+    func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
+}

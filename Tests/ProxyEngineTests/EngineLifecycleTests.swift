@@ -104,13 +104,27 @@ final class EngineLifecycleTests: XCTestCase {
     }
 }
 
-/// A value shared between a test and the engine's threads.
-final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
-    func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
+/// An exchange still running when the drain time is up is cut, and still reported.
+final class DrainTimeoutTests: XCTestCase {
+    func testAnExchangeCutAtTheDrainDeadlineIsStillCaptured() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.3 }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/never?s=3")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 1 })
+        proxy.stop()
+
+        let captured = proxy.sink.events
+        XCTAssertEqual(captured.count, 1, "reported before waitUntilStopped returned")
+        if case .http(let x)? = captured.first {
+            XCTAssertNil(x.response)
+            XCTAssertNotNil(x.error, "a cut exchange carries an error")
+        } else {
+            XCTFail("expected an HTTP capture, got \(captured)")
+        }
+        XCTAssertTrue(client.read(timeout: 5).eof)
+        XCTAssertEqual(proxy.engine.metrics.activeUpstreams.value, 0)
+    }
 }
 
 /// `waitUntilStopped` is a state, not a one-shot event: the daemon's main thread,

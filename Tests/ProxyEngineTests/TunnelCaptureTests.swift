@@ -78,3 +78,30 @@ final class TunnelShutdownTests: XCTestCase {
         XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
     }
 }
+
+/// WebSocket upgrades become tunnels that carry the upgrade exchange with them.
+final class WebSocketCaptureTests: XCTestCase {
+    func testUpgradeBecomesATunnelWithItsUpgradeExchange() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        let head = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        XCTAssertTrue(String(decoding: head.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101 "))
+        client.send("ping-through-the-tunnel")
+        let echoed = client.read { $0.count >= 23 }
+        XCTAssertEqual(String(decoding: echoed.bytes, as: UTF8.self), "ping-through-the-tunnel")
+        client.shutdownWrite()
+        XCTAssertTrue(client.read().eof, "the origin ends when the client does")
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .websocket)
+        XCTAssertEqual(t.status, 101)
+        XCTAssertEqual(t.bytesFromClient, 23)
+        XCTAssertEqual(t.bytesFromUpstream, 23)
+        XCTAssertEqual(t.closedBy, "client")
+        XCTAssertEqual(t.upgrade?.response?.status, 101)
+        XCTAssertEqual(t.upgrade?.url, origin.url("/ws"))
+        XCTAssertEqual(proxy.engine.metrics.exchanges.value, 1, "the upgrade counts as one exchange")
+    }
+}
