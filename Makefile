@@ -54,6 +54,18 @@ test: test-deps release
 	TAPWIRE_BIN=$$($(SWIFT) build -c release --show-bin-path)/tapwire \
 	  $(SWIFT) test -j $(JOBS)
 
+# Unit and in-process engine tests under the address sanitizer, then the thread sanitizer,
+# each in its own scratch directory so the normal .build stays. End-to-end tests are skipped:
+# they drive the separately built binary, which no sanitizer instruments. No suppressions.
+# Leak detection is off: at exit LSan reports XCTest's own retain cycles (every test case),
+# Swift weak-reference side tables (their address is kept shifted in the object's refcount
+# word, invisible to LSan) and the engine, which by design lives as long as its process.
+.PHONY: test-sanitize
+test-sanitize: test-deps
+	ASAN_OPTIONS=detect_leaks=0 \
+	  $(SWIFT) test -j $(JOBS) --sanitize=address --scratch-path .build-asan --skip EndToEndTests
+	$(SWIFT) test -j $(JOBS) --sanitize=thread --scratch-path .build-tsan --skip EndToEndTests
+
 # JSON parse/write throughput against Foundation; exits non-zero when below the goals.
 bench-json: deps
 	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark

@@ -10,7 +10,10 @@ final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private(set) var dns: OpaquePointer?
     private var wakeEvent: OpaquePointer?
-    private let inbox = Mutex<[() -> Void]>([])
+    // NSLock rather than Synchronization.Mutex: on Linux the thread sanitizer cannot
+    // see Mutex's futex-based locking and reports every queued closure as a race.
+    private let inboxLock = NSLock()
+    private var inbox: [() -> Void] = []
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
@@ -59,16 +62,30 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop thread. Safe from any thread.
     func execute(_ work: @escaping () -> Void) {
-        inbox.withLock { $0.append(work) }
+        inboxLock.withLock { inbox.append(work) }
         if let wakeEvent { event_active(wakeEvent, EV_READ, 0) }
     }
 
     private func drainInbox() {
-        let work = inbox.withLock { q -> [() -> Void] in let w = q; q.removeAll(); return w }
+        let work = inboxLock.withLock { () -> [() -> Void] in
+            let w = inbox
+            inbox.removeAll()
+            return w
+        }
         for w in work { w() }
     }
 
     func stop() { execute { [base] in event_base_loopbreak(base) } }
+
+    /// Frees the event base of a loop whose thread never started (a failed
+    /// `ProxyEngine.start`); the loop must not be used afterwards. Running loops
+    /// are never freed: the engine lives as long as the process.
+    func freeUnstarted() {
+        guard thread == nil else { return }
+        if let wakeEvent { event_free(wakeEvent); self.wakeEvent = nil }
+        if let dns { evdns_base_free(dns, 0); self.dns = nil }
+        event_base_free(base)
+    }
 
     /// A timer on this loop that proves it still runs; a loop stuck in a callback stops beating.
     func startHeartbeat(every seconds: Double) {

@@ -93,6 +93,9 @@ public final class ProxyEngine: @unchecked Sendable {
             }
         } catch {
             listeners.removeAll()
+            // Loops that never ran would never answer shutdown()'s work: forget them.
+            for loop in loops { loop.freeUnstarted() }
+            loops.removeAll()
             throw error
         }
         for loop in loops { loop.start() }
@@ -151,18 +154,18 @@ public final class ProxyEngine: @unchecked Sendable {
     private func busyCount() -> Int {
         var total = 0
         let group = DispatchGroup()
-        let lock = Mutex(0)
+        // NSLock, not Mutex: the thread sanitizer can see it (see EventLoop.inbox).
+        let lock = NSLock()
         for loop in loops {
             group.enter()
             loop.execute {
                 let n = loop.sessions.values.filter { !$0.isIdle }.count
-                lock.withLock { $0 += n }
+                lock.withLock { total += n }
                 group.leave()
             }
         }
         group.wait()
-        total = lock.withLock { $0 }
-        return total
+        return lock.withLock { total }
     }
 
     /// Runs `body` on the first loop every `seconds` (watchdog pings, status lines).
@@ -186,8 +189,13 @@ public final class ProxyEngine: @unchecked Sendable {
         return loops.allSatisfy { now - $0.lastBeatMillis.load(ordering: .relaxed) <= Int(window * 1000) }
     }
 
-    /// Blocks until `shutdown()` has finished.
-    public func waitUntilStopped() { stopped.wait() }
+    /// Blocks until `shutdown()` has finished; returns at once when it already has.
+    public func waitUntilStopped() {
+        stopped.wait()
+        // The semaphore is signalled once: hand the wake-up on, or a second waiter
+        // (or a later call) would block forever.
+        stopped.signal()
+    }
 }
 
 private final class SignalBox {

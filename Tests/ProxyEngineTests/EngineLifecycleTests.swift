@@ -1,0 +1,203 @@
+import Foundation
+import HTTP1
+import ProxyEngine
+import XCTest
+
+/// Starting and stopping from other threads: shutdown drains in-flight
+/// exchanges, and the cross-thread entry points (`onSignal`, `every`,
+/// `loopsResponsive`, `shutdown` from a loop thread) work.
+final class EngineLifecycleTests: XCTestCase {
+    func testBoundAddressResolvesPortZero() throws {
+        let proxy = try RunningEngine()
+        XCTAssertEqual(proxy.engine.boundAddresses.count, 1)
+        XCTAssertEqual(proxy.engine.boundAddresses.first?.host, "127.0.0.1")
+        XCTAssertGreaterThan(proxy.port, 0)
+        // Every loop listens on the same port; a few clients land on either and are all answered.
+        for _ in 0..<4 {
+            let client = try RawClient(port: proxy.port)
+            client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(client.readResponses(1).first.map { String(decoding: $0.body, as: UTF8.self) }, "ok\n")
+        }
+    }
+
+    func testShutdownFinishesAnInFlightExchangeBeforeStopping() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 20 }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/slow?s=1")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        // The exchange is in flight once it holds an upstream connection.
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 1 })
+        XCTAssertEqual(proxy.sink.events.count, 0, "nothing finished yet")
+
+        proxy.engine.shutdown()
+        proxy.engine.waitUntilStopped()
+
+        let captured = proxy.sink.events
+        XCTAssertEqual(captured.count, 1, "the in-flight exchange was delivered before waitUntilStopped returned")
+        if case .http(let x)? = captured.first {
+            XCTAssertEqual(x.response?.status, 200)
+            XCTAssertEqual(x.responseBody.text, "slow answer")
+            XCTAssertNil(x.error)
+        } else {
+            XCTFail("expected an HTTP capture, got \(captured)")
+        }
+        let answer = client.read()
+        let text = String(decoding: answer.bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasSuffix("slow answer"), text)
+        XCTAssertTrue(text.contains("Connection: close\r\n"), "a draining engine closes the client after the answer: \(text)")
+        XCTAssertTrue(answer.eof)
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+        XCTAssertEqual(proxy.engine.metrics.activeUpstreams.value, 0)
+    }
+
+    func testShutdownClosesIdleKeepAliveClientsAndRefusesNewOnes() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).count, 1)
+        XCTAssertEqual(proxy.engine.metrics.pooledUpstreams.value, 1)
+
+        proxy.stop()
+        XCTAssertTrue(client.read(timeout: 5).eof, "the idle client is closed")
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+        XCTAssertEqual(proxy.engine.metrics.pooledUpstreams.value, 0)
+        XCTAssertEqual(proxy.engine.metrics.activeUpstreams.value, 0)
+        XCTAssertThrowsError(try RawClient(port: proxy.port), "the listener is closed")
+    }
+
+    func testShutdownFromManyThreadsAtOnceStopsOnce() throws {
+        let proxy = try RunningEngine()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in proxy.engine.shutdown() }
+        proxy.engine.waitUntilStopped()
+        XCTAssertThrowsError(try RawClient(port: proxy.port))
+    }
+
+    func testSignalHandlerRunsOnTheLoopAndCanShutDown() throws {
+        // Until the engine's handler is installed, a stray SIGUSR2 must not kill the test process.
+        signal(SIGUSR2, SIG_IGN)
+        let proxy = try RunningEngine()
+        let handled = Locked(0)
+        let engine = proxy.engine
+        engine.onSignal(SIGUSR2) {
+            handled.update { $0 += 1 }
+            engine.shutdown()
+        }
+        let stopped = expectation(description: "stopped")
+        Thread.detachNewThread {
+            engine.waitUntilStopped()
+            stopped.fulfill()
+        }
+        // The handler is installed asynchronously on the loop: raise until it runs.
+        XCTAssertTrue(eventually { kill(getpid(), SIGUSR2); usleep(20_000); return handled.value > 0 })
+        wait(for: [stopped], timeout: 15)
+    }
+
+    func testEveryRunsRepeatedlyAndLoopsStayResponsive() throws {
+        let proxy = try RunningEngine()
+        let ticks = Locked(0)
+        proxy.engine.every(0.02) { ticks.update { $0 += 1 } }
+        XCTAssertTrue(proxy.engine.loopsResponsive(within: 0.2), "the first call starts the heartbeats")
+        XCTAssertTrue(eventually { ticks.value >= 3 }, "ticks: \(ticks.value)")
+        usleep(100_000)
+        XCTAssertTrue(proxy.engine.loopsResponsive(within: 5))
+    }
+}
+
+/// An exchange still running when the drain time is up is cut, and still reported.
+final class DrainTimeoutTests: XCTestCase {
+    func testAnExchangeCutAtTheDrainDeadlineIsStillCaptured() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.3 }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/never?s=3")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 1 })
+        proxy.stop()
+
+        let captured = proxy.sink.events
+        XCTAssertEqual(captured.count, 1, "reported before waitUntilStopped returned")
+        if case .http(let x)? = captured.first {
+            XCTAssertNil(x.response)
+            XCTAssertNotNil(x.error, "a cut exchange carries an error")
+        } else {
+            XCTFail("expected an HTTP capture, got \(captured)")
+        }
+        XCTAssertTrue(client.read(timeout: 5).eof)
+        XCTAssertEqual(proxy.engine.metrics.activeUpstreams.value, 0)
+    }
+}
+
+/// `waitUntilStopped` is a state, not a one-shot event: the daemon's main thread,
+/// a test's teardown and a signal handler's helper may all wait on the same engine.
+final class WaitUntilStoppedTests: XCTestCase {
+    func testEveryWaiterReturnsAndLateCallsReturnAtOnce() throws {
+        let proxy = try RunningEngine()
+        let engine = proxy.engine
+        let returned = expectation(description: "both waiters return")
+        returned.expectedFulfillmentCount = 2
+        for _ in 0..<2 { Thread.detachNewThread { engine.waitUntilStopped(); returned.fulfill() } }
+        engine.shutdown()
+        wait(for: [returned], timeout: 15)
+
+        let late = expectation(description: "a call after the stop returns")
+        Thread.detachNewThread { engine.waitUntilStopped(); late.fulfill() }
+        wait(for: [late], timeout: 5)
+    }
+}
+
+/// Shutdown racing live traffic on every loop: whatever was captured was
+/// delivered before `waitUntilStopped` returned, and every gauge is back at 0.
+final class ShutdownUnderLoadTests: XCTestCase {
+    func testShutdownWhileClientsAreBusyLeavesNothingBehind() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine(loops: 2) { $0.drainTimeout = 5 }
+        let answered = Locked(0)
+        let keepGoing = Locked(true)
+        let group = DispatchGroup()
+        for n in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                while keepGoing.value {
+                    guard let client = try? RawClient(port: proxy.port) else { return }
+                    for i in 0..<3 {
+                        let path = (n + i) % 2 == 0 ? "/json" : "/big?size=200000"
+                        client.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+                        guard client.readResponses(1, timeout: 10).count == 1 else { break }
+                        answered.update { $0 += 1 }
+                    }
+                }
+            }
+        }
+        XCTAssertTrue(eventually { answered.value >= 8 }, "traffic is flowing: \(answered.value)")
+        proxy.stop()
+        let atStop = proxy.sink.events.count
+        keepGoing.update { $0 = false }
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "every client saw the engine go away")
+
+        XCTAssertGreaterThanOrEqual(atStop, answered.value, "every answered exchange was captured by the time the engine stopped")
+        XCTAssertEqual(proxy.sink.events.count, atStop, "nothing is delivered after waitUntilStopped")
+        XCTAssertEqual(proxy.engine.metrics.exchanges.value, atStop)
+        let m = proxy.engine.metrics
+        XCTAssertEqual([m.activeClients.value, m.activeUpstreams.value, m.pooledUpstreams.value, m.activeTunnels.value], [0, 0, 0, 0])
+    }
+}
+
+/// A start that fails leaves nothing running, so shutting the engine down must not wait for loops that never ran.
+final class FailedStartTests: XCTestCase {
+    func testShutdownAfterAFailedStartReturns() throws {
+        var config = EngineConfiguration()
+        config.loops = 2
+        // A second port after a good one: the first is bound before the second fails.
+        config.listen = ["127.0.0.1:0", "256.0.0.1:1"]
+        let engine = ProxyEngine(configuration: config, sink: nil)
+        XCTAssertThrowsError(try engine.start())
+        let stopped = expectation(description: "stopped")
+        Thread.detachNewThread {
+            engine.shutdown()
+            engine.waitUntilStopped()
+            stopped.fulfill()
+        }
+        wait(for: [stopped], timeout: 15)
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import HTTP1
+import ProxyEngine
+import XCTest
+
+/// What the engine captures of plain HTTP exchanges, checked against what the
+/// client sent and the origin answered.
+final class HTTPCaptureTests: XCTestCase {
+    func testGetCapturesHeadsBodyAndOrderedClock() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\nX-Probe: one\r\nuser-agent: raw\r\n\r\n")
+        let responses = client.readResponses(1)
+        XCTAssertEqual(responses.count, 1)
+        let json = #"{"id":12345678901234567890,"ok":true,"name":"tap","items":[1,2,3],"password":"hunter2"}"#
+        XCTAssertEqual(responses.first.map { String(decoding: $0.body, as: UTF8.self) }, json)
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.url, origin.url("/json"))
+        XCTAssertTrue(x.client.hasPrefix("127.0.0.1:"), x.client)
+        XCTAssertEqual(x.request.method, "GET")
+        XCTAssertEqual(x.request.target, origin.url("/json"))
+        XCTAssertEqual(x.request.version, .http1_1)
+        // The head as the client sent it: order and the case of names kept.
+        XCTAssertEqual(x.request.headers.fields.map(\.name), ["Host", "X-Probe", "user-agent"])
+        XCTAssertEqual(x.request.headers.fields.map(\.value), [origin.authority, "one", "raw"])
+        XCTAssertEqual(x.response?.status, 200)
+        XCTAssertEqual(x.response?.reason, "OK")
+        XCTAssertEqual(x.response?.headers.first(name: "Content-Type"), "application/json")
+        XCTAssertEqual(x.response?.headers.first(name: "Content-Length"), String(json.utf8.count))
+        XCTAssertEqual(x.responseBody.text, json)
+        XCTAssertEqual(x.responseBody.totalBytes, UInt64(json.utf8.count))
+        XCTAssertFalse(x.responseBody.truncated)
+        XCTAssertEqual(x.requestBody.totalBytes, 0)
+        XCTAssertNil(x.error)
+        XCTAssertFalse(x.connectionReused)
+        XCTAssertEqual(x.upstreamAddress, origin.authority)
+
+        let c = x.clock
+        let points = [c.requestStart, c.connected, c.requestSent, c.firstResponseByte, c.lastResponseByte]
+        XCTAssertFalse(points.contains { $0 == nil }, "every clock point is set: \(c)")
+        let values = points.compactMap { $0 }
+        XCTAssertEqual(values, values.sorted(), "requestStart ≤ connected ≤ requestSent ≤ firstResponseByte ≤ lastResponseByte: \(c)")
+        if let connectStart = c.connectStart, let connected = c.connected {
+            XCTAssertLessThanOrEqual(c.requestStart, connectStart)
+            XCTAssertLessThanOrEqual(connectStart, connected)
+        } else {
+            XCTFail("connectStart is set for a new connection")
+        }
+        // Wall-clock seconds since 1970, not a monotonic reading.
+        XCTAssertEqual(c.requestStart, Date().timeIntervalSince1970, accuracy: 600)
+    }
+
+    func testPostBodyIsCapturedAndForwarded() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        let body = (0..<100).map { String($0 % 10) }.joined()
+        client.send("POST \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let responses = client.readResponses(1)
+        XCTAssertEqual(responses.first.map { String(decoding: $0.body, as: UTF8.self) }, body)
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.request.method, "POST")
+        XCTAssertEqual(x.requestBody.text, body)
+        XCTAssertEqual(x.requestBody.totalBytes, 100)
+        XCTAssertFalse(x.requestBody.truncated)
+        XCTAssertEqual(x.responseBody.text, body)
+        XCTAssertEqual(x.response?.headers.first(name: "X-Method"), "POST")
+        XCTAssertNil(x.error)
+    }
+
+    func testCaptureLimitTruncatesCopiesButForwardsEverything() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.captureMaxBodyBytes = 16 }
+        let client = try RawClient(port: proxy.port)
+        let body = String(repeating: "abcdefghij", count: 10)
+        client.send("POST \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 100\r\n\r\n\(body)")
+        let responses = client.readResponses(1)
+        XCTAssertEqual(responses.first?.body.count, 100, "the client still gets the whole body")
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.requestBody.bytes.count, 16)
+        XCTAssertEqual(x.requestBody.text, String(body.prefix(16)))
+        XCTAssertEqual(x.requestBody.totalBytes, 100)
+        XCTAssertTrue(x.requestBody.truncated)
+        XCTAssertEqual(x.responseBody.bytes.count, 16)
+        XCTAssertEqual(x.responseBody.totalBytes, 100)
+        XCTAssertTrue(x.responseBody.truncated)
+    }
+
+    func testRequestBodiesAreNotCopiedWhenTurnedOff() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.captureRequestBodies = false }
+        let client = try RawClient(port: proxy.port)
+        client.send("POST \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 11\r\n\r\nhello world")
+        let responses = client.readResponses(1)
+        XCTAssertEqual(responses.first.map { String(decoding: $0.body, as: UTF8.self) }, "hello world")
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.requestBody.bytes, [])
+        // The size is still counted: only the copy is skipped.
+        XCTAssertEqual(x.requestBody.totalBytes, 11)
+        XCTAssertEqual(x.responseBody.text, "hello world", "response bodies are still captured")
+    }
+
+    func testChunkedResponsePayloadIsCapturedWithoutFraming() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/chunked")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let received = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("0\r\nX-Trailer: yes\r\n\r\n") }
+        let text = String(decoding: received.bytes, as: UTF8.self)
+        XCTAssertTrue(text.contains("6\r\nhello \r\n"), "the client gets the chunked framing: \(text)")
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.response?.headers.first(name: "Transfer-Encoding"), "chunked")
+        XCTAssertEqual(x.responseBody.text, "hello chunked world")
+        XCTAssertEqual(x.responseBody.totalBytes, 19)
+        XCTAssertNil(x.error)
+    }
+
+    func testPipelinedRequestsAreCapturedInOrder() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        let paths = ["/echo?n=1", "/status?code=404", "/json", "/status?code=503"]
+        client.send(paths.map { "GET \(origin.url($0)) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n" }.joined())
+        let responses = client.readResponses(paths.count)
+        XCTAssertEqual(responses.map { $0.head.split(separator: " ").dropFirst().first.map(String.init) ?? "" },
+                       ["200", "404", "200", "503"])
+
+        let captured = proxy.sink.exchanges(paths.count)
+        XCTAssertEqual(captured.map(\.url), paths.map(origin.url))
+        XCTAssertEqual(captured.map { $0.response?.status ?? 0 }, [200, 404, 200, 503])
+        XCTAssertTrue(captured.allSatisfy { $0.error == nil })
+    }
+
+    func testKeepAliveReusesTheUpstreamConnection() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        for _ in 0..<2 {
+            client.send("GET \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+            XCTAssertEqual(client.readResponses(1).count, 1)
+        }
+        let captured = proxy.sink.exchanges(2)
+        XCTAssertEqual(captured.map(\.connectionReused), [false, true])
+        // The origin counts requests per connection: the second one came on the same socket.
+        XCTAssertEqual(captured.map { $0.response?.headers.first(name: "X-Served") }, ["1", "2"])
+        XCTAssertNotNil(captured.first?.clock.connected)
+        XCTAssertNil(captured.last?.clock.connected, "a reused connection has no connect time")
+    }
+}

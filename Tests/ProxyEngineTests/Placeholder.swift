@@ -1,5 +1,0 @@
-import XCTest
-
-final class ProxyEngineTestsPlaceholder: XCTestCase {
-    func testBuilds() {}
-}

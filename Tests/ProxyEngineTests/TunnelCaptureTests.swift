@@ -1,0 +1,107 @@
+import Foundation
+import HTTP1
+import ProxyEngine
+import XCTest
+
+/// CONNECT tunnels: bytes pass through untouched and one CapturedTunnel counts them.
+final class TunnelCaptureTests: XCTestCase {
+    func testConnectTunnelIsCapturedWithByteCounts() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let established = "HTTP/1.1 200 Connection established\r\n\r\n"
+        let answer = client.read { $0.count >= established.utf8.count }
+        XCTAssertEqual(String(decoding: answer.bytes, as: UTF8.self), established)
+
+        // A request inside the tunnel, which the origin answers and then closes.
+        let inner = "GET /json HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n"
+        client.send(inner)
+        let relayed = client.read()
+        XCTAssertTrue(relayed.eof, "the origin's close reaches the client")
+        let relayedText = String(decoding: relayed.bytes, as: UTF8.self)
+        XCTAssertTrue(relayedText.hasPrefix("HTTP/1.1 200 OK\r\n"), relayedText)
+        XCTAssertTrue(relayedText.hasSuffix(#""password":"hunter2"}"#), relayedText)
+        client.shutdownWrite()
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.target, origin.authority)
+        XCTAssertEqual(t.status, 200)
+        XCTAssertEqual(t.bytesFromClient, UInt64(inner.utf8.count))
+        XCTAssertEqual(t.bytesFromUpstream, UInt64(relayed.bytes.count))
+        XCTAssertEqual(t.closedBy, "upstream")
+        XCTAssertNil(t.error)
+        XCTAssertNil(t.upgrade)
+        XCTAssertLessThanOrEqual(t.start, t.end)
+        XCTAssertTrue(t.client.hasPrefix("127.0.0.1:"), t.client)
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeTunnels.value == 0 }, "the tunnel gauge goes back to 0")
+        XCTAssertTrue(proxy.sink.events.allSatisfy { if case .tunnel = $0 { return true } else { return false } },
+                      "a tunnel is not also reported as an HTTP exchange")
+    }
+
+    func testConnectToAClosedPortIsCapturedAsAFailedTunnel() throws {
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        let target = "127.0.0.1:\(closedLoopbackPort())"
+        client.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
+        let answer = client.readResponses(1)
+        XCTAssertTrue(answer.first?.head.hasPrefix("HTTP/1.1 502 ") ?? false, answer.first?.head ?? "no answer")
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.target, target)
+        XCTAssertEqual(t.status, 502)
+        XCTAssertEqual(t.closedBy, "error")
+        XCTAssertEqual(t.error?.code, "upstreamConnectFailed")
+        XCTAssertEqual(t.bytesFromClient, 0)
+        XCTAssertEqual(t.bytesFromUpstream, 0)
+    }
+}
+
+/// Tunnels have no "in flight" end: shutdown closes them after the drain and still reports them.
+final class TunnelShutdownTests: XCTestCase {
+    func testShutdownEndsAnOpenTunnelAndReportsIt() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeTunnels.value == 1 })
+
+        proxy.stop()
+        let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
+        XCTAssertEqual(tunnels.count, 1, "reported before waitUntilStopped returned")
+        XCTAssertEqual(tunnels.first?.closedBy, "shutdown")
+        XCTAssertEqual(tunnels.first?.bytesFromClient, 0)
+        XCTAssertTrue(client.read(timeout: 5).eof, "the client's side is closed")
+        XCTAssertEqual(proxy.engine.metrics.activeTunnels.value, 0)
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+    }
+}
+
+/// WebSocket upgrades become tunnels that carry the upgrade exchange with them.
+final class WebSocketCaptureTests: XCTestCase {
+    func testUpgradeBecomesATunnelWithItsUpgradeExchange() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        let head = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        XCTAssertTrue(String(decoding: head.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101 "))
+        client.send("ping-through-the-tunnel")
+        let echoed = client.read { $0.count >= 23 }
+        XCTAssertEqual(String(decoding: echoed.bytes, as: UTF8.self), "ping-through-the-tunnel")
+        client.shutdownWrite()
+        XCTAssertTrue(client.read().eof, "the origin ends when the client does")
+
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .websocket)
+        XCTAssertEqual(t.status, 101)
+        XCTAssertEqual(t.bytesFromClient, 23)
+        XCTAssertEqual(t.bytesFromUpstream, 23)
+        XCTAssertEqual(t.closedBy, "client")
+        XCTAssertEqual(t.upgrade?.response?.status, 101)
+        XCTAssertEqual(t.upgrade?.url, origin.url("/ws"))
+        XCTAssertEqual(proxy.engine.metrics.exchanges.value, 1, "the upgrade counts as one exchange")
+    }
+}
