@@ -56,6 +56,10 @@ final class EngineLifecycleTests: XCTestCase {
         let client = try RawClient(port: proxy.port)
         client.send("GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         XCTAssertEqual(client.readResponses(1).count, 1)
+        // The answer can reach the client (written straight to its socket) a moment
+        // before the exchange returns its upstream to the pool.
+        let deadline = Date().addingTimeInterval(2)
+        while proxy.engine.metrics.pooledUpstreams.value != 1 && Date() < deadline { usleep(5_000) }
         XCTAssertEqual(proxy.engine.metrics.pooledUpstreams.value, 1)
 
         proxy.stop()
