@@ -15,6 +15,9 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var queue: [CapturedEvent] = []
+    /// Captured body bytes waiting in `queue`: bounded too, since a count alone lets
+    /// 65,536 one-megabyte captures pile up when decoding falls behind.
+    private var queuedBytes = 0
     private var idleWorkers = 0
     private var busyWorkers = 0
     private var stopping = false
@@ -23,6 +26,7 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let writer: LogWriter
     private let ids = RecordIDGenerator()
     private let maxPending: Int
+    private let maxPendingBytes: Int
     /// Largest batch one worker takes, so other workers get a share under load.
     private let batchLimit = 256
     private let processedCount = Atomic<Int>(0)
@@ -30,10 +34,11 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let depth = Atomic<Int>(0)
 
     public init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int = 65_536,
-                workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                maxPendingBytes: Int = 256 << 20, workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.processor = processor
         self.writer = writer
         self.maxPending = maxPending
+        self.maxPendingBytes = maxPendingBytes
         for i in 0..<max(1, workers) {
             let t = Thread { [self] in work() }
             t.name = "tapwire-serialize-\(i)"
@@ -43,14 +48,16 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     /// Called on an event-loop thread for every finished exchange or tunnel.
     public func accept(_ event: CapturedEvent) {
+        let size = Self.capturedBytes(event)
         condition.lock()
-        guard queue.count < maxPending, !stopping else {
+        guard queue.count < maxPending, queuedBytes + size <= maxPendingBytes || queue.isEmpty, !stopping else {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
             return
         }
         queue.append(event)
+        queuedBytes += size
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
         if idleWorkers > 0 { condition.signal() }
         condition.unlock()
@@ -68,6 +75,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             let take = min(queue.count, batchLimit)
             let batch = Array(queue.prefix(take))
             queue.removeFirst(take)
+            for event in batch { queuedBytes -= Self.capturedBytes(event) }
             busyWorkers += 1
             let processor = self.processor
             // More left: wake another worker rather than leave it for later.
@@ -92,6 +100,13 @@ public final class ExchangePipeline: @unchecked Sendable {
             depth.store(queue.count + busyWorkers, ordering: .relaxed)
             condition.broadcast()
             condition.unlock()
+        }
+    }
+
+    private static func capturedBytes(_ event: CapturedEvent) -> Int {
+        switch event {
+        case .http(let x): return x.requestBody.bytes.count + x.responseBody.bytes.count + 512
+        case .tunnel(let t): return 256 + (t.upgrade.map { $0.requestBody.bytes.count + $0.responseBody.bytes.count } ?? 0)
         }
     }
 

@@ -1,0 +1,75 @@
+import ExchangeLog
+import Foundation
+import HTTP1
+import XCTest
+
+/// The pool between the event loops and the writer: nothing accepted is lost or
+/// doubled, and overload is counted instead of blocking.
+final class ExchangePipelineTests: XCTestCase {
+    private func setUp(maxPending: Int = 65_536, maxPendingBytes: Int = 256 << 20) throws
+        -> (TemporaryDirectory, LogWriter, ExchangePipeline) {
+        let dir = try TemporaryDirectory()
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
+        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
+                                        maxPending: maxPending, maxPendingBytes: maxPendingBytes, workers: 2)
+        return (dir, writer, pipeline)
+    }
+
+    func testEveryAcceptedExchangeIsWrittenExactlyOnce() throws {
+        let (dir, writer, pipeline) = try setUp()
+        defer { dir.remove() }
+        let group = DispatchGroup()
+        for t in 0..<4 {
+            group.enter()
+            Thread {
+                for i in 0..<250 {
+                    pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/item?n=\(t * 250 + i)",
+                                                                 body: Array(#"{"ok":true}"#.utf8))))
+                }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        pipeline.drain()
+        writer.flushAndStop()
+        let lines = try LogTestFiles.lines(dir.path + "/tapwire.jsonl")
+        var seen = [Int](repeating: 0, count: 1000)
+        for line in lines {
+            guard let r = line.range(of: "?n=") else { continue }
+            if let n = Int(line[r.upperBound...].prefix { $0.isNumber }) { seen[n] += 1 }
+        }
+        XCTAssertEqual(seen.filter { $0 != 1 }.count, 0)
+        XCTAssertEqual(pipeline.processed, 1000)
+        XCTAssertEqual(pipeline.dropped, 0)
+        XCTAssertEqual(pipeline.queueDepth, 0)
+    }
+
+    func testOverloadIsCountedLostAndReported() throws {
+        let (dir, writer, pipeline) = try setUp(maxPending: 0)
+        defer { dir.remove() }
+        for i in 0..<10 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
+        XCTAssertEqual(pipeline.dropped, 10)
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(writer.stats.lost, 10)
+        let lines = try LogTestFiles.lines(dir.path + "/tapwire.jsonl")
+        XCTAssertEqual(lines.compactMap { LogTestFiles.lossCount($0) }.reduce(0, +), 10, "\(lines)")
+    }
+
+    func testCapturedBytesAreBoundedToo() throws {
+        // One exchange fits in an empty queue whatever its size; then the byte bound refuses
+        // more until a worker takes the first. With a tiny bound, some must be refused.
+        let (dir, writer, pipeline) = try setUp(maxPendingBytes: 1)
+        defer { dir.remove() }
+        let big = [UInt8](repeating: UInt8(ascii: "a"), count: 256 << 10)
+        for i in 0..<200 {
+            pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)",
+                                                         responseHeaders: [("Content-Type", "text/plain")], body: big)))
+        }
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertGreaterThan(pipeline.dropped, 0)
+        XCTAssertEqual(pipeline.processed + pipeline.dropped, 200)
+        XCTAssertEqual(writer.stats.lost, pipeline.dropped)
+    }
+}
