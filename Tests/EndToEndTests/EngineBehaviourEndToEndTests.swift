@@ -221,3 +221,35 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertEqual(proxy.stop(), 0)
     }
 }
+
+/// `upstream.connectTimeout`: an origin whose accept queue is full never completes the
+/// handshake (the kernel drops the SYN), so the connect times out into a 504.
+final class ConnectTimeoutEndToEndTests: XCTestCase {
+    func testConnectTimeoutGives504() throws {
+        // A listener with a backlog of 0 whose queue is filled and never accepted.
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(s) }
+        var addr = sockaddr_in(); addr.sin_family = sa_family_t(AF_INET); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
+        listen(s, 0)
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<4 {
+            let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
+            fillers.append(f)
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        let proxy = try TapwireProcess(config: ["upstream": ["connectTimeout": 1]])
+        let start = Date()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)/"], timeout: 20)
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertTrue(r.text.hasSuffix("504"), r.text)
+        XCTAssertTrue(r.text.contains("timed out"), r.text)
+        XCTAssertGreaterThan(elapsed, 0.9)
+        XCTAssertLessThan(elapsed, 5, "connectTimeout 1 s took \(elapsed) s")
+    }
+}
