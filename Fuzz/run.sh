@@ -13,4 +13,5 @@ mkdir -p "$here/.build/work/$target" "$here/.build/crashes"
 SWIFT_BACKTRACE=enable=no
 export SWIFT_BACKTRACE
 exec "$here/.build/$target-fuzz" -artifact_prefix="$here/.build/crashes/$target-" -print_final_stats=1 \
+    -dict="$here/$target.dict" \
     "$@" "$here/.build/work/$target" "$here/corpus/$target"
