@@ -63,6 +63,7 @@ fuzz:
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.
-fuzz-deps: test-deps
+fuzz-deps:
+	$(call apt_install,python3 python3-venv)
 	test -x Fuzz/.venv/bin/python || python3 -m venv Fuzz/.venv
 	Fuzz/.venv/bin/pip install -q 'h11==0.16.0'
