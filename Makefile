@@ -123,3 +123,24 @@ uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
 	fi
+
+# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers and the JSON parser/writer.
+# Each runs FUZZ_SECONDS (default 60); FUZZ_RUNS=N runs N inputs each instead.
+# Crashing inputs land in Fuzz/.build/crashes/. A single process per target, no -jobs.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
+FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+
+.PHONY: fuzz fuzz-deps
+
+fuzz:
+	Fuzz/build.sh http1 json
+	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
+
+# h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
+# (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.
+fuzz-deps:
+	$(call apt_install,python3 python3-venv)
+	test -x Fuzz/.venv/bin/python || python3 -m venv Fuzz/.venv
+	Fuzz/.venv/bin/pip install -q 'h11==0.16.0'

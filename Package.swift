@@ -43,7 +43,7 @@ let package = Package(
                                          "Systemd", "TLSInterception", "COpenSSL"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
 
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),

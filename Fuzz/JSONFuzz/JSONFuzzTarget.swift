@@ -1,0 +1,91 @@
+// libFuzzer target for JSONParser and JSONWriter, compiled together with JSON.swift,
+// JSONParser.swift and JSONWriter.swift (see Fuzz/build.sh). Any broken invariant aborts.
+
+@inline(never)
+func violated(_ message: String) -> Never {
+    print("INVARIANT VIOLATED: \(message)")
+    fatalError(message)
+}
+
+func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { violated(message()) }
+}
+
+func parse(_ bytes: UnsafeRawBufferPointer, fragments: Bool, depth: Int) -> Result<JSON, JSONParseError> {
+    do throws(JSONParseError) { return .success(try JSONParser.parse(bytes, allowFragments: fragments, maxDepth: depth)) }
+    catch { return .failure(error) }
+}
+
+func parse(_ bytes: [UInt8], fragments: Bool = true, depth: Int = 512) -> Result<JSON, JSONParseError> {
+    bytes.withUnsafeBytes { parse($0, fragments: fragments, depth: depth) }
+}
+
+/// Containers on the deepest path (a scalar is 0, `[]` is 1). Iterative: fuzzed
+/// values can be deep enough to matter for a recursive walk under ASan.
+func depth(_ value: JSON) -> Int {
+    var deepest = 0
+    var pending: [(JSON, Int)] = [(value, 0)]
+    while let (v, d) = pending.popLast() {
+        switch v {
+        case .array(let elements):
+            deepest = max(deepest, d + 1)
+            for e in elements { pending.append((e, d + 1)) }
+        case .object(let members):
+            deepest = max(deepest, d + 1)
+            for m in members { pending.append((m.value, d + 1)) }
+        default:
+            deepest = max(deepest, d)
+        }
+    }
+    return deepest
+}
+
+func write(_ value: JSON) -> [UInt8] {
+    var out: [UInt8] = []
+    JSONWriter.write(value, into: &out)
+    return out
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let input = UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size)
+    // A small limit for some inputs, so the depth check is reached without huge inputs.
+    let limit = size % 7 == 0 ? 1 + size % 13 : 512
+    let loose = parse(input, fragments: true, depth: limit)
+    let strict = parse(input, fragments: false, depth: limit)
+
+    guard case .success(let value) = loose else {
+        if case .failure(let error) = loose {
+            require(error.offset >= 0 && error.offset <= size, "error offset \(error.offset) outside \(size) bytes")
+        }
+        require((try? strict.get()) == nil, "accepted without fragments but refused with them")
+        return 0
+    }
+    if case .success(let strictValue) = strict {
+        require(strictValue == value, "fragment mode changes the value")
+    } else {
+        switch value {
+        case .array, .object: violated("top-level container refused without fragments")
+        default: break
+        }
+    }
+    // Only valid UTF-8 can be accepted: outside strings the grammar is ASCII.
+    require(String(validating: input, as: UTF8.self) != nil, "accepted invalid UTF-8")
+
+    let d = depth(value)
+    require(d <= limit, "depth \(d) above the limit \(limit)")
+    if d > 0 {
+        require((try? parse(input, fragments: true, depth: d).get()) == value, "refused at exactly its own depth")
+        if case .success = parse(input, fragments: true, depth: d - 1) { violated("accepted above the depth limit") }
+    }
+
+    let written = write(value)
+    switch parse(written, depth: max(d, 1)) {
+    case .success(let again):
+        require(again == value, "round trip changed the value")
+        require(write(again) == written, "writing is not stable")
+    case .failure(let error):
+        violated("written form refused: \(error) in \(String(decoding: written, as: UTF8.self))")
+    }
+    return 0
+}

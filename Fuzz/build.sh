@@ -1,0 +1,38 @@
+#!/bin/sh
+# Builds the libFuzzer targets with swiftc directly: `-sanitize=fuzzer -parse-as-library`
+# clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
+# Each target is compiled into one module together with the sources it tests, so
+# internal API is reachable and no SwiftPM build is involved.
+#   Fuzz/build.sh [http1|json]...   (default: both)   → Fuzz/.build/<target>-fuzz
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+out="$here/.build"
+mkdir -p "$out"
+SWIFTC=${SWIFTC:-swiftc}
+# lld: gold prints a warning for every ASan helper symbol.
+flags="-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -use-ld=lld"
+
+build_http1() {
+    # Every file of the HTTP1 target: they form one module with no imports.
+    $SWIFTC $flags -module-name HTTP1Fuzz -o "$out/http1-fuzz" \
+        "$root"/Sources/HTTP1/*.swift "$here/HTTP1Fuzz/HTTP1FuzzTarget.swift"
+}
+
+build_json() {
+    # The JSON value, parser and writer need nothing else from ResponseSerialization
+    # (JSONParser imports Foundation only for its `Data` overload).
+    rs="$root/Sources/ResponseSerialization"
+    $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" \
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
+}
+
+targets=${*:-http1 json}
+for t in $targets; do
+    case $t in
+    http1) build_http1 ;;
+    json) build_json ;;
+    *) echo "unknown fuzz target: $t (http1, json)" >&2; exit 2 ;;
+    esac
+    echo "built $out/$t-fuzz"
+done

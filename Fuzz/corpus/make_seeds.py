@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Writes the hand-written seed corpora (Fuzz/corpus/http1, Fuzz/corpus/json).
+Re-run after editing; file names are the seed names, contents are exact bytes."""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+HTTP1 = {
+    "get": b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    "get-http10": b"GET /index.html HTTP/1.0\r\n\r\n",
+    "leading-crlf": b"\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+    "absolute-form": b"GET http://example.com:8080/a?b=c HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\r\n",
+    "connect": b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    "options-star": b"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+    "post-cl": b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello",
+    "post-cl-list": b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc",
+    "post-chunked": b"POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n",
+    "post-chunked-ext-trailer": b"POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4;a=b;c=\"d\"\r\nWiki\r\nA \r\n0123456789\r\n0\r\nX-Sum: 1\r\nX-More: two\r\n\r\n",
+    "pipelined": b"GET /1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nokGET /3 HTTP/1.1\r\nHost: h\r\n\r\n",
+    "pipelined-chunked": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+    "cl-and-te": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "dup-cl": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde",
+    "obs-fold": b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n  folded\r\n\r\n",
+    "space-before-colon": b"GET / HTTP/1.1\r\nHost : h\r\n\r\n",
+    "bare-lf": b"GET / HTTP/1.1\nHost: h\n\n",
+    "bare-cr": b"GET / HTTP/1.1\rHost: h\r\n\r\n",
+    "nul-value": b"GET / HTTP/1.1\r\nHost: h\r\nX: a\x00b\r\n\r\n",
+    "obs-text": b"GET / HTTP/1.1\r\nHost: h\r\nX: caf\xc3\xa9 \xff\r\n\r\n",
+    "http2-version": b"GET / HTTP/2.0\r\nHost: h\r\n\r\n",
+    "no-host": b"GET / HTTP/1.1\r\n\r\n",
+    "two-hosts": b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "bad-chunk-size": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0x10\r\n",
+    "huge-chunk-size": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF\r\n",
+    "te-identity": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: identity\r\n\r\n",
+    "te-chunked-twice": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+    "resp-200-cl": b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\nhello world!",
+    "resp-chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nEtag: x\r\n\r\n",
+    "resp-close": b"HTTP/1.0 200 OK\r\nServer: s\r\n\r\nuntil the connection closes",
+    "resp-204": b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+    "resp-304": b"HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\n\r\n",
+    "resp-100-then-200": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "resp-no-reason": b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+    "resp-gzip-te": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b",
+    "resp-bad-status": b"HTTP/1.1 99 Low\r\n\r\n",
+    "resp-pipelined": b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+}
+
+JSON = {
+    "object": b'{"a":1,"b":[true,false,null],"c":{"d":"e"}}',
+    "array": b'[1, -0, 0.5, -1.25e+10, 1E-7, 123456789012345678901234567890]',
+    "scalar-string": b'"plain"',
+    "scalar-number": b"  42  ",
+    "literals": b"[true,false,null]",
+    "escapes": b'"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0000\\u001f\\u00e9\\u20ac"',
+    "surrogates": b'"\\ud83d\\ude00 \\uD834\\uDD1E"',
+    "lone-high": b'"\\ud800"',
+    "lone-low": b'"\\udc00x"',
+    "utf8": '"caf\u00e9 \u20ac \U0001f600 \u2028"'.encode(),
+    "utf8-overlong": b'"\xc0\xaf"',
+    "utf8-surrogate": b'"\xed\xa0\x80"',
+    "utf8-too-big": b'"\xf4\x90\x80\x80"',
+    "duplicate-keys": b'{"a":1,"a":2,"A":3}',
+    "empty-containers": b'{"a":{},"b":[],"c":[{}],"d":[[]]}',
+    "nested": b"[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]",
+    "nested-object": b'{"a":{"a":{"a":{"a":{"a":{"a":null}}}}}}',
+    "deep-unclosed": b"[" * 600,
+    "whitespace": b' \t\r\n{ "a" :\t[ 1 , 2 ] }\n',
+    "trailing-comma": b"[1,2,]",
+    "leading-zero": b"[01]",
+    "bare-dot": b"[1.]",
+    "exp-no-digit": b"[1e]",
+    "plus-number": b"[+1]",
+    "bom": b"\xef\xbb\xbf{}",
+    "control-in-string": b'"a\tb"',
+    "single-quote": b"{'a':1}",
+    "comment": b"[1 /* c */]",
+    "nan": b"[NaN, Infinity]",
+    "truncated-literal": b"[tru",
+    "trailing-garbage": b'{"a":1} x',
+    "two-values": b"1 2",
+    "unterminated-string": b'"abc',
+    "bad-escape": b'"\\x41"',
+    "short-unicode": b'"\\u12"',
+    "key-not-string": b"{1:2}",
+    "long-string": b'"' + b"abcdefgh" * 40 + b'\\n"',
+    "mixed": b'{"id":12,"name":"User","tags":["a","b"],"score":-3.5e-2,"ok":true,"next":null}',
+}
+
+
+def write(directory, seeds):
+    path = os.path.join(HERE, directory)
+    os.makedirs(path, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    write("http1", HTTP1)
+    write("json", JSON)
+    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds")
