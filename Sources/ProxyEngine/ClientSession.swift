@@ -290,12 +290,7 @@ final class ClientSession {
 
     func setClientReadTimeout(_ seconds: Double?) {
         guard let bev else { return }
-        if let s = seconds {
-            var tv = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
-            bufferevent_set_timeouts(bev, &tv, nil)
-        } else {
-            bufferevent_set_timeouts(bev, nil, nil)
-        }
+        setBuffereventReadTimeout(bev, seconds)
     }
 
     /// The exchange is over; keep the connection for the next request or close it.

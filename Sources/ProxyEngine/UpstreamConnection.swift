@@ -213,12 +213,7 @@ final class UpstreamConnection {
 
     func setReadTimeout(_ seconds: Double?) {
         guard let bev else { return }
-        if let s = seconds {
-            var tv = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
-            bufferevent_set_timeouts(bev, &tv, nil)
-        } else {
-            bufferevent_set_timeouts(bev, nil, nil)
-        }
+        setBuffereventReadTimeout(bev, seconds)
     }
 
     /// Hands the socket to a tunnel; this object no longer owns it.

@@ -57,3 +57,37 @@ final class HostileClientEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""code":"upstreamReset""#), line)
     }
 }
+
+/// Request smuggling: a refused request never reaches the origin as a complete request.
+final class SmugglingEndToEndTests: XCTestCase {
+    func testAmbiguousRequestsNeverReachTheOriginWhole() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let o = origin.base
+        // One valid request, so the count is known to work.
+        XCTAssertEqual(try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(o)/json"]).text, "200")
+        let attacks: [(String, String)] = [
+            ("CL+TE", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /json HTTP/1.1\r\n\r\n"),
+            ("duplicate CL", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"),
+            ("xchunked", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            ("chunked, identity", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n"),
+            (" chunked folded", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n"),
+            ("space before colon", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"),
+            ("NUL in field", "GET \(o)/json HTTP/1.1\r\nHost: x\r\nX-A: a\u{0}b\r\n\r\n"),
+            ("negative CL", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"),
+            ("chunk size overflow", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF1\r\nhello\r\n0\r\n\r\n"),
+            ("no CRLF after chunk data", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n"),
+            ("oversized request line", "GET \(o)/\(String(repeating: "a", count: 70_000)) HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ]
+        for (name, raw) in attacks {
+            let c = try RawClient(port: proxy.port)
+            c.send(raw)
+            let r = c.read(timeout: 5) { $0.contains("\r\n\r\n") && $0.hasSuffix("\n") }
+            XCTAssertTrue(["400", "431", "501"].contains { r.text.hasPrefix("HTTP/1.1 \($0)") } || r.eof,
+                          "\(name): \(r.text.prefix(80))")
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        let count = try runCommand("curl", ["--noproxy", "*", "-s", "\(o)/count"])
+        XCTAssertEqual(count.text, "1", "the origin received a complete request from a refused one")
+    }
+}

@@ -4,6 +4,10 @@ until stdin closes or it is killed. Only ever binds 127.0.0.1."""
 import json, socket, sys, threading, time, zlib, gzip
 
 BIG_CHUNK = b"x" * 65536
+# Complete requests read since start (all connections): /count answers it, so a
+# test can prove a refused request never reached the origin whole.
+COMPLETE = [0]
+COMPLETE_LOCK = threading.Lock()
 
 def reply(conn, status, reason, headers, body=b""):
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
@@ -60,6 +64,8 @@ def handle(conn):
                 return
             method, target, version, headers, hd, body = req
             served += 1
+            with COMPLETE_LOCK:
+                COMPLETE[0] += 1
             if drop_next:
                 # A keep-alive connection the origin gives up on: closed without an answer.
                 return
@@ -79,6 +85,10 @@ def handle(conn):
                 reply(conn, 200, "OK", [("Content-Type", ct), ("Content-Length", len(body)), ("X-Method", method),
                                         ("X-Host", hd.get("host", "")), ("X-Seen-Headers", ",".join(k.lower() for k, _ in headers)),
                                         ("X-Served", served)], body)
+            elif path == "/count":
+                with COMPLETE_LOCK:
+                    b = str(COMPLETE[0] - 1).encode()  # not counting this request
+                reply(conn, 200, "OK", [("Content-Length", len(b))], b)
             elif path == "/drop-next":
                 b = b"kept alive, for now"
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
