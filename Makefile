@@ -50,9 +50,11 @@ run: release
 	$$($(SWIFT) build -c release --show-bin-path)/tapwire run --config $(CONFIG)
 
 # The whole suite. End-to-end tests start the release binary, so it is built first.
+# The tests are XCTest only; without --disable-swift-testing the run would end on
+# Swift Testing's "0 tests passed" line instead of XCTest's count.
 test: test-deps release
 	TAPWIRE_BIN=$$($(SWIFT) build -c release --show-bin-path)/tapwire \
-	  $(SWIFT) test -j $(JOBS)
+	  $(SWIFT) test -j $(JOBS) --disable-swift-testing
 
 # Unit and in-process engine tests under the address sanitizer, then the thread sanitizer,
 # each in its own scratch directory so the normal .build stays. End-to-end tests are skipped:
