@@ -38,7 +38,7 @@ final class ClientSession {
             throw EngineError.eventBase
         }
         bev = b
-        _ = bufferevent_set_max_single_read(b, 64 * 1024)
+        _ = bufferevent_set_max_single_read(b, EngineConfiguration.maxSingleRead)
         installCallbacks(b)
         engine.metrics.activeClients.add()
         armHeadTimer()
@@ -81,7 +81,8 @@ final class ClientSession {
     }
 
     private func readable() {
-        guard !closed, let input else { return }
+        guard !closed, let bev, let input else { return }
+        readAvailable(bev)
         if let ex = exchange {
             ex.clientReadable()
             return
@@ -203,7 +204,7 @@ final class ClientSession {
             return
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
-        _ = bufferevent_set_max_single_read(filter, 64 * 1024)
+        _ = bufferevent_set_max_single_read(filter, EngineConfiguration.maxSingleRead)
         bev = filter
         interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
         installCallbacks(filter)

@@ -36,6 +36,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// Output buffered for a slow reader before the other side stops being read (backpressure).
     public var highWaterBytes: Int = 256 * 1024
 
+    /// Bytes one read may take from a socket (libevent's default is 16 KiB). Larger
+    /// reads mean fewer syscalls per streamed megabyte.
+    static let maxSingleRead = 256 * 1024
+
     public init() {}
 }
 

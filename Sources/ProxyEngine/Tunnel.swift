@@ -82,6 +82,7 @@ final class Tunnel {
 
     private func move(from source: Side, to destination: Side) {
         guard !ended else { return }
+        if !source.eof { readAvailable(source.bev) }
         let n = evbuffer_get_length(source.input)
         guard n > 0 else { return }
         source.bytesRead += UInt64(n)

@@ -111,7 +111,7 @@ final class UpstreamConnection {
             let fd = bufferevent_getfd(bev)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            _ = bufferevent_set_max_single_read(bev, 64 * 1024)
+            _ = bufferevent_set_max_single_read(bev, EngineConfiguration.maxSingleRead)
         }
         completion(result)
     }
@@ -122,7 +122,10 @@ final class UpstreamConnection {
         bufferevent_setcb(bev, { _, ctx in
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
-            if let o = c.owner { o.upstreamReadable(c) } else { c.idleEvent() }
+            if let o = c.owner {
+                if let bev = c.bev { readAvailable(bev) }
+                o.upstreamReadable(c)
+            } else { c.idleEvent() }
         }, { _, ctx in
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
