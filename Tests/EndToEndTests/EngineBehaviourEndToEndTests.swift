@@ -85,23 +85,11 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let h = try FileHandle(forWritingTo: file)
         try h.truncate(atOffset: 64 << 20)
         try h.close()
-        let baseline = proxy.rssBytes
-        let peak = Locked(baseline)
-        let finished = Locked(false)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            while !finished.value {
-                let rss = proxy.rssBytes
-                peak.update { $0 = max($0, rss) }
-                usleep(20_000)
-            }
-            done.signal()
+        let (r, growth) = try proxy.measuringRSSGrowth {
+            try curlViaProxy(proxy.proxyURL, ["-s", "-H", "Expect:", "--data-binary", "@\(file.path)", "\(origin.base)/sink"], timeout: 120)
         }
-        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-H", "Expect:", "--data-binary", "@\(file.path)", "\(origin.base)/sink"], timeout: 120)
-        finished.update { $0 = true }
-        done.wait()
         XCTAssertEqual(r.text, "\(64 << 20)", r.stderr)
-        XCTAssertLessThan(peak.value - baseline, 48 << 20, "RSS grew by \((peak.value - baseline) >> 20) MiB for a 64 MiB upload")
+        XCTAssertLessThan(growth, 48 << 20, "RSS grew by \(growth >> 20) MiB for a 64 MiB upload")
     }
 
     func testTunnelHalfCloseStillDeliversTheAnswer() throws {

@@ -105,24 +105,10 @@ final class ProxyEndToEndTests: XCTestCase {
 
     func testStreams64MiBWithBoundedMemory() throws {
         let size = 64 << 20
-        let baseline = proxy.rssBytes
-        let peak = Locked(baseline)
-        let finished = Locked(false)
-        let done = DispatchSemaphore(value: 0)
-        let proxy = self.proxy!
-        DispatchQueue.global().async {
-            while !finished.value {
-                let rss = proxy.rssBytes
-                peak.update { $0 = max($0, rss) }
-                usleep(20_000)
-            }
-            done.signal()
+        let (r, growth) = try proxy.measuringRSSGrowth {
+            try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{size_download}", "\(origin.base)/big?size=\(size)"], timeout: 120)
         }
-        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{size_download}", "\(origin.base)/big?size=\(size)"], timeout: 120)
-        finished.update { $0 = true }
-        done.wait()
         XCTAssertEqual(r.text, "\(size)", r.stderr)
-        let growth = peak.value - baseline
         XCTAssertLessThan(growth, 48 << 20, "RSS grew by \(growth >> 20) MiB while streaming 64 MiB")
     }
 

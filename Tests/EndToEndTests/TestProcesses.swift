@@ -127,6 +127,26 @@ final class TapwireProcess {
         return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Runs `body` while sampling RSS every 20 ms; returns its result and the peak
+    /// growth over the RSS before it started.
+    func measuringRSSGrowth<T>(_ body: () throws -> T) rethrows -> (T, growth: Int) {
+        let baseline = rssBytes
+        let peak = Locked(baseline)
+        let finished = Locked(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [self] in
+            while !finished.value {
+                let rss = rssBytes
+                peak.update { $0 = max($0, rss) }
+                usleep(20_000)
+            }
+            done.signal()
+        }
+        defer { finished.update { $0 = true }; done.wait() }
+        let result = try body()
+        return (result, peak.value - baseline)
+    }
+
     /// Resident set size in bytes, from /proc.
     var rssBytes: Int {
         guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/statm", encoding: .utf8) else { return 0 }
