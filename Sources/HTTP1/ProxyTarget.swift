@@ -151,7 +151,6 @@ extension HTTPHeaders {
             }
         }
         guard anyHop else { return self }
-        let named = hasConnection ? tokens(name: "connection") : []
         let keepsUpgrade = keepUpgrade && hasUpgrade
         var result: [Field] = []
         result.reserveCapacity(fields.count)
@@ -170,7 +169,8 @@ extension HTTPHeaders {
             case .drop:
                 continue
             case .other:
-                if named.isEmpty || !named.contains(where: { HTTPHeaders.equalNames($0, field.name) }) { result.append(field) }
+                // A field the Connection header names is hop-by-hop too (checked in place).
+                if !hasConnection || !listContains(name: "connection", token: field.name) { result.append(field) }
             }
         }
         if keepsUpgrade && !placedConnection { result.append(Field(name: "Connection", value: "upgrade")) }

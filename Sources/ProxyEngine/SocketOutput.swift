@@ -53,6 +53,9 @@ func readAvailable(_ bev: OpaquePointer, limit: Int = 1 << 20) -> Int {
     let fd = bufferevent_getfd(bev)
     guard fd >= 0 else { return 0 }
     let input = bufferevent_get_input(bev)
+    // libevent's read took less than its cap: the socket had no more, and another
+    // read would only return EAGAIN (a wasted syscall on every small message).
+    guard evbuffer_get_length(input) >= 4096 else { return 0 }
     // A socket bufferevent keeps its input's end frozen outside its own reads.
     evbuffer_unfreeze(input, 0)
     defer { evbuffer_freeze(input, 0) }
