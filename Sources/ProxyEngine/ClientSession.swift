@@ -85,14 +85,18 @@ final class ClientSession {
         readAvailable(bev)
         if let ex = exchange {
             ex.clientReadable()
+            // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
+            if ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
             return
         }
         parseNextHead(input)
     }
 
     /// Parses and starts the next request if a whole head is buffered.
-    func parseNextHead(_ input: OpaquePointer) {
+    func parseNextHead(_ firstInput: OpaquePointer) {
         while exchange == nil && !closed && !closeWhenFlushed {
+            // Re-read each pass: an intercepted CONNECT replaces the bufferevent.
+            guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
             if available == 0 { return }
             let n = min(available, config.maxHeaderBytes + 4)
@@ -205,6 +209,9 @@ final class ClientSession {
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
         _ = bufferevent_set_max_single_read(filter, EngineConfiguration.maxSingleRead)
+        // The filter stops encrypting into the socket below past this, so a slow client's
+        // backlog stays in the filter's buffer, where backpressure can see it drain.
+        bufferevent_setwatermark(plain, Int16(EV_WRITE), 0, config.highWaterBytes)
         bev = filter
         interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
         installCallbacks(filter)
@@ -242,6 +249,14 @@ final class ClientSession {
     func flush() {
         guard let bev else { return }
         staged.flush(to: bev)
+    }
+
+    /// Bytes waiting in this bufferevent (the TLS filter's own buffer when there is one):
+    /// what backpressure is decided on, since its write callback fires when it drains.
+    /// The socket below a filter is capped by a write watermark (see `startInterception`).
+    var queuedOutputLength: Int {
+        guard let bev else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(bev)) + staged.pending
     }
 
     /// Bytes not yet on the wire, including what a TLS filter has passed to the socket below it.
@@ -318,7 +333,14 @@ final class ClientSession {
         closeWhenFlushed = true
         bufferevent_disable(bev, Int16(EV_READ))
         if outputLength == 0 { close(); return }
-        if bufferevent_get_underlying(bev) != nil { pollUntilFlushed(deadline: EventLoop.monotonicNow() + 10) }
+        if bufferevent_get_underlying(bev) != nil {
+            pollUntilFlushed(deadline: EventLoop.monotonicNow() + 10)
+        } else {
+            // A client that stops reading must not keep its slot forever.
+            let t = LoopTimer(loop: loop) { [weak self] in self?.close() }
+            t.schedule(after: config.clientIdleTimeout)
+            flushPoll = t
+        }
     }
 
     /// A TLS filter reports its own buffer drained while the socket below still holds

@@ -56,6 +56,8 @@ final class Exchange: UpstreamOwner {
     private var connectionReused = false
     /// An upstream is attached and the head went out: body bytes may follow.
     private var attached = false
+    /// The origin closed (or reset) this connection: never pool it.
+    private var upstreamEnded = false
 
     var config: EngineConfiguration { session.config }
     var engine: ProxyEngine { session.engine }
@@ -75,7 +77,10 @@ final class Exchange: UpstreamOwner {
         wall0 = Date().timeIntervalSince1970
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
+        // Upgrades inside an intercepted TLS stream are not tunnelled (the tunnel code
+        // works on plain sockets): the request goes on without its Upgrade fields.
         wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
+            && session.interceptedAuthority == nil
         closeClientAfter = head.wantsClose
     }
 
@@ -128,7 +133,9 @@ final class Exchange: UpstreamOwner {
         attached = true
         upstreamAddressText = c.addressText
         c.owner = self
-        c.setReadTimeout(config.upstreamReadTimeout)
+        // The read timeout waits for an answer: it starts once the request is sent, so a
+        // long upload is not cut by it (writes do not reset libevent's read timeout).
+        c.setReadTimeout(requestFraming == .none ? config.upstreamReadTimeout : nil)
         let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade)
         if let bev = c.bev { c.stage(forwarded.serialized(), bev) }
         if requestFraming == .none {
@@ -148,7 +155,10 @@ final class Exchange: UpstreamOwner {
         requestDone = true
         clock.requestSent = now()
         session.setClientReadTimeout(nil)
+        if requestFraming != .none { upstream?.setReadTimeout(config.upstreamReadTimeout) }
     }
+
+    var isRequestComplete: Bool { requestDone }
 
     // MARK: request body
 
@@ -175,7 +185,7 @@ final class Exchange: UpstreamOwner {
             }
             return
         }
-        if c.outputLength >= config.highWaterBytes, let bev = c.bev {
+        if c.queuedOutputLength >= config.highWaterBytes, let bev = c.bev {
             clientPaused = true
             session.pauseReading()
             bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
@@ -192,7 +202,8 @@ final class Exchange: UpstreamOwner {
 
     /// Returns true when the exchange goes on after the client's half-close.
     func clientEOF() -> Bool {
-        if requestDone { closeClientAfter = true; return true }
+        // A request without a body is whole once its head is read, even while connecting.
+        if requestDone || requestFraming == .none { closeClientAfter = true; return true }
         return false
     }
 
@@ -297,7 +308,7 @@ final class Exchange: UpstreamOwner {
             finish(error: nil, respond: nil)
             return
         }
-        if session.outputLength >= config.highWaterBytes, let bev = c.bev, let cbev = session.bev {
+        if session.queuedOutputLength >= config.highWaterBytes, let bev = c.bev, let cbev = session.bev {
             upstreamPaused = true
             bufferevent_disable(bev, Int16(EV_READ))
             bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
@@ -315,6 +326,7 @@ final class Exchange: UpstreamOwner {
     func upstreamEvent(_ c: UpstreamConnection, events: Int16) {
         guard !finished else { return }
         let e = Int32(events)
+        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { upstreamEnded = true }
         if e & BEV_EVENT_TIMEOUT != 0 {
             let err = TransportError("upstreamTimeout", "the origin sent nothing for \(config.upstreamReadTimeout) s")
             if headForwarded { closeClientAfter = true; finish(error: err, respond: nil) } else { failBeforeResponse(err) }
@@ -373,6 +385,7 @@ final class Exchange: UpstreamOwner {
             c.owner = nil
             let reusable = error == nil && requestDone && !(responseHead?.wantsClose ?? true)
                 && responseFramer.map { $0.isComplete } == true && c.bev != nil
+                && !upstreamEnded && c.outputLength == 0
                 && !engine.isDraining
             if reusable, let rh = responseHead, rh.status >= 200 {
                 c.exchangesServed += 1

@@ -122,6 +122,9 @@ final class UpstreamConnection {
         bufferevent_setcb(bev, { _, ctx in
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
+            // Bytes that come with the end of a TLS handshake wait for the exchange
+            // (it reads what is buffered when it attaches).
+            if c.isConnecting { return }
             if let o = c.owner {
                 if let bev = c.bev { readAvailable(bev) }
                 o.upstreamReadable(c)
@@ -182,6 +185,7 @@ final class UpstreamConnection {
             return
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
+        bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
         handshaking = true
         bev = filter
         installCallbacks()
@@ -198,6 +202,14 @@ final class UpstreamConnection {
     var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
     /// Where request bytes go until the next `flush()` (see `SocketOutput`).
     var output: OpaquePointer? { bev.map { staged.buffer(for: $0) } }
+    /// Bytes waiting in this bufferevent (the TLS filter's own buffer when there is one).
+    var queuedOutputLength: Int {
+        guard let bev else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(bev)) + staged.pending
+    }
+
+    var isConnecting: Bool { connectCompletion != nil }
+
     /// Bytes not yet handed to the socket.
     var outputLength: Int {
         guard let bev else { return 0 }

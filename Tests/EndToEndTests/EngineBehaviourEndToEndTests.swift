@@ -241,3 +241,36 @@ final class ConnectTimeoutEndToEndTests: XCTestCase {
         XCTAssertLessThan(elapsed, 5, "connectTimeout 1 s took \(elapsed) s")
     }
 }
+
+/// Timeouts and backpressure found in review: an upload longer than
+/// `upstream.readTimeout` must not be cut, and a slow client of an intercepted
+/// HTTPS download must neither hang nor buffer the body.
+final class ReviewRegressionEndToEndTests: XCTestCase {
+    func testSlowUploadOutlastsTheUpstreamReadTimeout() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["upstream": ["readTimeout": 1]])
+        let body = String(repeating: "u", count: 60_000)
+        // ~3 s at 20 KB/s: three times the read timeout, all of it spent sending.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-H", "Expect:", "--limit-rate", "20k", "--data-binary", body,
+                                                  "-w", " %{http_code}", "\(origin.base)/sink"], timeout: 30)
+        XCTAssertEqual(r.text, "60000 200", r.stderr)
+    }
+
+    func testSlowClientOfAnInterceptedDownloadGetsEverythingWithBoundedMemory() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tw-tlsbp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let pki = try TestPKI(in: work)
+        let origin = try OriginServer(tls: (pki.certificate, pki.key))
+        let caDirectory = work.appendingPathComponent("ca").path
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate]])
+        let size = 24 << 20
+        let (r, growth) = try proxy.measuringRSSGrowth {
+            try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", caDirectory + "/ca.pem", "--limit-rate", "8M", "-o", "/dev/null",
+                                              "-w", "%{size_download}", "https://127.0.0.1:\(origin.port)/big?size=\(size)"], timeout: 60)
+        }
+        XCTAssertEqual(r.text, "\(size)", r.stderr)
+        XCTAssertLessThan(growth, 16 << 20, "RSS grew by \(growth >> 20) MiB behind a slow TLS client")
+    }
+}

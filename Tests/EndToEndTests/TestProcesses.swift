@@ -5,7 +5,8 @@ import XCTest
 let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// The tapwire binary under test: `TAPWIRE_BIN` (set by `make test` to the release
-/// build), else whatever `swift build` left in .build.
+/// build it has just made), else whatever `swift build` left in .build — the release
+/// one first, which may be older than the sources when run by hand.
 func tapwireBinary() throws -> String {
     if let p = ProcessInfo.processInfo.environment["TAPWIRE_BIN"], FileManager.default.isExecutableFile(atPath: p) { return p }
     for c in ["release", "debug"] {
