@@ -1,6 +1,5 @@
 // CONTRACT (filled in by the JSON work): signatures here are what other code calls.
-import Foundation  // only for the `Data` overload below; the parser itself works on raw bytes.
-import Synchronization
+import Foundation  // the `Data` overload and NSLock; the parser itself works on raw bytes.
 
 /// Where and why a document is not RFC 8259 JSON.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -252,7 +251,17 @@ private struct ReaderMemory: @unchecked Sendable {
     var valueTable: UnsafeMutableRawPointer?
     var keyTable: UnsafeMutableRawPointer?
 
-    private static let pool = Mutex<[ReaderMemory]>([])
+    /// NSLock (a pthread mutex) rather than Synchronization.Mutex: ThreadSanitizer on
+    /// Linux cannot see Mutex's locking and reported every concurrent parse as a race.
+    private final class Pool: @unchecked Sendable {
+        let lock = NSLock()
+        var kept: [ReaderMemory] = []
+        func withLock<T>(_ body: (inout [ReaderMemory]) -> T) -> T {
+            lock.lock(); defer { lock.unlock() }
+            return body(&kept)
+        }
+    }
+    private static let pool = Pool()
     /// Enough for a few concurrent parses; more readers than this allocate their own.
     private static let poolLimit = 4
     /// Stacks grown for an unusually large document are freed rather than kept.
