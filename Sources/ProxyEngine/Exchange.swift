@@ -388,7 +388,6 @@ final class Exchange: UpstreamOwner {
                 && !upstreamEnded && c.outputLength == 0
                 && !engine.isDraining
             if reusable, let rh = responseHead, rh.status >= 200 {
-                c.exchangesServed += 1
                 session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout)
             } else {
                 c.close()

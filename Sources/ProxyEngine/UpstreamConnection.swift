@@ -22,8 +22,6 @@ final class UpstreamConnection {
     /// Strong while lent out (cleared when the exchange ends or the connection closes);
     /// a weak reference gave every exchange a side table and slow-path refcounts.
     var owner: UpstreamOwner?
-    /// Exchanges this connection has carried before the current one.
-    var exchangesServed = 0
     private var pending: [SocketAddress] = []
     private var connectCompletion: ((Result<Void, TransportError>) -> Void)?
     private var deadline: LoopTimer?

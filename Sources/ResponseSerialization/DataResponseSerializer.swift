@@ -99,6 +99,23 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
     }
 }
 
+// MARK: - Array-valued (NDJSON, form, event stream)
+
+extension DataResponseSerializer where Value == JSON {
+    /// The checks every array-valued serializer makes, in the spec's order: an error
+    /// passed in, an allowed empty response (an empty array), nil data; then `parse`.
+    static func arrayValued(emptyResponseCodes: Set<Int>, emptyRequestMethods: Set<String>,
+                            parse: @escaping (Data) -> Result<[JSON], Error>) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
+            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+            return parse(data).map { .array($0) }
+        }
+    }
+}
+
 // MARK: - JSON
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {

@@ -103,12 +103,8 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// Refuses a truncated body, whose last event would be cut.
     public static func eventStream(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
-        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
-        return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return .success(.array(EventStream.parse(data).map(\.json)))
+        .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in
+            .success(EventStream.parse(data).map(\.json))
         }
     }
 }

@@ -68,12 +68,8 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// body is an empty array. Refuses a truncated body, whose last pair would be cut.
     public static func form(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
-        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
-        return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return .success(.array(FormURLEncoded.parse(data).map { .array([.string($0.name), .string($0.value)]) }))
+        .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in
+            .success(FormURLEncoded.parse(data).map { .array([.string($0.name), .string($0.value)]) })
         }
     }
 }

@@ -50,13 +50,9 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     public static func jsonLines(maxDepth: Int = 512,
                                  emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                  emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
-        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
-        return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+        .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in
             do {
-                return .success(.array(try JSONLines.parse(data, maxDepth: maxDepth)))
+                return .success(try JSONLines.parse(data, maxDepth: maxDepth))
             } catch {
                 return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
             }
