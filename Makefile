@@ -8,7 +8,7 @@ DEB_TEST     := curl python3 systemd openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench bench-deps
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # DESTDIR stages into a directory (packaging, tests); SKIP_BUILD=1 installs everything
@@ -72,6 +72,14 @@ test-sanitize: test-deps
 bench-json: deps
 	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark
 	$$($(SWIFT) build -c release --show-bin-path)/JSONBenchmark
+
+# The serialization worker's share of each exchange (rule, decoding, serializer, record), µs per
+# record for the small and the 64 KiB document; CALLGRIND=1 runs it under callgrind instead.
+CALLGRIND    ?=
+bench-record: deps
+	$(SWIFT) build -c release -j $(JOBS) --product RecordBenchmark
+	$(if $(CALLGRIND),valgrind --tool=callgrind --callgrind-out-file=.build/record.callgrind) \
+	  $$($(SWIFT) build -c release --show-bin-path)/RecordBenchmark $(if $(CALLGRIND),0.02,)
 
 # Tapwire against nginx, squid, tinyproxy and mitmproxy on loopback (Benchmarks/README.md).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`

@@ -42,6 +42,7 @@ let package = Package(
                           dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1",
                                          "Systemd", "TLSInterception", "COpenSSL"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
+        .executableTarget(name: "RecordBenchmark", dependencies: ["ExchangeLog", "HTTP1"], path: "Benchmarks/RecordBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),

@@ -20,11 +20,11 @@ build_http1() {
 }
 
 build_json() {
-    # The JSON value, parser and writer need nothing else from ResponseSerialization
+    # The JSON value, parser, writer and compactor need nothing else from ResponseSerialization
     # (JSONParser imports Foundation only for its `Data` overload).
     rs="$root/Sources/ResponseSerialization"
     $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" \
-        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
 targets=${*:-http1 json}

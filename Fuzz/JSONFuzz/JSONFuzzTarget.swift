@@ -1,5 +1,6 @@
-// libFuzzer target for JSONParser and JSONWriter, compiled together with JSON.swift,
-// JSONParser.swift and JSONWriter.swift (see Fuzz/build.sh). Any broken invariant aborts.
+// libFuzzer target for JSONParser, JSONWriter and JSONCompactor, compiled together with
+// JSON.swift, JSONParser.swift, JSONWriter.swift and JSONCompactor.swift (see Fuzz/build.sh).
+// Any broken invariant aborts.
 
 @inline(never)
 func violated(_ message: String) -> Never {
@@ -53,6 +54,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let limit = size % 7 == 0 ? 1 + size % 13 : 512
     let loose = parse(input, fragments: true, depth: limit)
     let strict = parse(input, fragments: false, depth: limit)
+    checkCompactor(input, loose, limit: limit)
 
     guard case .success(let value) = loose else {
         if case .failure(let error) = loose {
@@ -88,4 +90,23 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         violated("written form refused: \(error) in \(String(decoding: written, as: UTF8.self))")
     }
     return 0
+}
+
+/// The one-pass compactor never accepts what the parser refuses, and when it accepts,
+/// writes what the tree path writes (with and without key redaction).
+let redactedKeys = JSONKeySet(["a", "password", "Token"])
+
+func checkCompactor(_ input: UnsafeRawBufferPointer, _ parsed: Result<JSON, JSONParseError>, limit: Int) {
+    for keys in [JSONKeySet([]), redactedKeys] {
+        var out: [UInt8] = [0x2A]
+        let accepted = JSONCompactor.append(input, allowFragments: true, maxDepth: limit, redacting: keys, into: &out)
+        switch parsed {
+        case .failure:
+            require(!accepted, "compactor accepted what the parser refuses")
+            require(out == [0x2A], "a refusal changed the output")
+        case .success(let value):
+            guard accepted else { continue }  // allowed (the caller falls back), but only on odd input
+            require(Array(out.dropFirst()) == write(keys.redacting(value)), "compactor and tree path differ")
+        }
+    }
 }

@@ -4,6 +4,8 @@ import ResponseSerialization
 /// What a record's `result` holds: the logged value, or the failure's three names.
 public enum RecordResult: Sendable, Equatable {
     case success(JSON)
+    /// A value already written as compact JSON text (`CompactJSON`).
+    case successText([UInt8])
     case failure(ErrorLogFields)
 }
 
@@ -163,6 +165,10 @@ public struct RecordEncoder: Sendable {
         case .success(let value):
             RecordEncoder.ascii("{\"success\":", &out)
             JSONWriter.write(value, into: &out)
+            out.append(UInt8(ascii: "}"))
+        case .successText(let text):
+            RecordEncoder.ascii("{\"success\":", &out)
+            out.append(contentsOf: text)
             out.append(UInt8(ascii: "}"))
         case .failure(let fields):
             RecordEncoder.ascii("{\"failure\":", &out)

@@ -141,6 +141,47 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     }
 }
 
+/// A JSON body as the compact text the log writes, validated and written in one pass
+/// (`JSONCompactor`), with `redactingKeys` applied at any depth. The same value as
+/// `json(...)` followed by `JSONWriter`, for a log that needs no `JSON` tree.
+public struct CompactJSON: Sendable, Equatable {
+    public var text: [UInt8]
+    public init(text: [UInt8]) { self.text = text }
+}
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<CompactJSON> {
+    /// `json(...)`'s checks in the same order and with the same errors; the value is its text.
+    public static func compactJSON(allowFragments: Bool = true, maxDepth: Int = 512, redactingKeys keys: JSONKeySet = JSONKeySet([]),
+                                   emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                                   emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<CompactJSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            if let error { return .failure(error) }
+            if policy.returnsEmptyValue(request: request, response: response, data: data) {
+                return .success(CompactJSON(text: Array("null".utf8)))
+            }
+            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
+            return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<CompactJSON, Error> in
+                var text: [UInt8] = []
+                text.reserveCapacity(bytes.count + 16)
+                if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &text) {
+                    return .success(CompactJSON(text: text))
+                }
+                // Invalid (or refused by the one-pass check): the parser says why, or, should
+                // it accept what the pass refused, its tree gives the text.
+                do {
+                    let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                    text.removeAll(keepingCapacity: true)
+                    JSONWriter.write(keys.redacting(value), into: &text)
+                    return .success(CompactJSON(text: text))
+                } catch {
+                    return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+                }
+            }
+        }
+    }
+}
+
 // MARK: - Property list
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {

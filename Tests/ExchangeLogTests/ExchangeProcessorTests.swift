@@ -477,7 +477,7 @@ final class ExchangeProcessorTests: XCTestCase {
 
     func testKeyRedactorAgreesWithJSONRedactingKeys() throws {
         let keys: Set<String> = ["password", "Token", "a"]
-        let redactor = JSONKeyRedactor(keys)
+        let redactor = JSONKeySet(keys)
         let documents = [
             #"{"PASSWORD":1,"token":{"password":2},"list":[{"a":[1]},[{"A":null}],"x"],"b":{"c":{"tOkEn":"t"}}}"#,
             #"[{"password":"p"},{"nested":[[{"token":1}]]},3]"#,

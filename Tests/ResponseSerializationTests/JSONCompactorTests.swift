@@ -1,0 +1,163 @@
+import Foundation
+import HTTP1
+import ResponseSerialization
+import XCTest
+
+/// `JSONCompactor` must write exactly what the tree path writes (parse, redact keys,
+/// `JSONWriter`) and must never accept what `JSONParser` refuses.
+final class JSONCompactorTests: XCTestCase {
+    static let keys: Set<String> = ["password", "Token", "a", "api_key"]
+
+    /// The tree path's text, or nil when the parser refuses the document.
+    func treeText(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512,
+                  keys: Set<String> = JSONCompactorTests.keys) -> [UInt8]? {
+        guard let value = try? JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth) else { return nil }
+        var out: [UInt8] = []
+        JSONWriter.write(value.redactingKeys(keys), into: &out)
+        return out
+    }
+
+    func compactText(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512,
+                     keys: Set<String> = JSONCompactorTests.keys) -> [UInt8]? {
+        var out: [UInt8] = Array("prefix".utf8)
+        let ok = JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth,
+                                      redacting: JSONKeySet(keys), into: &out)
+        guard ok else {
+            XCTAssertEqual(out, Array("prefix".utf8), "a refusal must leave the output as it was")
+            return nil
+        }
+        XCTAssertEqual(Array(out.prefix(6)), Array("prefix".utf8))
+        return Array(out.dropFirst(6))
+    }
+
+    /// Same answer as the tree: same text, or both refuse. `mayRefuse` allows the pass to
+    /// refuse a valid document (the caller then falls back to the parser).
+    func assertAgrees(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512, mayRefuse: Bool = false,
+                      _ label: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line) {
+        let tree = treeText(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+        let compact = compactText(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+        let shown = label().isEmpty ? String(decoding: bytes.prefix(200), as: UTF8.self) : label()
+        if tree == nil {
+            XCTAssertNil(compact, "accepted what the parser refuses: \(shown)", file: file, line: line)
+        } else if compact == nil {
+            if !mayRefuse { XCTFail("refused a valid document: \(shown)", file: file, line: line) }
+        } else if let tree, let compact, tree != compact {
+            XCTFail("\(shown)\n tree:    \(String(decoding: tree, as: UTF8.self))\n compact: \(String(decoding: compact, as: UTF8.self))",
+                    file: file, line: line)
+        }
+    }
+
+    func testDocumentsAgreeWithTheTreePath() {
+        let documents = [
+            #"{"id":1,"name":"x","list":[1,2.5,-3e10,0,true,false,null],"o":{}}"#,
+            " \t\n{ \"a\" : [ 1 , { \"b\" : 2 } ] ,\r\n \"c\" : null } \n",
+            #"{"password":"p","nested":{"TOKEN":{"deep":[1,2,{"password":3}]},"keep":1},"after":true}"#,
+            #"{"a":{"a":{"a":1}},"b":[{"a":[]},{"A":{}}],"c":"a"}"#,
+            #"[{"password":  [ 1, {"x":2} ] , "y":3}, {"api_key" : "k"}]"#,
+            #"{"pass\u0077ord":"hidden","to\u006Ben":1,"\u0061":2,"b\u0061":3}"#,
+            #"{"s":"quote \" backslash \\ slash \/ ctl \b\f\n\r\t \u0000 \u001f \u001F \u0008 \u00e9 \u00E9 \u2028 \ud83d\ude00"}"#,
+            #"{"dup":1,"dup":2,"DUP":3}"#,
+            #"["Déjà vu","日本語","🚀",""]"#,
+            #""just a string""#, "42", "-0.5e-7", "true", "null", #""\/""#,
+            "{\"k\":\"\u{7F}\"}",
+            #"{"password":{"a":{"b":[{"c":1}]}},"x":{"y":[]}}"#,
+            #"{"numbers":[0,-0,1.0,1e5,1E+5,1e-5,123456789012345678901234567890]}"#,
+            #"{"" : "", "a b":"c d"}"#,
+        ]
+        for text in documents { assertAgrees(Array(text.utf8)) }
+    }
+
+    func testInvalidDocumentsAreRefused() {
+        let invalid = [
+            "", " ", "{", "}", "[", "]", "[1,]", "{\"a\":1,}", "{\"a\"}", "{\"a\":}", "{a:1}", "[01]", "[1.]", "[.5]",
+            "[1e]", "[-]", "[+1]", "tru", "nul", "fals", "falsy", "[true false]", "\"unterminated", "\"bad \\x escape\"",
+            "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"tab\tinside\"", "[1] [2]", "{}x",
+            "\u{FEFF}{}", "[\"\\\"]", "{\"a\":1 \"b\":2}", "[1,,2]", "[,1]",
+        ]
+        for text in invalid { assertAgrees(Array(text.utf8), text) }
+        let badUTF8: [[UInt8]] = [[0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF5, 0x80, 0x80, 0x80, 0x22],
+                                  [0x22, 0xE2, 0x82, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xF0, 0x8F, 0xBF, 0xBF, 0x22], [0x22, 0xC3]]
+        for bytes in badUTF8 { assertAgrees(bytes, "\(bytes)") }
+    }
+
+    func testFragmentsAndDepthFollowTheParser() {
+        assertAgrees(Array("42".utf8), allowFragments: false)
+        assertAgrees(Array(#""s""#.utf8), allowFragments: false)
+        assertAgrees(Array(" [1]".utf8), allowFragments: false)
+        for depth in [1, 2, 63, 64, 65, 127, 128, 129, 200] {
+            let arrays = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            let objects = String(repeating: "{\"a\":", count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
+            let mixed = String(repeating: "[{\"k\":", count: depth / 2) + "1" + String(repeating: "}]", count: depth / 2)
+            for text in [arrays, objects, mixed] {
+                for limit in [depth - 1, depth, depth + 1, 512] {
+                    assertAgrees(Array(text.utf8), maxDepth: limit, "depth \(depth) limit \(limit)")
+                }
+            }
+        }
+    }
+
+    func testWithoutKeysEveryValueIsKept() {
+        let text = Array(#"{ "password" : "p", "a": [1, 2] }"#.utf8)
+        var out: [UInt8] = []
+        XCTAssertTrue(JSONCompactor.append(text, into: &out))
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), #"{"password":"p","a":[1,2]}"#)
+    }
+
+    func testSerializerFallsBackToTheParserForErrors() throws {
+        let serializer = DataResponseSerializer<CompactJSON>.compactJSON(redactingKeys: JSONKeySet(["token"]))
+        let bad = serializer.serializeResponse(nil, HTTPResponseHead(status: 200), Data("[1,]".utf8), nil)
+        guard case .failure(let error) = bad, case .responseSerializationFailed(.jsonSerializationFailed(let parseError))? = error as? TapwireError else {
+            return XCTFail("expected jsonSerializationFailed, got \(bad)")
+        }
+        var expected = ""
+        do { _ = try JSONParser.parse("[1,]") } catch { expected = error.description }
+        XCTAssertEqual("\(parseError)", expected)
+        let empty = serializer.serializeResponse(HTTPRequestHead(method: "HEAD", target: "/"), HTTPResponseHead(status: 200), Data(), nil)
+        XCTAssertEqual(try empty.get().text, Array("null".utf8))
+        let good = serializer.serializeResponse(nil, HTTPResponseHead(status: 200), Data(#"{"Token": 1}"#.utf8), nil)
+        XCTAssertEqual(String(decoding: try good.get().text, as: UTF8.self), #"{"Token":"[redacted]"}"#)
+    }
+
+    /// Seeded mutations of valid documents (byte flips, insertions, deletions, splices of
+    /// JSON tokens): every variant gets the same answer from both paths.
+    func testRandomMutationsAgree() {
+        var rng = SplitMix(state: 0x7A9_51CE)
+        let seeds = [
+            #"{"id":17,"password":"x","items":[{"a":1,"b":[true,null,-2.5e3]},{"s":"t\u00e9\n\"q\""}],"token":{"k":[1,2]}}"#,
+            #"[1,"two",{"three":3.0,"four":[4,{"a":"é"}]},null,"\ud83d\ude00",{"api_key":[]}]"#,
+            " { \"x\" : [ 1 , 2 ] , \"password\" : { \"y\" : \"z\" } } ",
+        ].map { Array($0.utf8) }
+        let pieces = ["{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "\\ud83d", "0", "-", "e", ".", " ", "\n", "true",
+                      "null", "\"password\":", "\"a\":", "é", "\u{7F}"].map { Array($0.utf8) }
+        var checked = 0, valid = 0
+        for _ in 0..<20_000 {
+            var bytes = seeds[Int(rng.next() % UInt64(seeds.count))]
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                let at = Int(rng.next() % UInt64(bytes.count + 1))
+                switch rng.next() % 4 {
+                case 0 where at < bytes.count: bytes[at] = UInt8(truncatingIfNeeded: rng.next())
+                case 1 where at < bytes.count: bytes.remove(at: at)
+                case 2: bytes.insert(contentsOf: pieces[Int(rng.next() % UInt64(pieces.count))], at: at)
+                default: bytes.insert(UInt8(truncatingIfNeeded: rng.next() % 128), at: at)
+                }
+            }
+            assertAgrees(bytes, "\(bytes)")
+            if treeText(bytes) != nil { valid += 1 }
+            checked += 1
+        }
+        XCTAssertEqual(checked, 20_000)
+        // Not only refusals: a fair share of the variants are still JSON.
+        XCTAssertGreaterThan(valid, 2_000, "valid variants")
+    }
+}
+
+private struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
