@@ -46,8 +46,11 @@ let processor = ExchangeProcessor(settings: ProcessorSettings(
     redactHeaders: ["authorization", "proxy-authorization", "cookie", "set-cookie"],
     redactJSONKeys: ["password", "token", "secret", "access_token", "refresh_token", "api_key"]))
 let ids = RecordIDGenerator()
+/// A second argument, `small` or `64k`, measures only that document.
+let only = arguments.count > 2 ? arguments[2] : nil
 
 for (name, body, count) in [("small JSON", small, 200_000), ("64 KiB JSON", page(bytes: 65_536), 2_000)] {
+    if let only, !name.hasPrefix(only == "64k" ? "64" : only) { continue }
     let x = exchange(body: body)
     let runs = max(1, Int(Double(count) * scale))
     var bytes = 0

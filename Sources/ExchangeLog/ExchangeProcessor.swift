@@ -59,7 +59,8 @@ public struct ExchangeProcessor: Sendable {
     public func record(for exchange: CapturedExchange, id: String) -> [UInt8] {
         let outcome = self.outcome(for: exchange)
         var out: [UInt8] = []
-        out.reserveCapacity(1024 + exchange.responseBody.bytes.count / 2)
+        // A small exchange's record is ~1.4 KB; a body is logged at most about its own size.
+        out.reserveCapacity(2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
         encoder.appendHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &out)
         return out
     }

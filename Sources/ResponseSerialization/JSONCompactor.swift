@@ -1,25 +1,23 @@
 /// Member names whose values a log hides, prepared for matching raw key bytes:
 /// ASCII case-insensitive, as `JSON.redactingKeys` compares them.
 public struct JSONKeySet: Sendable, Equatable {
-    /// Lower-cased (ASCII) keys by byte length.
-    let keysByLength: [Int: [[UInt8]]]
+    /// Lower-cased (ASCII) keys, indexed by byte length: a key is looked up with no hashing.
+    let keysByLength: [[[UInt8]]]
     /// Bit n set when some key is n bytes long (n < 64): most keys are rejected on length alone.
     let shortLengths: UInt64
-    let hasLongKeys: Bool
 
     public init<S: Sequence>(_ keys: S) where S.Element == String {
-        var byLength: [Int: [[UInt8]]] = [:]
+        var byLength: [[[UInt8]]] = []
         var lengths: UInt64 = 0
-        var long = false
         for key in keys {
             let lowered = key.utf8.map(JSONKeySet.asciiLower)
-            if byLength[lowered.count, default: []].contains(lowered) { continue }
-            byLength[lowered.count, default: []].append(lowered)
-            if lowered.count < 64 { lengths |= 1 << UInt64(lowered.count) } else { long = true }
+            while byLength.count <= lowered.count { byLength.append([]) }
+            if byLength[lowered.count].contains(lowered) { continue }
+            byLength[lowered.count].append(lowered)
+            if lowered.count < 64 { lengths |= 1 << UInt64(lowered.count) }
         }
         keysByLength = byLength
         shortLengths = lengths
-        hasLongKeys = long
     }
 
     public var isEmpty: Bool { keysByLength.isEmpty }
@@ -30,13 +28,9 @@ public struct JSONKeySet: Sendable, Equatable {
     /// Whether the (decoded) key bytes name a redacted member.
     @inline(__always)
     func matches(_ key: UnsafePointer<UInt8>, count: Int) -> Bool {
-        if count < 64 {
-            guard shortLengths & (1 << UInt64(count)) != 0 else { return false }
-        } else if !hasLongKeys {
-            return false
-        }
-        guard let candidates = keysByLength[count] else { return false }
-        for candidate in candidates {
+        if count < 64 && shortLengths & (1 << UInt64(count)) == 0 { return false }
+        guard count < keysByLength.count else { return false }
+        for candidate in keysByLength[count] {
             var equal = true
             for i in 0..<count where JSONKeySet.asciiLower(key[i]) != candidate[i] {
                 equal = false
@@ -74,7 +68,7 @@ public struct JSONKeySet: Sendable, Equatable {
     public func matches(_ key: String) -> Bool {
         var key = key
         return key.withUTF8 { utf8 -> Bool in
-            guard let base = utf8.baseAddress else { return keysByLength[0] != nil }
+            guard let base = utf8.baseAddress else { return !keysByLength.isEmpty && !keysByLength[0].isEmpty }
             return matches(base, count: utf8.count)
         }
     }
