@@ -2,7 +2,8 @@ import Foundation
 import HTTP1
 import Synchronization
 
-/// Moves finished exchanges off the event loops: worker threads (one per core)
+/// Moves finished exchanges off the event loops: worker threads (one per core, the
+/// second and later woken only when one falls behind)
 /// decode, serialize and encode them, then hand the lines to the single
 /// log-writer thread. `accept` never blocks: when more than `maxPending`
 /// exchanges wait, new ones are counted as lost and reported in the next loss
@@ -19,8 +20,11 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// 65,536 one-megabyte captures pile up when decoding falls behind.
     private var queuedBytes = 0
     private var idleWorkers = 0
-    /// Workers waiting without a deadline (no work for a while); only they need a signal.
+    /// Workers waiting without a deadline; only they need a signal.
     private var deepSleepers = 0
+    /// Workers napping briefly (at most one): under steady traffic it picks up what
+    /// arrived every couple of milliseconds, so `accept` never has to wake anyone.
+    private var nappers = 0
     private var busyWorkers = 0
     private var stopping = false
     private var processor: ExchangeProcessor
@@ -62,9 +66,11 @@ public final class ExchangePipeline: @unchecked Sendable {
         queuedBytes += size
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
         // Waking a worker per exchange cost the event loop a futex call and a context
-        // switch each (10% of its time): busy workers look again within 2 ms anyway,
-        // so signal only one that sleeps deeply, or when a large batch is waiting.
-        if deepSleepers > 0 || (idleWorkers > 0 && queue.count >= batchLimit) { condition.signal() }
+        // switch each (10% of its time). A napping worker looks again within 2 ms and a
+        // busy one before it waits, so a sleeper is woken only when no worker is napping
+        // or busy, or when a full batch is waiting (one worker is falling behind: bring
+        // in another core).
+        if deepSleepers > 0 && ((nappers == 0 && busyWorkers == 0) || queue.count == batchLimit) { condition.signal() }
         condition.unlock()
     }
 
@@ -74,9 +80,13 @@ public final class ExchangePipeline: @unchecked Sendable {
             condition.lock()
             while queue.isEmpty && !stopping {
                 idleWorkers += 1
-                if Date().timeIntervalSince(lastWork) < 0.1 {
-                    // Traffic is flowing: nap briefly and let a batch gather.
+                if nappers == 0 && Date().timeIntervalSince(lastWork) < 0.1 {
+                    // Traffic is flowing: nap briefly and let a batch gather. One napper is
+                    // enough: every extra one cost two context switches per nap, which on
+                    // two cores showed as more CPU than the records it shared out.
+                    nappers += 1
                     _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
+                    nappers -= 1
                 } else {
                     deepSleepers += 1
                     condition.wait()
