@@ -360,47 +360,62 @@ private struct CompactingPass {
     /// the (decoded) string is a redacted key (always false for values), nil when invalid.
     /// A string whose escapes are all in the writer's canonical form stays in the run;
     /// any other is written out decoded and re-escaped.
+    @inline(__always)
     mutating func string(isKey: Bool, into out: inout [UInt8]) -> Bool? {
         let open = pos
-        var i = pos + 1
-        var canonical = true
-        var hasEscapes = false
+        let (close, escapes) = scanString(from: open)
+        guard close >= 0 else { return nil }
+        pos = close + 1
+        if escapes == 0 {
+            return isKey && redacts ? keys.matches(p + open + 1, count: close - open - 1) : false
+        }
+        if escapes == 1 && !(isKey && redacts) { return false }
+        return escapedString(open: open, close: close, canonical: escapes == 1, isKey: isKey, into: &out)
+    }
+
+    /// Where the string opening at `open` closes (-1 when invalid) and what its escapes
+    /// need: 0 none, 1 all in canonical form, 2 some to rewrite. Non-mutating, so the hot
+    /// scan works on registers instead of a copy of the pass.
+    @inline(__always)
+    func scanString(from open: Int) -> (Int, Int) {
+        var i = open + 1
+        var escapes = 0
         while true {
             i = scanPlain(from: i)
-            guard i < end else { return nil }
+            guard i < end else { return (-1, 0) }
             let c = p[i]
-            if c == 0x22 { break }
+            if c == 0x22 { return (i, escapes) }
             if c == 0x5C {
-                hasEscapes = true
-                guard let (next, isCanonical) = checkEscape(at: i) else { return nil }
-                if !isCanonical { canonical = false }
+                guard let (next, isCanonical) = checkEscape(at: i) else { return (-1, 0) }
+                escapes = max(escapes, isCanonical ? 1 : 2)
                 i = next
             } else if c < 0x20 {
-                return nil
+                return (-1, 0)
             } else {
-                guard let next = validateUTF8Sequence(at: i) else { return nil }
+                guard let next = validateUTF8Sequence(at: i) else { return (-1, 0) }
                 i = next
             }
         }
-        let close = i
-        pos = close + 1
-        var redacted = false
-        if !hasEscapes {
-            if isKey && redacts { redacted = keys.matches(p + open + 1, count: close - open - 1) }
-            return redacted
-        }
-        if canonical && !(isKey && redacts) { return false }
-        // Decode into scratch: needed to compare a key, or to re-escape canonically.
+    }
+
+    /// The slow path: a string with escapes that is a key to compare or needs rewriting.
+    @inline(never)
+    mutating func escapedString(open: Int, close: Int, canonical: Bool, isKey: Bool, into out: inout [UInt8]) -> Bool {
         scratch.removeAll(keepingCapacity: true)
         decode(from: open + 1, to: close)
-        if isKey && redacts {
-            redacted = scratch.withUnsafeBufferPointer { b in b.baseAddress.map { keys.matches($0, count: b.count) } ?? false }
-        }
+        let redacted = isKey && redacts && scratchIsRedactedKey()
         if !canonical {
-            cut(at: open, resumeAt: pos, into: &out)
+            cut(at: open, resumeAt: close + 1, into: &out)
             if !suppressed { scratch.withUnsafeBufferPointer { JSONWriter.appendQuoted(utf8: $0, into: &out) } }
         }
         return redacted
+    }
+
+    /// Not inlined and not mutating on purpose: a closure over `self` inside the mutating
+    /// `string` made the compiler copy the whole pass onto the stack on every call.
+    @inline(never)
+    func scratchIsRedactedKey() -> Bool {
+        scratch.withUnsafeBufferPointer { b in b.baseAddress.map { keys.matches($0, count: b.count) } ?? false }
     }
 
     /// Checks the escape at `i` (on the backslash). Returns the index after it and whether
