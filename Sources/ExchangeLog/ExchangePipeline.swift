@@ -105,17 +105,20 @@ public final class ExchangePipeline: @unchecked Sendable {
             if !queue.isEmpty && idleWorkers > 0 { condition.signal() }
             condition.unlock()
 
-            var lines: [[UInt8]] = []
-            lines.reserveCapacity(batch.count)
+            // Encoded straight into one buffer that the writer writes from (RecordBatch).
+            var lines = RecordBatch()
+            lines.reserveCapacity(bytes: batch.reduce(0) { $0 + 1600 + Self.capturedBytes($1) }, records: batch.count)
             for event in batch {
                 switch event {
                 case .http(let exchange):
-                    lines.append(processor.record(for: exchange, id: ids.next(startTime: exchange.clock.requestStart)))
+                    let id = ids.next(startTime: exchange.clock.requestStart)
+                    lines.append { processor.appendRecord(for: exchange, id: id, into: &$0) }
                 case .tunnel(let tunnel):
-                    lines.append(processor.record(for: tunnel, id: ids.next(startTime: tunnel.start)))
+                    let id = ids.next(startTime: tunnel.start)
+                    lines.append { processor.appendRecord(for: tunnel, id: id, into: &$0) }
                 }
             }
-            writer.submit(batch: lines)
+            writer.submit(lines)
             processedCount.add(lines.count, ordering: .relaxed)
             lastWork = Date()
 

@@ -57,20 +57,31 @@ public struct ExchangeProcessor: Sendable {
 
     /// One `http` record: a JSON object on one line, without the newline.
     public func record(for exchange: CapturedExchange, id: String) -> [UInt8] {
-        let outcome = self.outcome(for: exchange)
         var out: [UInt8] = []
         // A small exchange's record is ~1.4 KB; a body is logged at most about its own size.
         out.reserveCapacity(2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
-        encoder.appendHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &out)
+        appendRecord(for: exchange, id: id, into: &out)
         return out
+    }
+
+    /// Appends the `http` record to `out` (a worker's batch buffer).
+    public func appendRecord(for exchange: CapturedExchange, id: String, into out: inout [UInt8]) {
+        let outcome = self.outcome(for: exchange)
+        // No reserveCapacity here: growing a batch buffer by exact amounts per record would
+        // copy it once per record; appends grow it geometrically.
+        encoder.appendHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &out)
     }
 
     /// One `tunnel` or `websocket` record, without the newline.
     public func record(for tunnel: CapturedTunnel, id: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(tunnel.upgrade == nil ? 320 : 1024)
-        encoder.appendTunnelRecord(id: id, tunnel: tunnel, into: &out)
+        appendRecord(for: tunnel, id: id, into: &out)
         return out
+    }
+
+    public func appendRecord(for tunnel: CapturedTunnel, id: String, into out: inout [UInt8]) {
+        encoder.appendTunnelRecord(id: id, tunnel: tunnel, into: &out)
     }
 
     // MARK: Pipeline

@@ -20,6 +20,52 @@ public struct LogWriterStats: Sendable, Equatable {
     public var archiveFailures: Int
 }
 
+/// Encoded records, each followed by its newline, in one buffer: a serialization worker
+/// encodes a whole batch into it and the writer hands slices of it to write(2), so a
+/// record is neither allocated on its own nor copied again on its way to the file.
+public struct RecordBatch: Sendable {
+    /// The lines, newline-terminated, back to back.
+    public private(set) var bytes: [UInt8] = []
+    /// Where each line ends (just past its newline) in `bytes`.
+    public private(set) var ends: [Int] = []
+
+    public init() {}
+
+    public init(lines: [[UInt8]]) {
+        bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
+        for line in lines { append(line) }
+    }
+
+    public var count: Int { ends.count }
+    public var isEmpty: Bool { ends.isEmpty }
+
+    /// Adds one record; `encode` appends its text (no newline) to the buffer.
+    public mutating func append(encoding encode: (inout [UInt8]) -> Void) {
+        encode(&bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        ends.append(bytes.count)
+    }
+
+    public mutating func append(_ line: [UInt8]) {
+        append { $0.append(contentsOf: line) }
+    }
+
+    public mutating func reserveCapacity(bytes byteCount: Int, records: Int) {
+        bytes.reserveCapacity(byteCount)
+        ends.reserveCapacity(records)
+    }
+
+    /// Keeps the first `n` records.
+    mutating func keepFirst(_ n: Int) {
+        guard n < ends.count else { return }
+        bytes.removeSubrange((n == 0 ? 0 : ends[n - 1])...)
+        ends.removeSubrange(n...)
+    }
+
+    /// Start of record `i` in `bytes`.
+    func start(of i: Int) -> Int { i == 0 ? 0 : ends[i - 1] }
+}
+
 /// Writes already-encoded JSON lines to a `RotatingFile` from one dedicated thread.
 ///
 /// Producers call `submit`, which never waits for the disk: a full queue refuses the record and
@@ -31,7 +77,9 @@ public final class LogWriter: @unchecked Sendable {
     private let condition = NSCondition()
 
     // Shared state, guarded by `condition`.
-    private var queue: [[UInt8]] = []
+    private var queue: [RecordBatch] = []
+    /// Records and bytes in `queue`.
+    private var queueCount = 0
     private var queueBytes = 0
     private var capacity: Int
     private var byteCapacity: Int
@@ -85,38 +133,48 @@ public final class LogWriter: @unchecked Sendable {
     /// counts the record as lost when the queue is full or the writer has stopped.
     @discardableResult
     public func submit(_ line: [UInt8]) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !stopping, queue.count < capacity, queueBytes + line.count <= byteCapacity || queue.isEmpty else {
-            lostCount += 1
-            if !stopping {
-                overflowLost += 1
-                condition.broadcast()
-            }
-            return false
-        }
-        queue.append(line)
-        queueBytes += line.count
-        condition.broadcast()
-        return true
+        var batch = RecordBatch()
+        batch.append(line)
+        return submit(batch) == 1
     }
 
     /// Queues several records under one lock and one wake-up (the serialization
     /// workers submit what they encoded together). Refused records are counted lost.
     public func submit(batch lines: [[UInt8]]) {
-        guard !lines.isEmpty else { return }
+        submit(RecordBatch(lines: lines))
+    }
+
+    /// Queues the records of `batch` that fit (from the front); the rest are counted
+    /// lost. Returns how many were queued.
+    @discardableResult
+    public func submit(_ batch: RecordBatch) -> Int {
+        guard !batch.isEmpty else { return 0 }
+        var batch = batch
         condition.lock()
         defer { condition.unlock() }
-        for line in lines {
-            if !stopping, queue.count < capacity, queueBytes + line.count <= byteCapacity || queue.isEmpty {
-                queue.append(line)
-                queueBytes += line.count
-            } else {
-                lostCount += 1
-                if !stopping { overflowLost += 1 }
+        var accepted = 0
+        if !stopping {
+            // Whole records while both limits allow; one record always fits an empty queue.
+            let roomInCount = max(0, capacity - queueCount)
+            while accepted < min(batch.count, roomInCount) {
+                let end = batch.ends[accepted]
+                if queueBytes + end > byteCapacity && !(queueCount == 0 && accepted == 0) { break }
+                accepted += 1
             }
         }
-        condition.broadcast()
+        let refused = batch.count - accepted
+        if refused > 0 {
+            lostCount += refused
+            if !stopping { overflowLost += refused }
+            batch.keepFirst(accepted)
+        }
+        if accepted > 0 {
+            queueCount += accepted
+            queueBytes += batch.bytes.count
+            queue.append(batch)
+        }
+        if accepted > 0 || (refused > 0 && !stopping) { condition.broadcast() }
+        return accepted
     }
 
     /// Counts records that never reached `submit` (the serialization pool was full); they
@@ -179,7 +237,7 @@ public final class LogWriter: @unchecked Sendable {
         let archiveFailures = archiver.failures
         return condition.withLock {
             LogWriterStats(written: writtenCount, lost: lostCount,
-                           lostSinceLastReport: publishedUnreportedLoss + overflowLost, queueDepth: queue.count,
+                           lostSinceLastReport: publishedUnreportedLoss + overflowLost, queueDepth: queueCount,
                            rotations: rotationCount, ioErrors: ioErrorCount, lastError: lastErrorText,
                            archiveFailures: archiveFailures)
         }
@@ -200,7 +258,7 @@ public final class LogWriter: @unchecked Sendable {
             }
             // A small batch under steady traffic: give it a moment to grow, so lines go
             // out in a few large writes instead of one write (and one wake-up) each.
-            if queue.count < 64 && !stopping && flushRequested == flushCompleted && !reopenRequested
+            if queueCount < 64 && !stopping && flushRequested == flushCompleted && !reopenRequested
                 && pendingSettings == nil {
                 condition.unlock()
                 usleep(2_000)
@@ -208,6 +266,7 @@ public final class LogWriter: @unchecked Sendable {
             }
             let batch = queue
             queue = []
+            queueCount = 0
             queueBytes = 0
             let overflow = overflowLost
             overflowLost = 0
@@ -298,50 +357,61 @@ public final class LogWriter: @unchecked Sendable {
         do { try file.open() } catch { failures.append(error) }
     }
 
-    /// Writes the batch in chunks of whole lines that fit both `batchBytes` and the room left
-    /// before a size rotation, a pending loss record first. After a failure the rest of the
-    /// batch is dropped and counted: retrying it would only delay the records queued behind it.
-    private func writeBatch(_ records: [[UInt8]], failures: inout [LogIOError]) -> (written: Int, lost: Int) {
-        var index = 0
+    /// Writes the batches straight from their buffers in chunks of whole lines that fit both
+    /// `batchBytes` and the room left before a size rotation, a pending loss record first.
+    /// After a failure the rest is dropped and counted: retrying it would only delay the
+    /// records queued behind it.
+    private func writeBatch(_ batches: [RecordBatch], failures: inout [LogIOError]) -> (written: Int, lost: Int) {
         var written = 0
         var lost = 0
         retryAfterFailure = false
-        repeat {
-            var chunk: [UInt8] = []
-            var reported = 0
-            if unreportedLoss > 0 {
-                chunk = lossRecord(count: unreportedLoss)
-                chunk.append(UInt8(ascii: "\n"))
-                reported = unreportedLoss
-            }
-            let limit = min(file.settings.batchBytes, file.roomBeforeRotation())
-            let first = index
-            while index < records.count {
-                let needed = records[index].count + 1
-                if !chunk.isEmpty && chunk.count + needed > limit { break }
-                chunk.append(contentsOf: records[index])
-                chunk.append(UInt8(ascii: "\n"))
-                index += 1
-            }
-            guard !chunk.isEmpty else { break }
+        let total = batches.reduce(0) { $0 + $1.count }
+        if unreportedLoss > 0 {
+            let reported = unreportedLoss
             do {
-                try file.write(chunk)
-                written += index - first
-                if reported > 0 {
-                    unreportedLoss -= reported
-                    if unreportedLoss == 0 { lossReasons = [] }
-                }
+                try file.write(lossRecord(count: reported) + [UInt8(ascii: "\n")])
+                unreportedLoss -= reported
+                if unreportedLoss == 0 { lossReasons = [] }
             } catch {
                 failures.append(error)
-                let dropped = records.count - first
-                lost += dropped
-                unreportedLoss += dropped
-                noteReason(error.shortReason)
-                retryAfterFailure = true
-                break
+                return fail(dropping: total, error: error)
             }
-        } while index < records.count
+        }
+        for (b, batch) in batches.enumerated() {
+            var index = 0
+            while index < batch.count {
+                let limit = min(file.settings.batchBytes, file.roomBeforeRotation())
+                let first = index
+                let start = batch.start(of: first)
+                index += 1  // at least one line, even one longer than the limit
+                while index < batch.count && batch.ends[index] - start <= limit { index += 1 }
+                let end = batch.ends[index - 1]
+                let failure = batch.bytes.withUnsafeBytes { raw -> LogIOError? in
+                    do throws(LogIOError) {
+                        try file.write(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failure {
+                    failures.append(failure)
+                    let remaining = batch.count - first + batches[(b + 1)...].reduce(0) { $0 + $1.count }
+                    let (_, dropped) = fail(dropping: remaining, error: failure)
+                    return (written, lost + dropped)
+                }
+                written += index - first
+            }
+        }
         return (written, lost)
+    }
+
+    /// Counts `dropped` records lost after a failed write; they go into the next loss record.
+    private func fail(dropping dropped: Int, error: LogIOError) -> (written: Int, lost: Int) {
+        unreportedLoss += dropped
+        noteReason(error.shortReason)
+        retryAfterFailure = true
+        return (0, dropped)
     }
 
     private func noteReason(_ reason: String) {

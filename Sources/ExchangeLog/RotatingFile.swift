@@ -83,29 +83,31 @@ public final class RotatingFile {
     /// On failure nothing of `bytes` stays in the file (when the file system allows cutting it
     /// back), the descriptor is closed, and the next call opens the file again.
     public func write(_ bytes: [UInt8]) throws(LogIOError) {
-        guard !bytes.isEmpty else { return }
-        if fd < 0 { try open() }
-        try rotateIfDue(adding: bytes.count)
-        if fd < 0 { try open() }
-        if needsLineBreak {
-            try writeBytes([UInt8(ascii: "\n")] + bytes)
-        } else {
-            try writeBytes(bytes)
+        let failure = bytes.withUnsafeBytes { raw -> LogIOError? in
+            do throws(LogIOError) { try write(raw); return nil } catch { return error }
         }
-        needsLineBreak = false
+        if let failure { throw failure }
     }
 
-    private func writeBytes(_ bytes: [UInt8]) throws(LogIOError) {
-        var written = 0
-        let failure = bytes.withUnsafeBytes { raw -> LogIOError? in
-            do throws(LogIOError) {
-                try fileSystem.writeAll(fd, raw, path: activePath, written: &written)
-                return nil
-            } catch {
-                return error
-            }
+    /// As `write(_: [UInt8])`, from memory the caller owns (a slice of a record batch).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(LogIOError) {
+        guard !bytes.isEmpty else { return }
+        if fd < 0 { try open() }
+        try rotateIfDue(adding: bytes.count + (needsLineBreak ? 1 : 0))
+        if fd < 0 { try open() }
+        if needsLineBreak {
+            var lineBreak = UInt8(ascii: "\n")
+            try withUnsafeBytes(of: &lineBreak) { (raw: UnsafeRawBufferPointer) throws(LogIOError) in try writeBytes(raw) }
+            needsLineBreak = false
         }
-        if let error = failure {
+        try writeBytes(bytes)
+    }
+
+    private func writeBytes(_ raw: UnsafeRawBufferPointer) throws(LogIOError) {
+        var written = 0
+        do throws(LogIOError) {
+            try fileSystem.writeAll(fd, raw, path: activePath, written: &written)
+        } catch {
             if written > 0 {
                 var status = stat()
                 if fstat(fd, &status) == 0, ftruncate(fd, status.st_size - off_t(written)) == 0 {
@@ -118,7 +120,7 @@ public final class RotatingFile {
             closeDescriptor()
             throw error
         }
-        size += bytes.count
+        size += raw.count
         unsynced = true
     }
 
