@@ -19,16 +19,18 @@ public struct HeaderRedaction: Sendable {
     /// every header name of every record into a new string.
     public func redacts(_ name: String) -> Bool {
         if lowered.isEmpty { return false }
-        let count = name.utf8.count
-        for candidate in lowered where candidate.count == count {
-            var equal = true
-            for (a, b) in zip(name.utf8, candidate) where HeaderRedaction.asciiLower(a) != b {
-                equal = false
-                break
+        var name = name
+        return name.withUTF8 { bytes in
+            for candidate in lowered where candidate.count == bytes.count {
+                var equal = true
+                for i in 0..<bytes.count where HeaderRedaction.asciiLower(bytes[i]) != candidate[i] {
+                    equal = false
+                    break
+                }
+                if equal { return true }
             }
-            if equal { return true }
+            return false
         }
-        return false
     }
 
     @inline(__always)
