@@ -363,7 +363,6 @@ public final class LogWriter: @unchecked Sendable {
     /// records queued behind it.
     private func writeBatch(_ batches: [RecordBatch], failures: inout [LogIOError]) -> (written: Int, lost: Int) {
         var written = 0
-        var lost = 0
         retryAfterFailure = false
         let total = batches.reduce(0) { $0 + $1.count }
         if unreportedLoss > 0 {
@@ -398,12 +397,12 @@ public final class LogWriter: @unchecked Sendable {
                     failures.append(failure)
                     let remaining = batch.count - first + batches[(b + 1)...].reduce(0) { $0 + $1.count }
                     let (_, dropped) = fail(dropping: remaining, error: failure)
-                    return (written, lost + dropped)
+                    return (written, dropped)
                 }
                 written += index - first
             }
         }
-        return (written, lost)
+        return (written, 0)
     }
 
     /// Counts `dropped` records lost after a failed write; they go into the next loss record.

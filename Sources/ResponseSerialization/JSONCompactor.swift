@@ -103,9 +103,8 @@ public enum JSONCompactor {
                               redacting keys: JSONKeySet = JSONKeySet([]), into output: inout [UInt8]) -> Bool {
         guard let base = input.baseAddress, input.count > 0 else { return false }
         let mark = output.count
-        var pass = CompactingPass(base.assumingMemoryBound(to: UInt8.self), count: input.count, keys: keys,
-                                  maxDepth: maxDepth)
-        if pass.run(allowFragments: allowFragments, into: &output) { return true }
+        if compact(base.assumingMemoryBound(to: UInt8.self), end: input.count, allowFragments: allowFragments,
+                   maxDepth: maxDepth, keys: keys, into: &output) { return true }
         output.removeSubrange(mark...)
         return false
     }
@@ -116,225 +115,242 @@ public enum JSONCompactor {
     }
 }
 
-private struct CompactingPass {
-    let p: UnsafePointer<UInt8>
-    let end: Int
-    let keys: JSONKeySet
-    let redacts: Bool
-    let maxDepth: Int
-    var pos = 0
-    /// Input from here up to the current position is still to be copied as it is.
-    var run = 0
-    /// Inside a redacted value: nothing is copied until it ends.
-    var suppressed = false
-    /// Open containers; bit (depth % 64) of word (depth / 64) is 1 for an object.
-    var depth = 0
-    var kinds: UInt64 = 0
-    var deeperKinds: [UInt64] = []
-    /// The depth at which the redacted value started.
-    var suppressedDepth = 0
-    /// Decoded bytes of a string that has escapes.
-    var scratch: [UInt8] = []
+// MARK: - The pass
 
-    init(_ p: UnsafePointer<UInt8>, count: Int, keys: JSONKeySet, maxDepth: Int) {
-        self.p = p
-        self.end = count
-        self.keys = keys
-        self.redacts = !keys.isEmpty
-        self.maxDepth = maxDepth
-    }
+extension JSONCompactor {
+    /// One function with its state in locals: as methods on a struct the state lived in
+    /// memory behind `self` and every token paid loads, stores and calls for it.
+    static func compact(_ p: UnsafePointer<UInt8>, end: Int, allowFragments: Bool, maxDepth: Int,
+                        keys: JSONKeySet, into out: inout [UInt8]) -> Bool {
+        let redacts = !keys.isEmpty
+        var pos = 0
+        /// Input from `run` up to `pos` is still to be copied as it is.
+        var run = 0
+        /// Open containers; bit d of `kinds` (d < 64) or of `deeperKinds` is 1 for an object.
+        var depth = 0
+        var kinds: UInt64 = 0
+        var deeperKinds: [UInt64] = []
+        /// Inside a redacted value (opened at `suppressedDepth`): nothing is copied.
+        var suppressed = false
+        var suppressedDepth = 0
+        var expectKey = false
+        var scratch: [UInt8] = []
 
-    // MARK: Output
+        @inline(__always) func isWhitespace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
 
-    /// Copies the pending run up to `i` (unless suppressed) and starts the next run at `next`.
-    @inline(__always)
-    mutating func cut(at i: Int, resumeAt next: Int, into out: inout [UInt8]) {
-        if !suppressed && i > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: i - run)) }
-        run = next
-    }
-
-    @inline(__always)
-    mutating func skipWhitespace(into out: inout [UInt8]) {
-        guard pos < end else { return }
-        let c = p[pos]
-        guard c <= 0x20, c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
-        let start = pos
-        pos += 1
-        while pos < end {
-            let d = p[pos]
-            guard d <= 0x20, d == 0x20 || d == 0x0A || d == 0x0D || d == 0x09 else { break }
-            pos += 1
-        }
-        cut(at: start, resumeAt: pos, into: &out)
-    }
-
-    // MARK: Containers
-
-    @inline(__always)
-    mutating func push(isObject: Bool) -> Bool {
-        guard depth < maxDepth else { return false }
-        let bit: UInt64 = 1 << UInt64(depth & 63)
-        if depth < 64 {
-            if isObject { kinds |= bit } else { kinds &= ~bit }
-        } else {
-            let word = depth >> 6 - 1
-            if word == deeperKinds.count { deeperKinds.append(0) }
-            if isObject { deeperKinds[word] |= bit } else { deeperKinds[word] &= ~bit }
-        }
-        depth += 1
-        return true
-    }
-
-    @inline(__always)
-    func topIsObject() -> Bool {
-        let d = depth - 1
-        let bit: UInt64 = 1 << UInt64(d & 63)
-        return (d < 64 ? kinds : deeperKinds[d >> 6 - 1]) & bit != 0
-    }
-
-    /// A value just ended at `depth`: a redacted one ends its suppression.
-    @inline(__always)
-    mutating func valueEnded() {
-        if suppressed && depth == suppressedDepth {
-            suppressed = false
-            run = pos
-        }
-    }
-
-    // MARK: Document
-
-    mutating func run(allowFragments: Bool, into out: inout [UInt8]) -> Bool {
-        skipWhitespace(into: &out)
-        guard pos < end else { return false }
-        if !allowFragments && p[pos] != UInt8(ascii: "{") && p[pos] != UInt8(ascii: "[") { return false }
-        nextValue: while true {
-            skipWhitespace(into: &out)
+        while true {
+            // White space before a token leaves the run.
+            if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
+                let start = pos
+                pos += 1
+                while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
+                run = pos
+            }
             guard pos < end else { return false }
-            switch p[pos] {
-            case UInt8(ascii: "{"):
-                guard push(isObject: true) else { return false }
+
+            if expectKey {
+                expectKey = false
+                guard p[pos] == 0x22 else { return false }
+                let open = pos
+                let (close, escapes) = scanString(p, from: open, end: end)
+                guard close >= 0 else { return false }
+                pos = close + 1
+                var redacted = false
+                if escapes == 0 {
+                    if redacts { redacted = keys.matches(p + open + 1, count: close - open - 1) }
+                } else if redacts || escapes == 2 {
+                    scratch.removeAll(keepingCapacity: true)
+                    decode(p, from: open + 1, to: close, into: &scratch)
+                    if redacts {
+                        redacted = scratch.withUnsafeBufferPointer { b in b.baseAddress.map { keys.matches($0, count: b.count) } ?? false }
+                    }
+                    if escapes == 2 {
+                        if !suppressed {
+                            if open > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: open - run)) }
+                            scratch.withUnsafeBufferPointer { JSONWriter.appendQuoted(utf8: $0, into: &out) }
+                        }
+                        run = pos
+                    }
+                }
+                if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
+                    let start = pos
+                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
+                    run = pos
+                }
+                guard pos < end, p[pos] == 0x3A else { return false }
                 pos += 1
-                skipWhitespace(into: &out)
+                if redacted && !suppressed {
+                    if pos > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: pos - run)) }
+                    run = pos
+                    out.append(contentsOf: redactedText)
+                    suppressed = true
+                    suppressedDepth = depth
+                }
+                continue
+            }
+
+            // A value.
+            let c = p[pos]
+            switch c {
+            case 0x7B, 0x5B:  // { [
+                guard depth < maxDepth else { return false }
+                let isObject = c == 0x7B
+                let bit: UInt64 = 1 << UInt64(depth & 63)
+                if depth < 64 {
+                    if isObject { kinds |= bit } else { kinds &= ~bit }
+                } else {
+                    let word = depth >> 6 - 1
+                    if word == deeperKinds.count { deeperKinds.append(0) }
+                    if isObject { deeperKinds[word] |= bit } else { deeperKinds[word] &= ~bit }
+                }
+                depth += 1
+                pos += 1
+                if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
+                    let start = pos
+                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
+                    run = pos
+                }
                 guard pos < end else { return false }
-                if p[pos] == UInt8(ascii: "}") {
+                if p[pos] == (isObject ? 0x7D : 0x5D) {
                     pos += 1
                     depth -= 1
                 } else {
-                    guard memberName(into: &out) else { return false }
-                    continue nextValue
+                    expectKey = isObject
+                    continue
                 }
-            case UInt8(ascii: "["):
-                guard push(isObject: false) else { return false }
-                pos += 1
-                skipWhitespace(into: &out)
-                guard pos < end else { return false }
-                if p[pos] == UInt8(ascii: "]") {
-                    pos += 1
-                    depth -= 1
-                } else {
-                    continue nextValue
+            case 0x22:
+                if depth == 0 && !allowFragments { return false }
+                let open = pos
+                let (close, escapes) = scanString(p, from: open, end: end)
+                guard close >= 0 else { return false }
+                pos = close + 1
+                if escapes == 2 && !suppressed {
+                    if open > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: open - run)) }
+                    scratch.removeAll(keepingCapacity: true)
+                    decode(p, from: open + 1, to: close, into: &scratch)
+                    scratch.withUnsafeBufferPointer { JSONWriter.appendQuoted(utf8: $0, into: &out) }
+                    run = pos
                 }
-            case UInt8(ascii: "\""):
-                guard string(isKey: false, into: &out) != nil else { return false }
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                guard number() else { return false }
-            case UInt8(ascii: "t"):
-                guard literal(0x74, 0x72, 0x75, 0x65, count: 4) else { return false }
-            case UInt8(ascii: "f"):
-                guard literal(0x66, 0x61, 0x6C, 0x73, count: 5), p[pos - 1] == 0x65 else { return false }
-            case UInt8(ascii: "n"):
-                guard literal(0x6E, 0x75, 0x6C, 0x6C, count: 4) else { return false }
+            case 0x2D, 0x30...0x39:
+                if depth == 0 && !allowFragments { return false }
+                pos = scanNumber(p, from: pos, end: end)
+                guard pos >= 0 else { return false }
+            case 0x74:  // true
+                guard depth > 0 || allowFragments, pos + 4 <= end, p[pos + 1] == 0x72, p[pos + 2] == 0x75, p[pos + 3] == 0x65 else { return false }
+                pos += 4
+            case 0x66:  // false
+                guard depth > 0 || allowFragments, pos + 5 <= end, p[pos + 1] == 0x61, p[pos + 2] == 0x6C, p[pos + 3] == 0x73,
+                      p[pos + 4] == 0x65 else { return false }
+                pos += 5
+            case 0x6E:  // null
+                guard depth > 0 || allowFragments, pos + 4 <= end, p[pos + 1] == 0x75, p[pos + 2] == 0x6C, p[pos + 3] == 0x6C else { return false }
+                pos += 4
             default:
                 return false
             }
-            valueEnded()
+            if suppressed && depth == suppressedDepth { suppressed = false; run = pos }
 
-            // Close every container that ends here.
+            // Close every container that ends here; a comma leads to the next value or member.
+            var next = false
             while depth > 0 {
-                skipWhitespace(into: &out)
-                guard pos < end else { return false }
-                let c = p[pos]
-                if c == UInt8(ascii: ",") {
-                    pos += 1
-                    if topIsObject() { guard memberName(into: &out) else { return false } }
-                    continue nextValue
+                if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
+                    let start = pos
+                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
+                    run = pos
                 }
-                guard c == (topIsObject() ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { return false }
+                guard pos < end else { return false }
+                let d = depth - 1
+                let isObject = (d < 64 ? kinds : deeperKinds[d >> 6 - 1]) & (1 << UInt64(d & 63)) != 0
+                let c = p[pos]
+                if c == 0x2C {
+                    pos += 1
+                    expectKey = isObject
+                    next = true
+                    break
+                }
+                guard c == (isObject ? 0x7D : 0x5D) else { return false }
                 pos += 1
                 depth -= 1
-                valueEnded()
+                if suppressed && depth == suppressedDepth { suppressed = false; run = pos }
             }
-            skipWhitespace(into: &out)
+            if next { continue }
+
+            // The document's value is complete: only white space may follow.
+            while pos < end && isWhitespace(p[pos]) { pos += 1 }
             guard pos == end else { return false }
-            cut(at: end, resumeAt: end, into: &out)
+            // Trailing white space was not copied only if it was cut: cut it now.
+            var last = end
+            while last > run && isWhitespace(p[last - 1]) { last -= 1 }
+            if last > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: last - run)) }
             return true
         }
     }
 
-    /// A member name and its colon; when the name is redacted, writes the replacement
-    /// and suppresses the value that follows.
-    mutating func memberName(into out: inout [UInt8]) -> Bool {
-        skipWhitespace(into: &out)
-        guard pos < end, p[pos] == UInt8(ascii: "\"") else { return false }
-        guard let redacted = string(isKey: true, into: &out) else { return false }
-        skipWhitespace(into: &out)
-        guard pos < end, p[pos] == UInt8(ascii: ":") else { return false }
-        pos += 1
-        if redacted && !suppressed {
-            cut(at: pos, resumeAt: pos, into: &out)
-            out.append(contentsOf: [0x22, 0x5B, 0x72, 0x65, 0x64, 0x61, 0x63, 0x74, 0x65, 0x64, 0x5D, 0x22])  // "[redacted]"
-            suppressed = true
-            suppressedDepth = depth
-        }
-        return true
-    }
+    static let redactedText: [UInt8] = Array(#""[redacted]""#.utf8)
 
-    /// `t`/`n` literals (4 bytes) and `false` (5 bytes: the caller checks the last).
+    /// RFC 8259 number grammar from `start`; the index after it, or -1.
     @inline(__always)
-    mutating func literal(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, count: Int) -> Bool {
-        guard pos + count <= end, p[pos] == a, p[pos + 1] == b, p[pos + 2] == c, p[pos + 3] == d else { return false }
-        pos += count
-        return true
-    }
-
-    @inline(__always)
-    func isDigit(_ i: Int) -> Bool { i < end && p[i] &- 0x30 < 10 }
-
-    /// RFC 8259 number grammar; the text is copied as it is.
-    mutating func number() -> Bool {
-        var i = pos
-        if p[i] == UInt8(ascii: "-") { i += 1 }
-        guard i < end else { return false }
-        if p[i] == UInt8(ascii: "0") {
+    static func scanNumber(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+        @inline(__always) func isDigit(_ i: Int) -> Bool { i < end && p[i] &- 0x30 < 10 }
+        var i = start
+        if p[i] == 0x2D { i += 1 }
+        guard i < end else { return -1 }
+        if p[i] == 0x30 {
             i += 1
-            if isDigit(i) { return false }
+            if isDigit(i) { return -1 }
         } else if p[i] &- 0x31 < 9 {
             i += 1
             while isDigit(i) { i += 1 }
         } else {
-            return false
+            return -1
         }
-        if i < end && p[i] == UInt8(ascii: ".") {
+        if i < end && p[i] == 0x2E {
             i += 1
-            guard isDigit(i) else { return false }
+            guard isDigit(i) else { return -1 }
             while isDigit(i) { i += 1 }
         }
-        if i < end && (p[i] | 0x20) == UInt8(ascii: "e") {
+        if i < end && (p[i] | 0x20) == 0x65 {
             i += 1
-            if i < end && (p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-")) { i += 1 }
-            guard isDigit(i) else { return false }
+            if i < end && (p[i] == 0x2B || p[i] == 0x2D) { i += 1 }
+            guard isDigit(i) else { return -1 }
             while isDigit(i) { i += 1 }
         }
-        pos = i
-        return true
+        return i
     }
 
-    // MARK: Strings
+    /// Where the string opening at `open` closes (-1 when invalid) and what its escapes
+    /// need: 0 none, 1 all in the writer's canonical form, 2 some to rewrite.
+    @inline(__always)
+    static func scanString(_ p: UnsafePointer<UInt8>, from open: Int, end: Int) -> (Int, Int) {
+        var i = open + 1
+        var escapes = 0
+        while true {
+            i = scanPlain(p, from: i, end: end)
+            guard i < end else { return (-1, 0) }
+            let c = p[i]
+            if c == 0x22 { return (i, escapes) }
+            if c == 0x5C {
+                let (next, canonical) = checkEscape(p, at: i, end: end)
+                guard next >= 0 else { return (-1, 0) }
+                escapes = max(escapes, canonical ? 1 : 2)
+                i = next
+            } else if c < 0x20 {
+                return (-1, 0)
+            } else {
+                i = validateUTF8Sequence(p, at: i, end: end)
+                guard i >= 0 else { return (-1, 0) }
+            }
+        }
+    }
 
     /// Index of the first byte at or after `start` that is `"`, `\`, a control character
     /// or non-ASCII, eight bytes at a time (as the parser scans).
     @inline(__always)
-    func scanPlain(from start: Int) -> Int {
+    static func scanPlain(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
         var i = start
         let ones: UInt64 = 0x0101_0101_0101_0101
         while i + 8 <= end {
@@ -356,115 +372,56 @@ private struct CompactingPass {
         return end
     }
 
-    /// `pos` is on the opening quote; leaves it after the closing one. Returns whether
-    /// the (decoded) string is a redacted key (always false for values), nil when invalid.
-    /// A string whose escapes are all in the writer's canonical form stays in the run;
-    /// any other is written out decoded and re-escaped.
-    @inline(__always)
-    mutating func string(isKey: Bool, into out: inout [UInt8]) -> Bool? {
-        let open = pos
-        let (close, escapes) = scanString(from: open)
-        guard close >= 0 else { return nil }
-        pos = close + 1
-        if escapes == 0 {
-            return isKey && redacts ? keys.matches(p + open + 1, count: close - open - 1) : false
-        }
-        if escapes == 1 && !(isKey && redacts) { return false }
-        return escapedString(open: open, close: close, canonical: escapes == 1, isKey: isKey, into: &out)
-    }
-
-    /// Where the string opening at `open` closes (-1 when invalid) and what its escapes
-    /// need: 0 none, 1 all in canonical form, 2 some to rewrite. Non-mutating, so the hot
-    /// scan works on registers instead of a copy of the pass.
-    @inline(__always)
-    func scanString(from open: Int) -> (Int, Int) {
-        var i = open + 1
-        var escapes = 0
-        while true {
-            i = scanPlain(from: i)
-            guard i < end else { return (-1, 0) }
-            let c = p[i]
-            if c == 0x22 { return (i, escapes) }
-            if c == 0x5C {
-                guard let (next, isCanonical) = checkEscape(at: i) else { return (-1, 0) }
-                escapes = max(escapes, isCanonical ? 1 : 2)
-                i = next
-            } else if c < 0x20 {
-                return (-1, 0)
-            } else {
-                guard let next = validateUTF8Sequence(at: i) else { return (-1, 0) }
-                i = next
-            }
-        }
-    }
-
-    /// The slow path: a string with escapes that is a key to compare or needs rewriting.
-    @inline(never)
-    mutating func escapedString(open: Int, close: Int, canonical: Bool, isKey: Bool, into out: inout [UInt8]) -> Bool {
-        scratch.removeAll(keepingCapacity: true)
-        decode(from: open + 1, to: close)
-        let redacted = isKey && redacts && scratchIsRedactedKey()
-        if !canonical {
-            cut(at: open, resumeAt: close + 1, into: &out)
-            if !suppressed { scratch.withUnsafeBufferPointer { JSONWriter.appendQuoted(utf8: $0, into: &out) } }
-        }
-        return redacted
-    }
-
-    /// Not inlined and not mutating on purpose: a closure over `self` inside the mutating
-    /// `string` made the compiler copy the whole pass onto the stack on every call.
-    @inline(never)
-    func scratchIsRedactedKey() -> Bool {
-        scratch.withUnsafeBufferPointer { b in b.baseAddress.map { keys.matches($0, count: b.count) } ?? false }
-    }
-
-    /// Checks the escape at `i` (on the backslash). Returns the index after it and whether
-    /// `JSONWriter` would write the same two or six bytes for what it decodes to.
-    func checkEscape(at i: Int) -> (Int, Bool)? {
-        guard i + 1 < end else { return nil }
+    /// The escape at `i` (on the backslash): the index after it (-1 when invalid) and
+    /// whether `JSONWriter` writes the same bytes for what it decodes to.
+    static func checkEscape(_ p: UnsafePointer<UInt8>, at i: Int, end: Int) -> (Int, Bool) {
+        guard i + 1 < end else { return (-1, false) }
         switch p[i + 1] {
         case 0x22, 0x5C, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             return (i + 2, true)
         case UInt8(ascii: "/"):
             return (i + 2, false)
         case UInt8(ascii: "u"):
-            guard let scalar = hex4(at: i + 2) else { return nil }
-            if scalar >= 0xDC00 && scalar <= 0xDFFF { return nil }
+            let scalar = hex4(p, at: i + 2, end: end)
+            guard scalar >= 0 else { return (-1, false) }
+            if scalar >= 0xDC00 && scalar <= 0xDFFF { return (-1, false) }
             if scalar >= 0xD800 && scalar <= 0xDBFF {
                 let next = i + 6
-                guard next + 1 < end, p[next] == 0x5C, p[next + 1] == UInt8(ascii: "u"),
-                      let low = hex4(at: next + 2), low >= 0xDC00 && low <= 0xDFFF else { return nil }
+                guard next + 1 < end, p[next] == 0x5C, p[next + 1] == UInt8(ascii: "u") else { return (-1, false) }
+                let low = hex4(p, at: next + 2, end: end)
+                guard low >= 0xDC00 && low <= 0xDFFF else { return (-1, false) }
                 return (next + 6, false)
             }
             // The writer uses \u00xx, lower-case, only for control characters without a short form.
-            let canonical = scalar < 0x20 && scalar != 0x08 && scalar != 0x0C && scalar != 0x0A && scalar != 0x0D
-                && scalar != 0x09 && !(2...5).contains(where: { p[i + $0] >= UInt8(ascii: "A") && p[i + $0] <= UInt8(ascii: "F") })
+            var canonical = scalar < 0x20 && scalar != 0x08 && scalar != 0x0C && scalar != 0x0A && scalar != 0x0D && scalar != 0x09
+            for k in 2...5 where p[i + k] >= UInt8(ascii: "A") && p[i + k] <= UInt8(ascii: "F") { canonical = false }
             return (i + 6, canonical)
         default:
-            return nil
+            return (-1, false)
         }
     }
 
-    func hex4(at i: Int) -> UInt32? {
-        guard i + 4 <= end else { return nil }
-        var value: UInt32 = 0
+    /// Four hex digits at `i`, or -1.
+    static func hex4(_ p: UnsafePointer<UInt8>, at i: Int, end: Int) -> Int {
+        guard i + 4 <= end else { return -1 }
+        var value = 0
         for k in 0..<4 {
             let c = p[i + k]
-            let digit: UInt8
+            let digit: Int
             switch c {
-            case 0x30...0x39: digit = c - 0x30
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-            default: return nil
+            case 0x30...0x39: digit = Int(c - 0x30)
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = Int(c - UInt8(ascii: "a")) + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = Int(c - UInt8(ascii: "A")) + 10
+            default: return -1
             }
-            value = value << 4 | UInt32(digit)
+            value = value << 4 | digit
         }
         return value
     }
 
-    /// RFC 3629 multi-byte sequence at `i` (the parser's table); the index after it.
+    /// RFC 3629 multi-byte sequence at `i` (the parser's table): the index after it, or -1.
     @inline(__always)
-    func validateUTF8Sequence(at i: Int) -> Int? {
+    static func validateUTF8Sequence(_ p: UnsafePointer<UInt8>, at i: Int, end: Int) -> Int {
         let lead = p[i]
         let length: Int
         var low: UInt8 = 0x80, high: UInt8 = 0xBF
@@ -476,17 +433,17 @@ private struct CompactingPass {
         case 0xF0: length = 4; low = 0x90
         case 0xF1...0xF3: length = 4
         case 0xF4: length = 4; high = 0x8F
-        default: return nil
+        default: return -1
         }
-        guard i + length <= end else { return nil }
+        guard i + length <= end else { return -1 }
         let second = p[i + 1]
-        guard second >= low && second <= high else { return nil }
-        for k in 2..<max(length, 2) where p[i + k] & 0xC0 != 0x80 { return nil }
+        guard second >= low && second <= high else { return -1 }
+        for k in 2..<max(length, 2) where p[i + k] & 0xC0 != 0x80 { return -1 }
         return i + length
     }
 
     /// Decodes the (already validated) string content `from..<to` into `scratch`.
-    mutating func decode(from: Int, to: Int) {
+    static func decode(_ p: UnsafePointer<UInt8>, from: Int, to: Int, into scratch: inout [UInt8]) {
         var i = from
         var segment = from
         while i < to {
@@ -499,14 +456,14 @@ private struct CompactingPass {
             case UInt8(ascii: "r"): scratch.append(0x0D); i += 2
             case UInt8(ascii: "t"): scratch.append(0x09); i += 2
             case UInt8(ascii: "u"):
-                var scalar = hex4(at: i + 2) ?? 0xFFFD
+                var scalar = UInt32(max(0, hex4(p, at: i + 2, end: to)))
                 i += 6
                 if scalar >= 0xD800 && scalar <= 0xDBFF {
-                    let low = hex4(at: i + 2) ?? 0xDC00
+                    let low = UInt32(max(0xDC00, hex4(p, at: i + 2, end: to)))
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
                 }
-                appendUTF8(scalar)
+                appendUTF8(scalar, into: &scratch)
             default:  // \" \\ \/
                 scratch.append(p[i + 1]); i += 2
             }
@@ -515,7 +472,7 @@ private struct CompactingPass {
         scratch.append(contentsOf: UnsafeBufferPointer(start: p + segment, count: to - segment))
     }
 
-    mutating func appendUTF8(_ scalar: UInt32) {
+    static func appendUTF8(_ scalar: UInt32, into scratch: inout [UInt8]) {
         switch scalar {
         case 0..<0x80:
             scratch.append(UInt8(scalar))
