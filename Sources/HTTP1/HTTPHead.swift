@@ -71,29 +71,32 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     /// (ASCII case-insensitively), without allocating: this runs for every
     /// request and response (`Connection: close`, `keep-alive`, `upgrade`).
     public func listContains(name: String, token: String) -> Bool {
-        var token = token
+        for field in fields where Self.equalNames(field.name, name) {
+            if Self.list(field.value, contains: token) { return true }
+        }
+        return false
+    }
+
+    /// Whether the comma-separated list `value` holds `token` (ASCII case-insensitively).
+    static func list(_ value: String, contains token: String) -> Bool {
+        var token = token, value = value
         return token.withUTF8 { t in
-            for field in fields where Self.equalNames(field.name, name) {
-                var value = field.value
-                let found = value.withUTF8 { v -> Bool in
-                    var i = 0
-                    while i < v.count {
-                        while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
-                        let start = i
-                        while i < v.count && v[i] != 0x2C { i += 1 }
-                        var end = i
-                        while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-                        if end - start == t.count {
-                            var same = true
-                            for k in 0..<t.count where asciiLower(v[start + k]) != asciiLower(t[k]) { same = false; break }
-                            if same { return true }
-                        }
+            value.withUTF8 { v -> Bool in
+                var i = 0
+                while i < v.count {
+                    while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
+                    let start = i
+                    while i < v.count && v[i] != 0x2C { i += 1 }
+                    var end = i
+                    while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
+                    if end - start == t.count {
+                        var same = true
+                        for k in 0..<t.count where asciiLower(v[start + k]) != asciiLower(t[k]) { same = false; break }
+                        if same { return true }
                     }
-                    return false
                 }
-                if found { return true }
+                return false
             }
-            return false
         }
     }
 
