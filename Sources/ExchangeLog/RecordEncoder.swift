@@ -386,7 +386,9 @@ public struct RecordEncoder: Sendable {
                 raw[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
                 fraction /= 10
             }
-            out.append(contentsOf: raw.prefix(width))
+            // A buffer pointer, not raw.prefix(): appending a Slice copied byte by byte.
+            guard let base = raw.baseAddress else { return }
+            out.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: width))
         }
     }
 
@@ -401,7 +403,8 @@ public struct RecordEncoder: Sendable {
                 raw[i] = UInt8(ascii: "0") + UInt8(remaining % 10)
                 remaining /= 10
             }
-            out.append(contentsOf: raw[i...])
+            guard let base = raw.baseAddress else { return }
+            out.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self) + i, count: raw.count - i))
         }
     }
 
