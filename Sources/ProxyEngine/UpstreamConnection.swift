@@ -259,31 +259,38 @@ final class UpstreamPool {
 
     init(loop: EventLoop) { self.loop = loop }
 
+    /// A pooled connection for `authority`, newest first. The list is changed in place
+    /// through one dictionary index: copying it out and back made every take copy the
+    /// array (and hash the authority twice).
     func take(_ authority: HTTPAuthority) -> UpstreamConnection? {
-        while var list = idle[authority], let c = list.popLast() {
-            idle[authority] = list.isEmpty ? nil : list
+        while let i = idle.index(forKey: authority) {
+            guard let c = idle.values[i].popLast() else { idle.remove(at: i); continue }
+            if idle.values[i].isEmpty { idle.remove(at: i) }
             loop.engine?.metrics.pooledUpstreams.sub()
             c.idleTimer?.cancel()
-            c.idleTimer = nil
             if c.bev != nil && !c.isClosed { return c }
         }
         return nil
     }
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
-        guard c.bev != nil, (idle[c.authority]?.count ?? 0) < maxIdlePerOrigin,
+        let i = idle.index(forKey: c.authority)
+        guard c.bev != nil, i.map({ idle.values[$0].count < maxIdlePerOrigin }) ?? true,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)
         if let bev = c.bev { bufferevent_enable(bev, Int16(EV_READ)) }
-        let timer = LoopTimer(loop: loop) { [weak self, weak c] in
-            guard let self, let c else { return }
-            self.remove(c)
-            c.close()
+        // One timer per connection, re-armed on every return to the pool: a new timer each
+        // time cost an event_new/event_free and two closure allocations per exchange.
+        // The connection owns its timer, so the timer never outlives it (unowned, no side table).
+        let timer = c.idleTimer ?? LoopTimer(loop: loop) { [unowned self, unowned c] in
+            let connection = c  // strong: the pool's list held the last reference
+            self.remove(connection)
+            connection.close()
         }
         timer.schedule(after: idleTimeout)
         c.idleTimer = timer
-        idle[c.authority, default: []].append(c)
+        if let i { idle.values[i].append(c) } else { idle[c.authority] = [c] }
         loop.engine?.metrics.pooledUpstreams.add()
     }
 
