@@ -275,15 +275,8 @@ final class Exchange: UpstreamOwner {
 
     private func forwardResponseHead(_ rh: HTTPResponseHead, framing: BodyFraming) {
         if framing == .closeDelimited || !requestDone || engine.isDraining { closeClientAfter = true }
-        var out = rh
-        out.version = .http1_1
-        out.headers = rh.headers.removingHopByHop(keepUpgrade: false)
-        if closeClientAfter {
-            out.headers.add(name: "Connection", value: "close")
-        } else if head.version == .http1_0 {
-            out.headers.add(name: "Connection", value: "keep-alive")
-        }
-        session.write(out.serialized())
+        let connection: String? = closeClientAfter ? "close" : head.version == .http1_0 ? "keep-alive" : nil
+        session.write(rh.forwardedWireForm(connection: connection))
         headForwarded = true
     }
 

@@ -252,3 +252,36 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertFalse(response("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n")?.head.wantsClose ?? true)
     }
 }
+
+/// The one-pass forwarded response head must be byte for byte what the two-step path
+/// (removingHopByHop, version 1.1, an added Connection field, serialized) writes.
+final class ForwardedWireFormTests: XCTestCase {
+    func twoStep(_ head: HTTPResponseHead, _ connection: String?) -> [UInt8] {
+        var out = head
+        out.version = .http1_1
+        out.headers = head.headers.removingHopByHop(keepUpgrade: false)
+        if let connection { out.headers.add(name: "Connection", value: connection) }
+        return out.serialized()
+    }
+
+    func testSameBytesAsTheTwoStepPath() {
+        let heads: [HTTPResponseHead] = [
+            HTTPResponseHead(status: 200, reason: "OK", version: .http1_1, headers: [
+                ("Server", "nginx/1.22.1"), ("Date", "Wed, 02 Dec 2026 13:43:43 GMT"), ("Content-Type", "application/json"),
+                ("Content-Length", "113"), ("Connection", "keep-alive"), ("ETag", "\"6b10202d-71\""), ("Accept-Ranges", "bytes")]),
+            HTTPResponseHead(status: 404, reason: "Not Found", version: .http1_0, headers: [
+                ("connection", "X-Secret, close"), ("X-Secret", "s"), ("x-secret", "t"), ("Keep-Alive", "timeout=5"),
+                ("Transfer-Encoding", "chunked"), ("TE", "trailers"), ("Trailer", "X-T"), ("Upgrade", "h2c"),
+                ("Proxy-Authenticate", "Basic"), ("Proxy-Connection", "keep-alive"), ("X-Kept", "1")]),
+            HTTPResponseHead(status: 204, reason: "", headers: []),
+            HTTPResponseHead(status: 500, reason: "Déjà vu", headers: [("Connection", "Content-Length, Host"),
+                ("Content-Length", "0"), ("Host", "h"), ("Connection", " x-a ,, X-B "), ("X-A", "1"), ("x-b", "2"), ("X-C", "3")]),
+        ]
+        for head in heads {
+            for connection in [nil, "close", "keep-alive"] {
+                XCTAssertEqual(String(decoding: head.forwardedWireForm(connection: connection), as: UTF8.self),
+                               String(decoding: twoStep(head, connection), as: UTF8.self), "\(head.status) \(connection ?? "-")")
+            }
+        }
+    }
+}
