@@ -157,6 +157,26 @@ func reparse<Head: Equatable>(_ wire: [UInt8], _ head: Head, parse: (UnsafeRawBu
     require(again == .complete(head, wire.count), "serialized head re-parses as \(again), not \(head)")
 }
 
+/// The one-pass forwarded response head equals the two-step path, and re-parses.
+func checkForwardedResponse(_ head: HTTPResponseHead, _ random: inout InputRandom) {
+    let connection = [nil, "close", "keep-alive"][random.below(3)]
+    var twoStep = head
+    twoStep.version = .http1_1
+    twoStep.headers = head.headers.removingHopByHop(keepUpgrade: false)
+    if let connection { twoStep.headers.add(name: "Connection", value: connection) }
+    let wire = head.forwardedWireForm(connection: connection)
+    require(wire == twoStep.serialized(), "forwardedWireForm differs from removingHopByHop + serialized")
+    reparse(wire, twoStep, parse: parseResponse)
+}
+
+/// A request the proxy would forward: its target form parses without trapping and the
+/// forwarded head re-parses as itself.
+func checkForwardedRequest(_ head: HTTPRequestHead) {
+    guard let form = try? head.proxyForm(), case .absolute(let authority, let originTarget) = form else { return }
+    let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: false)
+    reparse(forwarded.serialized(), forwarded, parse: parseRequest)
+}
+
 func checkRequests(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout InputRandom) {
     var rest = input
     // Pipelined requests: keep going while each message is complete.
@@ -174,6 +194,7 @@ func checkRequests(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout In
             require(length > 0 && length <= rest.count && length <= max, "head length \(length) of \(rest.count), max \(max)")
             checkPrefixes(rest, length: length, head: head, max: max, &random, parse: parseRequest)
             reparse(head.serialized(), head, parse: parseRequest)
+            checkForwardedRequest(head)
             let framing: BodyFraming
             do throws(HTTPParseError) { framing = try head.bodyFraming() } catch { return }
             require(framing != .closeDelimited, "request framed by close")
@@ -208,6 +229,7 @@ func checkResponses(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout I
             require((100...999).contains(head.status), "status \(head.status)")
             checkPrefixes(rest, length: length, head: head, max: max, &random, parse: parseResponse)
             reparse(head.serialized(), head, parse: parseResponse)
+            checkForwardedResponse(head, &random)
             let method = methods[random.below(methods.count)]
             let framing: BodyFraming
             do throws(HTTPParseError) { framing = try head.bodyFraming(requestMethod: method) } catch {
