@@ -11,6 +11,12 @@ public enum RFC3339 {
     /// Formats into 27 bytes on the stack and appends them at once: a record has four of
     /// these, and appending field by field cost more than the rest of the timeline.
     public static func append(secondsSince1970: Double, into buffer: inout [UInt8]) {
+        withText(secondsSince1970: secondsSince1970) { buffer.append(contentsOf: $0) }
+    }
+
+    /// The 27 bytes of the timestamp, on the stack, handed to `body`.
+    @inline(__always)
+    static func withText(secondsSince1970: Double, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         let time = CivilTime(secondsSince1970: secondsSince1970)
         var text: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &text) { raw in
@@ -29,7 +35,7 @@ public enum RFC3339 {
             put(time.microsecond, width: 6, at: 20, raw)
             raw[26] = UInt8(ascii: "Z")
             guard let base = raw.baseAddress else { return }
-            buffer.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: 27))
+            body(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: 27))
         }
     }
 

@@ -131,10 +131,17 @@ public struct RecordEncoder: Sendable {
 
     public func appendHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
                                  into out: inout [UInt8]) {
+        var buffer = RecordBuffer(capacity: 2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
+        encodeHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &buffer)
+        out.append(contentsOf: buffer.bytes)
+    }
+
+    func encodeHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
+                          into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
-        JSONWriter.appendQuoted(id, into: &out)
+        out.appendQuoted(id)
         RecordEncoder.ascii(",\"kind\":\"http\",\"client\":", &out)
-        JSONWriter.appendQuoted(exchange.client, into: &out)
+        out.appendQuoted(exchange.client)
         RecordEncoder.ascii(",\"request\":", &out)
         appendRequest(exchange, body: outcome.requestBody, into: &out)
         RecordEncoder.ascii(",\"response\":", &out)
@@ -156,15 +163,15 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendOptionalString(body.contentEncoding, into: &out)
 
         RecordEncoder.ascii("},\"rule\":", &out)
-        JSONWriter.appendQuoted(outcome.ruleName, into: &out)
+        out.appendQuoted(outcome.ruleName)
         RecordEncoder.ascii(",\"serializer\":", &out)
-        JSONWriter.appendQuoted(outcome.serializer.rawValue, into: &out)
+        out.appendQuoted(outcome.serializer.rawValue)
 
         RecordEncoder.ascii(",\"result\":", &out)
         switch outcome.result {
         case .success(let value):
             RecordEncoder.ascii("{\"success\":", &out)
-            JSONWriter.write(value, into: &out)
+            out.appendJSON(value)
             out.append(UInt8(ascii: "}"))
         case .successText(let text):
             RecordEncoder.ascii("{\"success\":", &out)
@@ -219,14 +226,20 @@ public struct RecordEncoder: Sendable {
 
     /// A `tunnel` or `websocket` record (by `tunnel.kind`).
     public func appendTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout [UInt8]) {
+        var buffer = RecordBuffer(capacity: tunnel.upgrade == nil ? 512 : 2048)
+        encodeTunnelRecord(id: id, tunnel: tunnel, into: &buffer)
+        out.append(contentsOf: buffer.bytes)
+    }
+
+    func encodeTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
-        JSONWriter.appendQuoted(id, into: &out)
+        out.appendQuoted(id)
         RecordEncoder.ascii(",\"kind\":", &out)
-        JSONWriter.appendQuoted(tunnel.kind.rawValue, into: &out)
+        out.appendQuoted(tunnel.kind.rawValue)
         RecordEncoder.ascii(",\"client\":", &out)
-        JSONWriter.appendQuoted(tunnel.client, into: &out)
+        out.appendQuoted(tunnel.client)
         RecordEncoder.ascii(",\"target\":", &out)
-        JSONWriter.appendQuoted(tunnel.target, into: &out)
+        out.appendQuoted(tunnel.target)
         RecordEncoder.ascii(",\"status\":", &out)
         RecordEncoder.appendSignedInteger(tunnel.status, into: &out)
         if tunnel.kind == .websocket {
@@ -256,7 +269,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"duration\":", &out)
         RecordEncoder.appendSeconds(tunnel.end - tunnel.start, into: &out)
         RecordEncoder.ascii(",\"closedBy\":", &out)
-        JSONWriter.appendQuoted(tunnel.closedBy, into: &out)
+        out.appendQuoted(tunnel.closedBy)
         RecordEncoder.ascii(",\"error\":", &out)
         RecordEncoder.appendTransportError(tunnel.error, into: &out)
         out.append(UInt8(ascii: "}"))
@@ -264,12 +277,12 @@ public struct RecordEncoder: Sendable {
 
     // MARK: Parts
 
-    func appendRequest(_ exchange: CapturedExchange, body: RequestBodyOutcome?, into out: inout [UInt8]) {
+    func appendRequest(_ exchange: CapturedExchange, body: RequestBodyOutcome?, into out: inout RecordBuffer) {
         let request = exchange.request
         RecordEncoder.ascii("{\"method\":", &out)
-        JSONWriter.appendQuoted(request.method, into: &out)
+        out.appendQuoted(request.method)
         RecordEncoder.ascii(",\"url\":", &out)
-        JSONWriter.appendQuoted(exchange.url, into: &out)
+        out.appendQuoted(exchange.url)
         RecordEncoder.ascii(",\"httpVersion\":", &out)
         RecordEncoder.appendVersion(request.version, into: &out)
         RecordEncoder.ascii(",\"headers\":", &out)
@@ -279,7 +292,7 @@ public struct RecordEncoder: Sendable {
         switch body {
         case .value(let value)?:
             RecordEncoder.ascii(",\"body\":", &out)
-            JSONWriter.write(value, into: &out)
+            out.appendJSON(value)
         case .failure(let fields)?:
             RecordEncoder.ascii(",\"bodyError\":", &out)
             RecordEncoder.appendErrorFields(fields, into: &out)
@@ -290,11 +303,11 @@ public struct RecordEncoder: Sendable {
     }
 
     func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, mimeType: String?, charset: String?,
-                        into out: inout [UInt8]) {
+                        into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"status\":", &out)
         RecordEncoder.appendSignedInteger(response.status, into: &out)
         RecordEncoder.ascii(",\"reason\":", &out)
-        JSONWriter.appendQuoted(response.reason, into: &out)
+        out.appendQuoted(response.reason)
         RecordEncoder.ascii(",\"httpVersion\":", &out)
         RecordEncoder.appendVersion(response.version, into: &out)
         RecordEncoder.ascii(",\"headers\":", &out)
@@ -308,19 +321,19 @@ public struct RecordEncoder: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    func appendHeaders(_ headers: HTTPHeaders, into out: inout [UInt8]) {
+    func appendHeaders(_ headers: HTTPHeaders, into out: inout RecordBuffer) {
         out.append(UInt8(ascii: "["))
         var first = true
         for field in headers {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             out.append(UInt8(ascii: "["))
-            JSONWriter.appendQuoted(field.name, into: &out)
+            out.appendQuoted(field.name)
             out.append(UInt8(ascii: ","))
             if headerRedaction.redacts(field.name) {
                 RecordEncoder.ascii("\"[redacted]\"", &out)
             } else {
-                JSONWriter.appendQuoted(field.value, into: &out)
+                out.appendQuoted(field.value)
             }
             out.append(UInt8(ascii: "]"))
         }
@@ -329,26 +342,26 @@ public struct RecordEncoder: Sendable {
 
     // MARK: Scalars
 
-    static func appendErrorFields(_ fields: ErrorLogFields, into out: inout [UInt8]) {
+    static func appendErrorFields(_ fields: ErrorLogFields, into out: inout RecordBuffer) {
         ascii("{\"error\":", &out)
-        JSONWriter.appendQuoted(fields.error, into: &out)
+        out.appendQuoted(fields.error)
         ascii(",\"reason\":", &out)
         appendOptionalString(fields.reason, into: &out)
         ascii(",\"message\":", &out)
-        JSONWriter.appendQuoted(fields.message, into: &out)
+        out.appendQuoted(fields.message)
         out.append(UInt8(ascii: "}"))
     }
 
-    static func appendTransportError(_ error: TransportError?, into out: inout [UInt8]) {
+    static func appendTransportError(_ error: TransportError?, into out: inout RecordBuffer) {
         guard let error else { ascii("null", &out); return }
         ascii("{\"code\":", &out)
-        JSONWriter.appendQuoted(error.code, into: &out)
+        out.appendQuoted(error.code)
         ascii(",\"message\":", &out)
-        JSONWriter.appendQuoted(error.message, into: &out)
+        out.appendQuoted(error.message)
         out.append(UInt8(ascii: "}"))
     }
 
-    static func appendVersion(_ version: HTTPVersion, into out: inout [UInt8]) {
+    static func appendVersion(_ version: HTTPVersion, into out: inout RecordBuffer) {
         ascii("\"HTTP/", &out)
         appendSignedInteger(version.major, into: &out)
         out.append(UInt8(ascii: "."))
@@ -356,19 +369,25 @@ public struct RecordEncoder: Sendable {
         out.append(UInt8(ascii: "\""))
     }
 
-    static func appendTime(_ seconds: Double, into out: inout [UInt8]) {
+    static func appendTime(_ seconds: Double, into out: inout RecordBuffer) {
         out.append(UInt8(ascii: "\""))
-        RFC3339.append(secondsSince1970: seconds, into: &out)
+        RFC3339.withText(secondsSince1970: seconds) { out.append(contentsOf: $0) }
         out.append(UInt8(ascii: "\""))
     }
 
-    static func appendOptionalSeconds(_ seconds: Double?, into out: inout [UInt8]) {
+    static func appendOptionalSeconds(_ seconds: Double?, into out: inout RecordBuffer) {
         if let seconds { appendSeconds(seconds, into: &out) } else { ascii("null", &out) }
     }
 
     /// Seconds rounded to the microsecond, as `0`, `2`, `0.00121`, `1.5`: trailing
     /// zeros dropped, never negative (clock steps), never in exponent form.
     public static func appendSeconds(_ seconds: Double, into out: inout [UInt8]) {
+        var buffer = RecordBuffer(capacity: 32)
+        appendSeconds(seconds, into: &buffer)
+        out.append(contentsOf: buffer.bytes)
+    }
+
+    static func appendSeconds(_ seconds: Double, into out: inout RecordBuffer) {
         guard seconds.isFinite, seconds > 0 else { out.append(UInt8(ascii: "0")); return }
         // 9e15 µs is 285 years: far beyond any duration, well inside UInt64.
         let micros = UInt64(min((seconds * 1_000_000).rounded(), 9e15))
@@ -393,6 +412,12 @@ public struct RecordEncoder: Sendable {
     }
 
     public static func appendInteger(_ value: UInt64, into out: inout [UInt8]) {
+        var buffer = RecordBuffer(capacity: 32)
+        appendInteger(value, into: &buffer)
+        out.append(contentsOf: buffer.bytes)
+    }
+
+    static func appendInteger(_ value: UInt64, into out: inout RecordBuffer) {
         if value < 10 { out.append(UInt8(ascii: "0") + UInt8(value)); return }
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes ≥ 20 digits
         var remaining = value
@@ -408,22 +433,22 @@ public struct RecordEncoder: Sendable {
         }
     }
 
-    static func appendSignedInteger(_ value: Int, into out: inout [UInt8]) {
+    static func appendSignedInteger(_ value: Int, into out: inout RecordBuffer) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         appendInteger(value.magnitude.asUInt64, into: &out)
     }
 
-    static func appendBool(_ value: Bool, into out: inout [UInt8]) {
+    static func appendBool(_ value: Bool, into out: inout RecordBuffer) {
         if value { ascii("true", &out) } else { ascii("false", &out) }
     }
 
-    static func appendOptionalString(_ value: String?, into out: inout [UInt8]) {
-        if let value { JSONWriter.appendQuoted(value, into: &out) } else { ascii("null", &out) }
+    static func appendOptionalString(_ value: String?, into out: inout RecordBuffer) {
+        if let value { out.appendQuoted(value) } else { ascii("null", &out) }
     }
 
     @inline(__always)
-    static func ascii(_ text: StaticString, _ out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    static func ascii(_ text: StaticString, _ out: inout RecordBuffer) {
+        out.append(text)
     }
 }
 

@@ -76,8 +76,10 @@ public enum JSONWriter {
         output.append(UInt8(ascii: "\""))
     }
 
+    /// Index of the first byte at or after `start` that `appendQuoted` escapes (`end` when none);
+    /// public for writers with their own buffers (the log's record buffer).
     @inline(__always)
-    static func firstEscapable(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+    public static func firstEscapable(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
         var i = start
         let ones: UInt64 = 0x0101_0101_0101_0101
         while i + 8 <= end {
@@ -98,6 +100,27 @@ public enum JSONWriter {
             i += 1
         }
         return end
+    }
+
+    /// Writes the escape `appendQuoted` uses for `byte` (2 or 6 bytes) at `p`; returns its length.
+    public static func writeEscape(_ byte: UInt8, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = 0x5C
+        switch byte {
+        case 0x22: p[1] = 0x22
+        case 0x5C: p[1] = 0x5C
+        case 0x08: p[1] = UInt8(ascii: "b")
+        case 0x0C: p[1] = UInt8(ascii: "f")
+        case 0x0A: p[1] = UInt8(ascii: "n")
+        case 0x0D: p[1] = UInt8(ascii: "r")
+        case 0x09: p[1] = UInt8(ascii: "t")
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            let digits = hex.utf8Start
+            p[1] = UInt8(ascii: "u"); p[2] = 0x30; p[3] = 0x30
+            p[4] = digits[Int(byte >> 4)]; p[5] = digits[Int(byte & 0xF)]
+            return 6
+        }
+        return 2
     }
 
     static func appendEscape(_ byte: UInt8, into output: inout [UInt8]) {
