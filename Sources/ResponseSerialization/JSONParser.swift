@@ -666,29 +666,12 @@ private struct JSONReader: ~Copyable {
         }
     }
 
-    /// Checks the multi-byte UTF-8 sequence starting at `i` (RFC 3629 table) and returns
-    /// the index after it.
+    /// Checks the multi-byte UTF-8 sequence starting at `i` (RFC 3629 table, shared with the
+    /// compactor) and returns the index after it.
     func validateUTF8Sequence(at i: Int) throws(JSONParseError) -> Int {
-        let lead = p[i]
-        let length: Int
-        var low: UInt8 = 0x80, high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; low = 0xA0
-        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
-        case 0xED: length = 3; high = 0x9F
-        case 0xF0: length = 4; low = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; high = 0x8F
-        default: throw failure("invalid UTF-8 in string", at: i)
-        }
-        guard i + length <= end else { throw failure("invalid UTF-8 in string", at: i) }
-        let second = p[i + 1]
-        guard second >= low && second <= high else { throw failure("invalid UTF-8 in string", at: i) }
-        for k in 2..<max(length, 2) where p[i + k] & 0xC0 != 0x80 {
-            throw failure("invalid UTF-8 in string", at: i)
-        }
-        return i + length
+        let next = JSONCompactor.validateUTF8Sequence(p, at: i, end: end)
+        guard next >= 0 else { throw failure("invalid UTF-8 in string", at: i) }
+        return next
     }
 
     /// Decodes the escape at `i` (on the backslash) into `scratch`; returns the index after it.
@@ -736,37 +719,19 @@ private struct JSONReader: ~Copyable {
 
     func hex4(at i: Int) throws(JSONParseError) -> UInt32 {
         guard i + 4 <= end else { throw failure("unterminated string", at: i) }
-        var value: UInt32 = 0
-        for k in 0..<4 {
-            let c = p[i + k]
-            let digit: UInt8
-            switch c {
-            case Byte.zero...Byte.nine: digit = c - Byte.zero
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-            default: throw failure("invalid hex digit in \\u escape", at: i + k)
-            }
-            value = value << 4 | UInt32(digit)
+        let value = JSONCompactor.hex4(p, at: i, end: end)
+        guard value >= 0 else {
+            let bad = (i..<(i + 4)).first { !isHexDigit(p[$0]) } ?? i
+            throw failure("invalid hex digit in \\u escape", at: bad)
         }
-        return value
+        return UInt32(value)
+    }
+
+    func isHexDigit(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))
     }
 
     mutating func appendUTF8(_ scalar: UInt32) {
-        switch scalar {
-        case 0..<0x80:
-            scratch.append(UInt8(scalar))
-        case 0x80..<0x800:
-            scratch.append(UInt8(0xC0 | scalar >> 6))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
-        case 0x800..<0x10000:
-            scratch.append(UInt8(0xE0 | scalar >> 12))
-            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
-        default:
-            scratch.append(UInt8(0xF0 | scalar >> 18))
-            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
-        }
+        JSONCompactor.appendUTF8(scalar, into: &scratch)
     }
 }

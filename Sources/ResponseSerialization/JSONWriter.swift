@@ -124,23 +124,12 @@ public enum JSONWriter {
     }
 
     static func appendEscape(_ byte: UInt8, into output: inout [UInt8]) {
-        let short: UInt8
-        switch byte {
-        case 0x22: short = 0x22
-        case 0x5C: short = 0x5C
-        case 0x08: short = UInt8(ascii: "b")
-        case 0x0C: short = UInt8(ascii: "f")
-        case 0x0A: short = UInt8(ascii: "n")
-        case 0x0D: short = UInt8(ascii: "r")
-        case 0x09: short = UInt8(ascii: "t")
-        default:
-            let hex: StaticString = "0123456789abcdef"
-            let digits = hex.utf8Start
-            output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-            return
+        var escape: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &escape) { raw in
+            guard let p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+            let n = writeEscape(byte, to: p)
+            output.append(contentsOf: UnsafeBufferPointer(start: p, count: n))
         }
-        output.append(0x5C)
-        output.append(short)
     }
 
     @inline(__always)
