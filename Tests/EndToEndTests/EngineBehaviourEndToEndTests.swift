@@ -68,13 +68,9 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let origin = try OriginServer()
         let proxy = try TapwireProcess(config: ["upstream": ["idleTimeout": 1]])
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
-        func poolSize() throws -> String {
-            try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
-                .split(separator: "\n").first { $0.hasPrefix("tapwire_upstream_pool_size ") }.map(String.init) ?? ""
-        }
-        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 1")
+        XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 1")
         Thread.sleep(forTimeInterval: 1.6)
-        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 0")
+        XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 0")
     }
 
     /// A connection reused from the pool gets a fresh idle deadline each time it goes back
@@ -82,18 +78,20 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
     func testReusedPooledConnectionGetsAFreshIdleDeadline() throws {
         let origin = try OriginServer()
         let proxy = try TapwireProcess(config: ["upstream": ["idleTimeout": 1.5]])
-        func poolSize() throws -> String {
-            try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
-                .split(separator: "\n").first { $0.hasPrefix("tapwire_upstream_pool_size ") }.map(String.init) ?? ""
-        }
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
         Thread.sleep(forTimeInterval: 1.0)
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])  // reuses it
         Thread.sleep(forTimeInterval: 1.0)
         // 2 s after the first use but 1 s after the second: still pooled.
-        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 1")
+        XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 1")
         Thread.sleep(forTimeInterval: 1.2)
-        XCTAssertEqual(try poolSize(), "tapwire_upstream_pool_size 0")
+        XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 0")
+    }
+
+    /// The `tapwire_upstream_pool_size` line of /metrics.
+    private func poolSize(_ proxy: TapwireProcess) throws -> String {
+        try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
+            .split(separator: "\n").first { $0.hasPrefix("tapwire_upstream_pool_size ") }.map(String.init) ?? ""
     }
 
     func testUpload64MiBStreamsWithBoundedMemory() throws {
