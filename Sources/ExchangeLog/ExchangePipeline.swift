@@ -2,14 +2,13 @@ import Foundation
 import HTTP1
 import Synchronization
 
-/// Moves finished exchanges off the event loops: worker threads (one per core, the
-/// second and later woken only when one falls behind)
-/// decode, serialize and encode them, then hand the lines to the single
-/// log-writer thread. `accept` never blocks: when more than `maxPending`
+/// Moves finished exchanges off the event loops: worker threads (one per core;
+/// the second and later are woken only when one falls behind) decode, serialize
+/// and encode them, then hand the lines to the single log-writer thread. `accept` never blocks: when more than `maxPending`
 /// exchanges wait, new ones are counted as lost and reported in the next loss
 /// record, so slow decoding never slows traffic.
 ///
-/// Workers take everything queued at once and submit the lines as one batch:
+/// Workers take what is queued (up to a batch) at once and submit the lines as one batch:
 /// a Dispatch block per exchange cost a thread wake-up and a writer wake-up
 /// each, which the profile showed as a third of the pipeline's time.
 public final class ExchangePipeline: @unchecked Sendable {

@@ -138,14 +138,9 @@ public final class LogWriter: @unchecked Sendable {
         return submit(batch) == 1
     }
 
-    /// Queues several records under one lock and one wake-up (the serialization
-    /// workers submit what they encoded together). Refused records are counted lost.
-    public func submit(batch lines: [[UInt8]]) {
-        submit(RecordBatch(lines: lines))
-    }
-
-    /// Queues the records of `batch` that fit (from the front); the rest are counted
-    /// lost. Returns how many were queued.
+    /// Queues the records of `batch` that fit (from the front) under one lock and one
+    /// wake-up (a serialization worker submits what it encoded together); the rest are
+    /// counted lost. Returns how many were queued.
     @discardableResult
     public func submit(_ batch: RecordBatch) -> Int {
         guard !batch.isEmpty else { return 0 }
