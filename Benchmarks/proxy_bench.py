@@ -525,39 +525,35 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
 
 # ---------------------------------------------------------------- records
 
-def metrics_exchanges(port):
-    """tapwire_exchanges_total summed over status classes, from /metrics."""
+def metrics_sums(port, names):
+    """Each metric in `names` summed over its label sets, from /metrics; None when
+    /metrics cannot be read."""
     try:
         status, body = http_get(port, "/metrics")
     except OSError:
         return None
     if status != 200:
         return None
-    total = 0
+    values = dict.fromkeys(names, 0.0)
     for line in body.decode(errors="replace").splitlines():
-        if line.startswith("tapwire_exchanges_total{"):
-            total += int(float(line.rsplit(" ", 1)[1]))
-    return total
+        for name in names:
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                values[name] += float(line.rsplit(" ", 1)[1])
+    return tuple(int(values[n]) for n in names)
+
+
+def metrics_exchanges(port):
+    """tapwire_exchanges_total summed over status classes, from /metrics."""
+    sums = metrics_sums(port, ("tapwire_exchanges_total",))
+    return None if sums is None else sums[0]
 
 
 def metrics_records(port, seconds=60.0):
     """(exchanges, records written, records lost) from /metrics once the pipeline has
     caught up: written + lost reaches exchanges, or two readings a second apart agree."""
     def sample():
-        try:
-            status, body = http_get(port, "/metrics")
-        except OSError:
-            return None
-        if status != 200:
-            return None
-        values = {"tapwire_exchanges_total": 0.0, "tapwire_records_written_total": 0.0,
-                  "tapwire_records_lost_total": 0.0}
-        for line in body.decode(errors="replace").splitlines():
-            for name in values:
-                if line.startswith(name + "{") or line.startswith(name + " "):
-                    values[name] += float(line.rsplit(" ", 1)[1])
-        return tuple(int(values[n]) for n in ("tapwire_exchanges_total", "tapwire_records_written_total",
-                                              "tapwire_records_lost_total"))
+        return metrics_sums(port, ("tapwire_exchanges_total", "tapwire_records_written_total",
+                                   "tapwire_records_lost_total"))
     deadline = time.monotonic() + seconds
     last = sample()
     while last is not None and time.monotonic() < deadline:

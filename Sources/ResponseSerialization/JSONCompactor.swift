@@ -350,7 +350,7 @@ extension JSONCompactor {
     }
 
     /// Index of the first byte at or after `start` that is `"`, `\`, a control character
-    /// or non-ASCII, eight bytes at a time (as the parser scans).
+    /// or non-ASCII, eight bytes at a time (JSONParser scans strings with it too).
     @inline(__always)
     static func scanPlain(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
         var i = start

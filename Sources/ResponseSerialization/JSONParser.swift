@@ -566,32 +566,12 @@ private struct JSONReader: ~Copyable {
         return text
     }
 
-    /// Index of the first byte at or after `i` that a string cannot copy as is:
-    /// `"`, `\`, a control character, or a non-ASCII byte (which needs validating).
+    /// Index of the first byte at or after `start` that a string cannot copy as is:
+    /// `"`, `\`, a control character, or a non-ASCII byte (which needs validating);
+    /// the compactor's scan, eight bytes at a time.
     @inline(__always)
     func scanPlain(from start: Int) -> Int {
-        var i = start
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        while i + 8 <= end {
-            let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            let quote = w ^ (ones &* 0x22)
-            let backslash = w ^ (ones &* 0x5C)
-            // Classic "has zero byte" / "has byte less than n" tests: the lowest flagged
-            // byte is always a real match, which is all the scan needs.
-            var special = w | ((w &- ones &* 0x20) & ~w)
-            special |= (quote &- ones) & ~quote
-            special |= (backslash &- ones) & ~backslash
-            special &= highs
-            if special != 0 { return i + special.trailingZeroBitCount >> 3 }
-            i += 8
-        }
-        while i < end {
-            let c = p[i]
-            if c == Byte.quote || c == Byte.backslash || c < 0x20 || c >= 0x80 { return i }
-            i += 1
-        }
-        return i
+        JSONCompactor.scanPlain(p, from: start, end: end)
     }
 
     /// `pos` is on the opening quote; leaves `pos` after the closing one.
