@@ -148,37 +148,47 @@ public struct ContentTypeFields: Sendable, Equatable {
     public init(_ value: String?) {
         type = ""
         subtype = ""
-        guard let value else { return }
-        let bytes = Array(value.utf8)
-        let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-        let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
-        if from < to {
-            let essence = bytes[from..<to].map(HeaderRedaction.asciiLower)
-            mediaType = String(decoding: essence, as: UTF8.self)
-            if let firstSlash = essence.firstIndex(of: UInt8(ascii: "/")),
-               let lastSlash = essence.lastIndex(of: UInt8(ascii: "/")) {
-                type = String(decoding: essence[..<firstSlash], as: UTF8.self)
-                subtype = String(decoding: essence[(lastSlash + 1)...], as: UTF8.self)
-            } else {
-                type = mediaType ?? ""
-            }
-        }
-        var start = end + 1
-        while start < bytes.count {
-            let stop = bytes[start...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-            if let eq = bytes[start..<stop].firstIndex(of: UInt8(ascii: "=")) {
-                let (keyFrom, keyTo) = ContentTypeFields.trimmed(bytes, start, eq)
-                if ContentTypeFields.isCharset(bytes[keyFrom..<keyTo]) {
-                    var (valueFrom, valueTo) = ContentTypeFields.trimmed(bytes, eq + 1, stop)
-                    if valueTo - valueFrom >= 2, bytes[valueFrom] == UInt8(ascii: "\""), bytes[valueTo - 1] == UInt8(ascii: "\"") {
-                        valueFrom += 1
-                        valueTo -= 1
-                    }
-                    if valueFrom < valueTo { charsetParameter = String(decoding: bytes[valueFrom..<valueTo], as: UTF8.self) }
-                    return
+        guard var value else { return }
+        // On the string's own bytes: no array copy, and `application/json` as sent (the
+        // usual case: already lower-case, no parameters) is the same string, not a new one.
+        let whole = value
+        value.withUTF8 { bytes in
+            let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
+            if from < to {
+                let essence = UnsafeBufferPointer(rebasing: bytes[from..<to])
+                let lower = !essence.contains { $0 >= 65 && $0 <= 90 }
+                func lowered(_ part: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+                    lower ? String(decoding: UnsafeBufferPointer(rebasing: part), as: UTF8.self)
+                        : String(decoding: part.map(HeaderRedaction.asciiLower), as: UTF8.self)
+                }
+                let text = lower && from == 0 && to == bytes.count ? whole : lowered(essence[...])
+                mediaType = text
+                if let firstSlash = essence.firstIndex(of: UInt8(ascii: "/")),
+                   let lastSlash = essence.lastIndex(of: UInt8(ascii: "/")) {
+                    type = lowered(essence[..<firstSlash])
+                    subtype = lowered(essence[(lastSlash + 1)...])
+                } else {
+                    type = text
                 }
             }
-            start = stop + 1
+            var start = end + 1
+            while start < bytes.count {
+                let stop = bytes[start...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+                if let eq = bytes[start..<stop].firstIndex(of: UInt8(ascii: "=")) {
+                    let (keyFrom, keyTo) = ContentTypeFields.trimmed(bytes, start, eq)
+                    if ContentTypeFields.isCharset(bytes[keyFrom..<keyTo]) {
+                        var (valueFrom, valueTo) = ContentTypeFields.trimmed(bytes, eq + 1, stop)
+                        if valueTo - valueFrom >= 2, bytes[valueFrom] == UInt8(ascii: "\""), bytes[valueTo - 1] == UInt8(ascii: "\"") {
+                            valueFrom += 1
+                            valueTo -= 1
+                        }
+                        if valueFrom < valueTo { charsetParameter = String(decoding: bytes[valueFrom..<valueTo], as: UTF8.self) }
+                        return
+                    }
+                }
+                start = stop + 1
+            }
         }
     }
 
@@ -191,14 +201,14 @@ public struct ContentTypeFields: Sendable, Equatable {
     /// The parameter as logged: the canonical name when known, else as sent.
     public var charsetName: String? { knownCharset?.name ?? charsetParameter }
 
-    private static func trimmed(_ bytes: [UInt8], _ from: Int, _ to: Int) -> (Int, Int) {
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int) -> (Int, Int) {
         var from = from, to = to
         while from < to, bytes[from] == 0x20 || bytes[from] == 0x09 { from += 1 }
         while to > from, bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09 { to -= 1 }
         return (from, to)
     }
 
-    private static func isCharset(_ key: ArraySlice<UInt8>) -> Bool {
+    private static func isCharset(_ key: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         key.count == 7 && zip(key, "charset".utf8).allSatisfy { HeaderRedaction.asciiLower($0) == $1 }
     }
 }
