@@ -32,6 +32,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var queue: [CapturedEvent] = []
+    /// An emptied batch array kept for its capacity, swapped in for the queue next time.
+    private var spare: [CapturedEvent] = []
     /// Captured body bytes waiting in `queue`: bounded too, since a count alone lets
     /// 65,536 one-megabyte captures pile up when decoding falls behind.
     private var queuedBytes = 0
@@ -135,10 +137,18 @@ public final class ExchangePipeline: @unchecked Sendable {
                 }
             }
             if queue.isEmpty && stopping { condition.unlock(); return }
-            let take = min(queue.count, batchLimit)
-            let batch = Array(queue.prefix(take))
-            queue.removeFirst(take)
-            for event in batch { queuedBytes -= Self.capturedBytes(event) }
+            // Usually the whole queue fits a batch: swap arrays rather than copy the events
+            // out (a retain and a release of every string in them) and shift the rest.
+            var batch = spare
+            if queue.count <= batchLimit {
+                swap(&batch, &queue)
+                queuedBytes = 0
+            } else {
+                batch.append(contentsOf: queue.prefix(batchLimit))
+                queue.removeFirst(batchLimit)
+                for event in batch { queuedBytes -= Self.capturedBytes(event) }
+            }
+            spare = []
             busyWorkers += 1
             let processor = self.processor
             let hook = self.hook
@@ -161,8 +171,10 @@ public final class ExchangePipeline: @unchecked Sendable {
             writer.submit(lines)
             processedCount.add(lines.count, ordering: .relaxed)
             lastWork = Date()
+            batch.removeAll(keepingCapacity: true)
 
             condition.lock()
+            if spare.capacity < batch.capacity { spare = batch }
             busyWorkers -= 1
             depth.store(queue.count + busyWorkers, ordering: .relaxed)
             if drainers > 0 || (stopping && !queue.isEmpty) { condition.broadcast() }

@@ -8,17 +8,25 @@ public struct HeaderRedaction: Sendable {
     /// Lower-cased names.
     public let names: Set<String>
     private let lowered: [[UInt8]]
+    /// Bit n set when some name is n bytes long (n < 64): most header names are
+    /// turned away by their length alone.
+    private let lengths: UInt64
+    /// Some name is 64 bytes or longer.
+    private let hasLongNames: Bool
 
     public init(_ names: Set<String>) {
         let lower = Set(names.map { String(decoding: $0.utf8.map(HeaderRedaction.asciiLower), as: UTF8.self) })
         self.names = lower
         lowered = lower.map { Array($0.utf8) }
+        lengths = lowered.reduce(0) { $1.count < 64 ? $0 | (1 << UInt64($1.count)) : $0 }
+        hasLongNames = lowered.contains { $0.count >= 64 }
     }
 
     /// Compares bytes against the few configured names rather than lower-casing
     /// every header name of every record into a new string.
     public func redacts(_ name: String) -> Bool {
-        if lowered.isEmpty { return false }
+        let length = name.utf8.count
+        if length < 64 ? lengths & (1 << UInt64(length)) == 0 : !hasLongNames { return false }
         var name = name
         return name.withUTF8 { bytes in
             for candidate in lowered where candidate.count == bytes.count {

@@ -69,27 +69,79 @@ struct RecordBuffer: ~Copyable {
         }
     }
 
+    /// Scans and copies in one pass, a word at a time (`JSONWriter.firstEscapable`'s test):
+    /// a record quotes ~28 short strings, and a scan, then a `memcpy` call per string cost
+    /// more than the copying. A word is stored whole even when an escape cuts it short (the
+    /// rest is overwritten next), hence the 8 spare bytes reserved.
     mutating func appendQuoted(utf8: UnsafeBufferPointer<UInt8>) {
         let n = utf8.count
-        reserve(n + 2)
+        reserve(n + 2 + 8)
         base[count] = 0x22
         count += 1
         if let p = utf8.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
             var i = 0
-            while true {
-                let next = JSONWriter.firstEscapable(p, from: i, end: n)
-                if next > i {
-                    memcpy(base + count, p + i, next - i)
-                    count += next - i
+            /// Where the bytes copied since the last escape start.
+            var runStart = 0
+            while i < n {
+                var escapeAt = n
+                while i + 8 <= n {
+                    let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+                    UnsafeMutableRawPointer(base + count).storeBytes(of: w, as: UInt64.self)
+                    let quote = w ^ (ones &* 0x22)
+                    let backslash = w ^ (ones &* 0x5C)
+                    var special = (w &- ones &* 0x20) & ~w
+                    special |= (quote &- ones) & ~quote
+                    special |= (backslash &- ones) & ~backslash
+                    special &= 0x8080_8080_8080_8080
+                    if special != 0 {
+                        let k = special.trailingZeroBitCount >> 3
+                        count += k
+                        escapeAt = i + k
+                        break
+                    }
+                    count += 8
+                    i += 8
                 }
-                if next >= n { break }
-                // Escapes grow the text: room for the longest one and the closing quote.
-                reserve(6 + 1 + (n - next))
-                count += JSONWriter.writeEscape(p[next], to: base + count)
-                i = next + 1
+                if escapeAt == n && i < n && n - 8 >= runStart {
+                    // The last 1...7 bytes: the string's last word again, overlapping bytes
+                    // of this run already copied (rewritten with the same values, so no
+                    // escape may lie among them), instead of a byte loop.
+                    let skip = 8 - (n - i)
+                    let w = UInt64(littleEndian: UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self))
+                    UnsafeMutableRawPointer(base + count - skip).storeBytes(of: w, as: UInt64.self)
+                    let quote = w ^ (ones &* 0x22)
+                    let backslash = w ^ (ones &* 0x5C)
+                    var special = (w &- ones &* 0x20) & ~w
+                    special |= (quote &- ones) & ~quote
+                    special |= (backslash &- ones) & ~backslash
+                    special &= 0x8080_8080_8080_8080 & (~0 << UInt64(skip * 8))
+                    if special == 0 {
+                        count += n - i
+                        break
+                    }
+                    let k = special.trailingZeroBitCount >> 3
+                    count += k - skip
+                    escapeAt = n - 8 + k
+                }
+                if escapeAt == n {
+                    // Fewer than 8 bytes in all, no escape met yet.
+                    while i < n {
+                        let c = p[i]
+                        if c == 0x22 || c == 0x5C || c < 0x20 { escapeAt = i; break }
+                        base[count] = c
+                        count += 1
+                        i += 1
+                    }
+                    if escapeAt == n { break }
+                }
+                // Escapes grow the text: room for the longest one, the rest and the closing quote.
+                reserve(6 + (n - escapeAt) + 1 + 8)
+                count += JSONWriter.writeEscape(p[escapeAt], to: base + count)
+                i = escapeAt + 1
+                runStart = i
             }
         }
-        reserve(1)
         base[count] = 0x22
         count += 1
     }
