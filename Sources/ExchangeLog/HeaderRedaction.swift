@@ -25,20 +25,23 @@ public struct HeaderRedaction: Sendable {
     /// Compares bytes against the few configured names rather than lower-casing
     /// every header name of every record into a new string.
     public func redacts(_ name: String) -> Bool {
-        let length = name.utf8.count
-        if length < 64 ? lengths & (1 << UInt64(length)) == 0 : !hasLongNames { return false }
         var name = name
-        return name.withUTF8 { bytes in
-            for candidate in lowered where candidate.count == bytes.count {
-                var equal = true
-                for i in 0..<bytes.count where HeaderRedaction.asciiLower(bytes[i]) != candidate[i] {
-                    equal = false
-                    break
-                }
-                if equal { return true }
+        return name.withUTF8 { redacts($0) }
+    }
+
+    /// `redacts` on a name's bytes (as the record encoder has them).
+    public func redacts(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let length = bytes.count
+        if length < 64 ? lengths & (1 << UInt64(length)) == 0 : !hasLongNames { return false }
+        for candidate in lowered where candidate.count == length {
+            var equal = true
+            for i in 0..<length where HeaderRedaction.asciiLower(bytes[i]) != candidate[i] {
+                equal = false
+                break
             }
-            return false
+            if equal { return true }
         }
+        return false
     }
 
     @inline(__always)

@@ -146,6 +146,25 @@ struct RecordBuffer: ~Copyable {
         count += 1
     }
 
+    /// Bytes from the wire (a header name or value) as a JSON string: as they are when
+    /// ASCII, else read as UTF-8 with U+FFFD for bytes that are not (the log stays UTF-8).
+    mutating func appendQuotedText(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var any: UInt64 = 0
+        if let p = bytes.baseAddress {
+            var i = 0
+            while i + 8 <= bytes.count {
+                any |= UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                i += 8
+            }
+            while i < bytes.count { any |= UInt64(p[i]); i += 1 }
+        }
+        if any & 0x8080_8080_8080_8080 == 0 {
+            appendQuoted(utf8: bytes)
+        } else {
+            appendQuoted(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
     /// A JSON value (tree) as `JSONWriter` writes it.
     mutating func appendJSON(_ value: JSON) {
         var text: [UInt8] = []

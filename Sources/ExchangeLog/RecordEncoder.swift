@@ -324,16 +324,17 @@ public struct RecordEncoder: Sendable {
     func appendHeaders(_ headers: HTTPHeaders, into out: inout RecordBuffer) {
         out.append(UInt8(ascii: "["))
         var first = true
-        for field in headers {
+        // Straight from the head's bytes: no string per name and value.
+        headers.forEachField { name, value in
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             out.append(UInt8(ascii: "["))
-            out.appendQuoted(field.name)
+            out.appendQuotedText(name)
             out.append(UInt8(ascii: ","))
-            if headerRedaction.redacts(field.name) {
+            if headerRedaction.redacts(name) {
                 RecordEncoder.ascii("\"[redacted]\"", &out)
             } else {
-                out.appendQuoted(field.value)
+                out.appendQuotedText(value)
             }
             out.append(UInt8(ascii: "]"))
         }

@@ -100,11 +100,11 @@ enum ContentLength {
     /// nil without the field.
     static func parse(_ headers: HTTPHeaders) throws(HTTPParseError) -> UInt64? {
         var result: UInt64?
-        for field in headers where HTTPHeaders.equalNames(field.name, "content-length") {
+        for span in headers.spans where headers.nameEquals(span, "content-length") {
             // On the value's bytes: splitting the UTF8View allocated an array and walked
             // substrings generically (2.7k instructions per response).
-            var value = field.value
-            let parsed = value.withUTF8 { v -> Result<UInt64?, HTTPParseError> in
+            let parsed = headers.bytes.withUnsafeBufferPointer { b -> Result<UInt64?, HTTPParseError> in
+                let v = UnsafeBufferPointer(rebasing: b[span.value])
                 var agreed: UInt64?
                 var i = 0
                 while true {

@@ -13,6 +13,12 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An ordered list of header fields. Lookups ignore case (RFC 9110 §5.1).
+///
+/// Kept as bytes: a parsed head's field section is copied once and each field is a span
+/// of it, so parsing makes no string per name and value, filtering shares the bytes, and
+/// the wire form and the log record copy them straight out. Strings (`Field`) are made
+/// only when asked for; a name or value that is not valid UTF-8 is forwarded as it came
+/// and read as a string with U+FFFD in place of the bad bytes.
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLiteral {
     public struct Field: Sendable, Equatable {
         public var name: String
@@ -20,44 +26,146 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         public init(name: String, value: String) { self.name = name; self.value = value }
     }
 
-    public private(set) var fields: [Field]
+    /// Where one field's name and value lie in `bytes`.
+    struct Span: Sendable, Equatable {
+        var nameStart: UInt32, nameEnd: UInt32, valueStart: UInt32, valueEnd: UInt32
+        init(name: Range<Int>, value: Range<Int>) {
+            nameStart = UInt32(truncatingIfNeeded: name.lowerBound); nameEnd = UInt32(truncatingIfNeeded: name.upperBound)
+            valueStart = UInt32(truncatingIfNeeded: value.lowerBound); valueEnd = UInt32(truncatingIfNeeded: value.upperBound)
+        }
+        var name: Range<Int> { Int(nameStart)..<Int(nameEnd) }
+        var value: Range<Int> { Int(valueStart)..<Int(valueEnd) }
+    }
 
-    public init() { fields = [] }
-    public init(_ pairs: [(String, String)]) { fields = pairs.map { Field(name: $0.0, value: $0.1) } }
+    /// The bytes the spans point into: a parsed field section (line ends and all), then
+    /// the names and values of fields added later. Bytes no span points to are unused.
+    private(set) var bytes: [UInt8]
+    private(set) var spans: [Span]
+
+    public init() { bytes = []; spans = [] }
+    public init(_ pairs: [(String, String)]) {
+        self.init()
+        for (name, value) in pairs { add(name: name, value: value) }
+    }
     public init(arrayLiteral elements: (String, String)...) { self.init(elements) }
-    public init(fields: [Field]) { self.fields = fields }
+    public init(fields: [Field]) {
+        self.init()
+        for field in fields { add(name: field.name, value: field.value) }
+    }
+    /// The parser's: `spans` index into `section`, which is copied.
+    init(section: UnsafeRawBufferPointer, spans: [Span]) {
+        bytes = Array(section)
+        self.spans = spans
+    }
+    /// Some of `self`'s fields, sharing its bytes.
+    private init(bytes: [UInt8], spans: [Span]) { self.bytes = bytes; self.spans = spans }
 
-    public var count: Int { fields.count }
-    public var isEmpty: Bool { fields.isEmpty }
-    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+    public var count: Int { spans.count }
+    public var isEmpty: Bool { spans.isEmpty }
 
-    public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+    /// The fields as strings (made on each call).
+    public var fields: [Field] { map { $0 } }
+
+    public struct Iterator: IteratorProtocol {
+        let headers: HTTPHeaders
+        var index = 0
+        public mutating func next() -> Field? {
+            guard index < headers.spans.count else { return nil }
+            defer { index += 1 }
+            return headers[index]
+        }
+    }
+    public func makeIterator() -> Iterator { Iterator(headers: self) }
+
+    /// The field at `index` (0 ..< count) as strings.
+    public subscript(index: Int) -> Field {
+        let span = spans[index]
+        return bytes.withUnsafeBufferPointer { b in
+            Field(name: String(decoding: UnsafeBufferPointer(rebasing: b[span.name]), as: UTF8.self),
+                  value: String(decoding: UnsafeBufferPointer(rebasing: b[span.value]), as: UTF8.self))
+        }
+    }
+
+    /// Visits every field's name and value bytes in order, without making strings (the
+    /// log record's encoder). The buffers are valid only inside `body`.
+    public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        try bytes.withUnsafeBufferPointer { b in
+            for span in spans {
+                try body(UnsafeBufferPointer(rebasing: b[span.name]), UnsafeBufferPointer(rebasing: b[span.value]))
+            }
+        }
+    }
+
+    // MARK: Changes
+
+    public mutating func add(name: String, value: String) {
+        let span = appendBytes(name: name, value: value)
+        spans.append(span)
+    }
     public mutating func insert(name: String, value: String, at index: Int) {
-        fields.insert(Field(name: name, value: value), at: index)
+        let span = appendBytes(name: name, value: value)
+        spans.insert(span, at: index)
+    }
+
+    private mutating func appendBytes(name: String, value: String) -> Span {
+        let nameStart = bytes.count
+        bytes.append(contentsOf: name.utf8)
+        let valueStart = bytes.count
+        bytes.append(contentsOf: value.utf8)
+        return Span(name: nameStart..<valueStart, value: valueStart..<bytes.count)
     }
 
     /// Replaces every field named `name` with one field (appended if absent).
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let i = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
-            fields[i].value = value
-            var j = fields.count - 1
-            while j > i { if Self.equalNames(fields[j].name, name) { fields.remove(at: j) }; j -= 1 }
-        } else {
-            add(name: name, value: value)
-        }
+        guard let i = firstIndex(name: name) else { return add(name: name, value: value) }
+        setValue(value, at: i)
+        var j = spans.count - 1
+        while j > i { if nameEquals(spans[j], name) { spans.remove(at: j) }; j -= 1 }
     }
 
-    public mutating func remove(name: String) { fields.removeAll { Self.equalNames($0.name, name) } }
-    public mutating func removeAll(where predicate: (Field) -> Bool) { fields.removeAll(where: predicate) }
+    /// Gives the field at `index` a new value (its name and place stay).
+    mutating func setValue(_ value: String, at index: Int) {
+        let valueStart = bytes.count
+        bytes.append(contentsOf: value.utf8)
+        spans[index].valueStart = UInt32(truncatingIfNeeded: valueStart)
+        spans[index].valueEnd = UInt32(truncatingIfNeeded: bytes.count)
+    }
+
+    public mutating func remove(name: String) {
+        let headers = self
+        spans.removeAll { headers.nameEquals($0, name) }
+    }
+    public mutating func removeAll(where predicate: (Field) -> Bool) {
+        var kept: [Span] = []
+        kept.reserveCapacity(spans.count)
+        for i in spans.indices where !predicate(self[i]) { kept.append(spans[i]) }
+        spans = kept
+    }
+
+    /// The fields whose spans `keep` says to keep, sharing these bytes.
+    func filtered(_ keep: (Span) -> Bool) -> HTTPHeaders {
+        HTTPHeaders(bytes: bytes, spans: spans.filter(keep))
+    }
+
+    // MARK: Lookups
 
     /// All values of fields named `name`, in order.
     public subscript(name: String) -> [String] {
-        fields.compactMap { Self.equalNames($0.name, name) ? $0.value : nil }
+        spans.indices.compactMap { nameEquals(spans[$0], name) ? self[$0].value : nil }
     }
-    public func first(name: String) -> String? {
-        fields.first { Self.equalNames($0.name, name) }?.value
+    public func first(name: String) -> String? { firstIndex(name: name).map { self[$0].value } }
+    public func contains(name: String) -> Bool { firstIndex(name: name) != nil }
+
+    func firstIndex(name: String) -> Int? { spans.firstIndex { nameEquals($0, name) } }
+
+    /// Whether the field at `span` is named `name` (ASCII case-insensitively).
+    func nameEquals(_ span: Span, _ name: String) -> Bool {
+        let length = Int(span.nameEnd &- span.nameStart)
+        guard length == name.utf8.count else { return false }
+        return bytes.withUnsafeBufferPointer { b in
+            HTTPHeaders.withUTF8(name) { HTTPHeaders.equalBytes(UnsafeBufferPointer(rebasing: b[span.name]), $0) }
+        }
     }
-    public func contains(name: String) -> Bool { fields.contains { Self.equalNames($0.name, name) } }
 
     /// Comma-separated list elements across all fields named `name`, trimmed, empties dropped
     /// (RFC 9110 §5.6.1), e.g. the tokens of `Connection` or `Transfer-Encoding`.
@@ -71,42 +179,56 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     /// (ASCII case-insensitively), without allocating: this runs for every
     /// request and response (`Connection: close`, `keep-alive`, `upgrade`).
     public func listContains(name: String, token: String) -> Bool {
-        for field in fields where Self.equalNames(field.name, name) {
-            if Self.list(field.value, contains: token) { return true }
+        bytes.withUnsafeBufferPointer { b in
+            HTTPHeaders.withUTF8(token) { t in
+                spans.contains { nameEquals($0, name) && HTTPHeaders.list(UnsafeBufferPointer(rebasing: b[$0.value]), contains: t) }
+            }
         }
-        return false
     }
 
     /// Whether the comma-separated list `value` holds `token` (ASCII case-insensitively).
-    static func list(_ value: String, contains token: String) -> Bool {
-        var token = token, value = value
-        return token.withUTF8 { t in
-            value.withUTF8 { v -> Bool in
-                var i = 0
-                while i < v.count {
-                    while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
-                    let start = i
-                    while i < v.count && v[i] != 0x2C { i += 1 }
-                    var end = i
-                    while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-                    if end - start == t.count {
-                        var same = true
-                        for k in 0..<t.count where asciiLower(v[start + k]) != asciiLower(t[k]) { same = false; break }
-                        if same { return true }
-                    }
-                }
-                return false
-            }
+    static func list(_ v: UnsafeBufferPointer<UInt8>, contains t: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < v.count {
+            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
+            let start = i
+            while i < v.count && v[i] != 0x2C { i += 1 }
+            var end = i
+            while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
+            if end - start == t.count && equalBytes(UnsafeBufferPointer(rebasing: v[start..<end]), t) { return true }
         }
+        return false
     }
 
     /// ASCII case-insensitive equality on the UTF-8 bytes (field names are tokens).
     public static func equalNames(_ a: String, _ b: String) -> Bool {
         if a.utf8.count != b.utf8.count { return false }
-        var a = a, b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                for i in 0..<pa.count where asciiLower(pa[i]) != asciiLower(pb[i]) { return false }
+        return withUTF8(a) { pa in withUTF8(b) { pb in equalBytes(pa, pb) } }
+    }
+
+    /// ASCII case-insensitive equality of two byte runs.
+    @inline(__always)
+    static func equalBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where asciiLower(a[i]) != asciiLower(b[i]) { return false }
+        return true
+    }
+
+    /// The string's UTF-8 without a copy when it is stored contiguously (literals, parsed text).
+    @inline(__always)
+    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let r = text.utf8.withContiguousStorageIfAvailable(body) { return r }
+        var copy = text
+        return copy.withUTF8(body)
+    }
+
+    public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {
+        guard a.spans.count == b.spans.count else { return false }
+        return a.bytes.withUnsafeBufferPointer { pa in
+            b.bytes.withUnsafeBufferPointer { pb in
+                for (x, y) in zip(a.spans, b.spans) {
+                    if !pa[x.name].elementsEqual(pb[y.name]) || !pa[x.value].elementsEqual(pb[y.value]) { return false }
+                }
                 return true
             }
         }

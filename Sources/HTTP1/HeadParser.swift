@@ -155,8 +155,8 @@ public enum HTTPHeadParser {
     /// Field lines from `from` up to the final CRLF, which ends at `to`.
     static func parseFields(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int,
                             hosts: inout HostFields) throws(HTTPParseError) -> HTTPHeaders {
-        var fields: [HTTPHeaders.Field] = []
-        fields.reserveCapacity(16)
+        var spans: [HTTPHeaders.Span] = []
+        spans.reserveCapacity(16)
         var lineStart = from
         let sectionEnd = to - 2
         // Every loop below stops at the CR of the final CRLF at the latest, so
@@ -187,10 +187,11 @@ public enum HTTPHeadParser {
                 if hosts.count == 0 { hosts.firstValue = valueStart..<valueEnd }
                 hosts.count += 1
             }
-            fields.append(HTTPHeaders.Field(name: string(bytes, lineStart, p), value: string(bytes, valueStart, valueEnd)))
+            // Spans into the field section, copied once below: no string per name and value.
+            spans.append(HTTPHeaders.Span(name: (lineStart - from)..<(p - from), value: (valueStart - from)..<(valueEnd - from)))
             lineStart = k + 2
         }
-        return HTTPHeaders(fields: fields)
+        return HTTPHeaders(section: UnsafeRawBufferPointer(rebasing: bytes[from..<max(from, sectionEnd)]), spans: spans)
     }
 
     @inline(__always)

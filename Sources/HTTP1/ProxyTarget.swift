@@ -130,23 +130,28 @@ extension HTTPResponseHead {
         var out: [UInt8] = []
         out.reserveCapacity(WireForm.estimatedSize(headers) + reason.utf8.count + 40)
         appendStatusLine(version: .http1_1, to: &out)
-        // Values of the Connection fields: a field they name is hop-by-hop too.
-        var connectionValues: [String] = []
-        for field in headers where field.name.utf8.count == 10 && HopRole(field.name) == .connection {
-            connectionValues.append(field.value)
-        }
-        for field in headers {
-            switch HopRole(field.name) {
-            case .keep:
-                break
-            case .connection, .upgrade, .drop:
-                continue
-            case .other:
-                if connectionValues.contains(where: { HTTPHeaders.list($0, contains: field.name) }) { continue }
+        headers.bytes.withUnsafeBufferPointer { b in
+            let spans = headers.spans
+            for span in spans {
+                let name = UnsafeBufferPointer(rebasing: b[span.name])
+                switch HopRole(bytes: name) {
+                case .keep:
+                    break
+                case .connection, .upgrade, .drop:
+                    continue
+                case .other:
+                    if HTTPHeaders.connectionNames(name, spans: spans, in: b) { continue }
+                }
+                WireForm.appendField(name: name, value: UnsafeBufferPointer(rebasing: b[span.value]), to: &out)
             }
-            WireForm.appendField(field, to: &out)
         }
-        if let connection { WireForm.appendField(HTTPHeaders.Field(name: "Connection", value: connection), to: &out) }
+        if let connection {
+            HTTPHeaders.withUTF8(connection) { value in
+                let name: StaticString = "Connection"
+                WireForm.appendField(name: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                                     value: value, to: &out)
+            }
+        }
         out.append(ByteClass.cr); out.append(ByteClass.lf)
         return out
     }
@@ -172,45 +177,59 @@ extension HTTPHeaders {
     /// are kept even when Connection names them: dropping them would change how the
     /// next hop delimits the body we forward verbatim.
     public func removingHopByHop(keepUpgrade: Bool) -> HTTPHeaders {
-        // Classified on the bytes of each name (no lowercased copies): this runs twice
-        // per exchange and showed as 6% of the loop's time when it allocated.
+        // Classified on the bytes of each name (no strings): this runs for every request.
         var hasUpgrade = false, anyHop = false
-        // The Connection fields' values: a field they name is hop-by-hop too. Kept aside in
-        // this pass, so the check below needs no second search for them by name.
-        var connectionValues: [String] = []
-        for field in fields {
-            switch HopRole(field.name) {
-            case .connection: connectionValues.append(field.value); anyHop = true
-            case .upgrade: hasUpgrade = true; anyHop = true
-            case .drop: anyHop = true
-            case .keep, .other: break
+        bytes.withUnsafeBufferPointer { b in
+            for span in spans {
+                switch HopRole(bytes: UnsafeBufferPointer(rebasing: b[span.name])) {
+                case .connection: anyHop = true
+                case .upgrade: hasUpgrade = true; anyHop = true
+                case .drop: anyHop = true
+                case .keep, .other: break
+                }
             }
         }
         guard anyHop else { return self }
         let keepsUpgrade = keepUpgrade && hasUpgrade
-        var result: [Field] = []
-        result.reserveCapacity(fields.count)
         var placedConnection = false
-        for field in fields {
-            switch HopRole(field.name) {
-            case .keep:
-                result.append(field)
-            case .connection:
-                if keepsUpgrade && !placedConnection {
-                    result.append(Field(name: field.name, value: "upgrade"))
-                    placedConnection = true
+        var connectionAt: Int?
+        var result = bytes.withUnsafeBufferPointer { b in
+            filtered { span in
+                let name = UnsafeBufferPointer(rebasing: b[span.name])
+                switch HopRole(bytes: name) {
+                case .keep:
+                    return true
+                case .connection:
+                    // Kept (its value replaced below) only to carry `upgrade` onwards.
+                    if keepsUpgrade && !placedConnection { placedConnection = true; connectionAt = Int(span.nameStart); return true }
+                    return false
+                case .upgrade:
+                    return keepsUpgrade
+                case .drop:
+                    return false
+                case .other:
+                    // A field the Connection header names is hop-by-hop too.
+                    return !HTTPHeaders.connectionNames(name, spans: spans, in: b)
                 }
-            case .upgrade:
-                if keepsUpgrade { result.append(field) }
-            case .drop:
-                continue
-            case .other:
-                // A field the Connection header names is hop-by-hop too (checked in place).
-                if !connectionValues.contains(where: { HTTPHeaders.list($0, contains: field.name) }) { result.append(field) }
             }
         }
-        if keepsUpgrade && !placedConnection { result.append(Field(name: "Connection", value: "upgrade")) }
-        return HTTPHeaders(fields: result)
+        if keepsUpgrade {
+            if let at = connectionAt, let i = result.spans.firstIndex(where: { Int($0.nameStart) == at }) {
+                result.setValue("upgrade", at: i)
+            } else {
+                result.add(name: "Connection", value: "upgrade")
+            }
+        }
+        return result
+    }
+
+    /// Whether some Connection field of these (`spans` over `b`) lists `name`.
+    static func connectionNames(_ name: UnsafeBufferPointer<UInt8>, spans: [Span], in b: UnsafeBufferPointer<UInt8>) -> Bool {
+        for span in spans where span.nameEnd &- span.nameStart == 10
+            && HopRole(bytes: UnsafeBufferPointer(rebasing: b[span.name])) == .connection {
+            if list(UnsafeBufferPointer(rebasing: b[span.value]), contains: name) { return true }
+        }
+        return false
     }
 }
 
@@ -223,13 +242,6 @@ enum HopRole {
     /// Always hop-by-hop.
     case drop
     case other
-
-    init(_ name: String) {
-        // One look at the name's bytes, then byte compares against the few candidates its
-        // length allows: going through equalNames per candidate ran ~600 instructions a field.
-        var name = name
-        self = name.withUTF8 { HopRole(bytes: $0) }
-    }
 
     init(bytes n: UnsafeBufferPointer<UInt8>) {
         @inline(__always) func named(_ candidate: StaticString) -> Bool {
@@ -261,7 +273,8 @@ enum ConnectionOptions {
 
 enum WireForm {
     static func estimatedSize(_ headers: HTTPHeaders) -> Int {
-        headers.reduce(2) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+        // Name and value bytes plus ": " and CRLF per field, and the final CRLF.
+        headers.spans.reduce(2) { $0 + Int($1.nameEnd &- $1.nameStart) + Int($1.valueEnd &- $1.valueStart) + 4 }
     }
 
     static func appendVersion(_ version: HTTPVersion, to out: inout [UInt8]) {
@@ -290,16 +303,16 @@ enum WireForm {
     }
 
     static func appendFields(_ headers: HTTPHeaders, to out: inout [UInt8]) {
-        for field in headers { appendField(field, to: &out) }
+        headers.forEachField { appendField(name: $0, value: $1, to: &out) }
         out.append(ByteClass.cr); out.append(ByteClass.lf)
     }
 
     @inline(__always)
-    static func appendField(_ field: HTTPHeaders.Field, to out: inout [UInt8]) {
-        appendUTF8(field.name, to: &out)
+    static func appendField(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(contentsOf: name)
         out.append(UInt8(ascii: ":"))
         out.append(ByteClass.sp)
-        appendUTF8(field.value, to: &out)
+        out.append(contentsOf: value)
         out.append(ByteClass.cr); out.append(ByteClass.lf)
     }
 }

@@ -359,6 +359,20 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/request/headers/0"], .array([.string("Host"), .string("h")]))
     }
 
+    func testHeaderBytesThatAreNotUTF8AreLoggedWithReplacementCharacters() throws {
+        // A parsed head keeps the bytes as sent (Latin-1 "café", a control-free obs-text byte);
+        // the record must still be UTF-8 JSON.
+        let wire = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Name: caf".utf8) + [0xE9]
+            + Array("\r\nX-Quote: a\"b\\c\r\n\r\n".utf8)
+        let parsed = try wire.withUnsafeBytes { try HTTPHeadParser.parseResponseHead($0, maxHeadBytes: 4096) }
+        guard case .complete(let response, _) = parsed else { return XCTFail("head not parsed") }
+        var exchange = RecordFixture.exchange(body: Array("{}".utf8))
+        exchange.response = response
+        let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/response/headers/1"], .array([.string("X-Name"), .string("caf\u{FFFD}")]))
+        XCTAssertEqual(record["/response/headers/2"], .array([.string("X-Quote"), .string("a\"b\\c")]))
+    }
+
     func testJSONKeysRedactedAtAnyDepthInResponseAndRequestBodies() throws {
         let responseBody = #"{"token":"SECRET-A","data":[{"user":"u","Password":"SECRET-B"},[{"access_token":"SECRET-C"}]],"n":1}"#
         let requestBody = #"{"login":{"password":"SECRET-D","name":"n"},"list":[{"refresh_token":"SECRET-E"}]}"#

@@ -48,6 +48,18 @@ final class HeadParserTests: XCTestCase {
         XCTAssertEqual(head.headers.first(name: "x"), "café")
     }
 
+    func testNonUTF8ValueIsForwardedAsSentAndReadWithReplacement() {
+        // Latin-1 "café": obs-text that is not UTF-8. The wire form keeps the byte; as a
+        // string it reads with U+FFFD (what the log record shows).
+        let bytes = Wire.bytes("GET / HTTP/1.1\r\nHost: h\r\nX: caf") + [0xE9] + Wire.bytes("\r\n\r\n")
+        guard let (head, _) = request(bytes) else { return }
+        XCTAssertEqual(head.headers.first(name: "x"), "caf\u{FFFD}")
+        XCTAssertEqual(head.serialized(), bytes)
+        var seen: [[UInt8]] = []
+        head.headers.forEachField { _, value in seen.append(Array(value)) }
+        XCTAssertEqual(seen, [Array("h".utf8), Array("caf".utf8) + [0xE9]])
+    }
+
     func testLeadingEmptyLinesSkippedAndCounted() {
         let text = "\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"
         guard let (head, length) = request(text) else { return }
