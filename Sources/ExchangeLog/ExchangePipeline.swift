@@ -11,22 +11,18 @@ import Synchronization
 /// a Dispatch block per exchange cost a thread wake-up and a writer wake-up
 /// each, which the profile showed as a third of the pipeline's time.
 ///
-/// Traffic comes first, by scheduling rather than by dropping: with two or more workers,
-/// the first (the background worker) runs at the lowest CPU priority (nice 19), so it
-/// decodes in the time the event loops leave over instead of taking cores from them;
-/// the others (catch-up workers) keep the normal priority and sleep until `catchUpBacklog`
-/// exchanges (or a quarter of `maxPendingBytes`) wait, then work off full batches. On
-/// two cores under full load this kept ~90% of the logging-off throughput instead of ~78%,
-/// and nothing is lost that was not lost before: a backlog brings in the normal-priority
-/// workers long before the queue's bounds.
+/// The first worker naps under traffic and picks up what arrived every couple of
+/// milliseconds, so `accept` never has to wake anyone; the others (helpers) sleep until
+/// `helperBacklog` exchanges (or a quarter of `maxPendingBytes`) wait, then bring another
+/// core in. (Running the napping worker at nice 19 was tried: no throughput gain once the
+/// host's steal time was near zero, and p99 latency rose 1.5-3x from the helpers'
+/// bursts, so every worker keeps the loops' priority.)
 public final class ExchangePipeline: @unchecked Sendable {
     private enum Role {
-        /// The only worker: normal priority, naps under traffic.
-        case only
-        /// Lowest CPU priority, naps under traffic; does the work in the loops' spare time.
-        case background
-        /// Normal priority; woken by a backlog, works off full batches.
-        case catchUp
+        /// Naps under traffic, deep-sleeps when idle.
+        case napper
+        /// Woken by a backlog.
+        case helper
     }
 
     private let condition = NSCondition()
@@ -37,19 +33,19 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// Captured body bytes waiting in `queue`: bounded too, since a count alone lets
     /// 65,536 one-megabyte captures pile up when decoding falls behind.
     private var queuedBytes = 0
-    /// The napping worker (`only` or `background`) waits without a deadline.
+    /// The napping worker waits without a deadline.
     private var napperAsleep = false
     /// Under steady traffic the napping worker picks up what arrived every couple of
     /// milliseconds, so `accept` never has to wake anyone.
     private var napping = false
-    private var catchUpSleepers = 0
+    private var helperSleepers = 0
     private var busyWorkers = 0
     /// Threads in `drain`: only they need the broadcast after every batch.
     private var drainers = 0
     private var stopping = false
     private var processor: ExchangeProcessor
-    /// Tests: called on the worker after it takes a batch (`true` on the background worker).
-    var batchHook: (@Sendable (_ background: Bool) -> Void)? {
+    /// Tests: called on the worker after it takes a batch (`true` on the napping worker).
+    var batchHook: (@Sendable (_ napper: Bool) -> Void)? {
         get { condition.withLock { hook } }
         set { condition.withLock { hook = newValue } }
     }
@@ -61,8 +57,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let maxPendingBytes: Int
     /// Largest batch one worker takes, so other workers get a share under load.
     private let batchLimit = 256
-    /// Exchanges waiting before the catch-up workers are woken.
-    let catchUpBacklog: Int
+    /// Exchanges waiting before the helpers are woken.
+    let helperBacklog: Int
     private let processedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let depth = Atomic<Int>(0)
@@ -73,12 +69,11 @@ public final class ExchangePipeline: @unchecked Sendable {
         self.writer = writer
         self.maxPending = maxPending
         self.maxPendingBytes = maxPendingBytes
-        // Four batches: big enough that a catch-up worker runs only full batches, small
-        // enough (~6 MB of small captures) to stay far below the queue's bounds.
-        catchUpBacklog = max(1, min(4 * batchLimit, maxPending / 4))
+        // A full batch: the napping worker is falling behind.
+        helperBacklog = max(1, min(batchLimit, maxPending / 4))
         let count = max(1, workers)
         for i in 0..<count {
-            let role: Role = count == 1 ? .only : (i == 0 ? .background : .catchUp)
+            let role: Role = i == 0 ? .napper : .helper
             let t = Thread { [self] in work(role) }
             t.name = "tapwire-serialize-\(i)"
             t.start()
@@ -100,27 +95,22 @@ public final class ExchangePipeline: @unchecked Sendable {
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
         // Waking a worker per exchange cost the event loop a futex call and a context
         // switch each (10% of its time), so only a sleeping napper is woken, and the
-        // catch-up workers once a backlog has built up.
-        if napperAsleep || (catchUpSleepers > 0 && backlogged) { condition.broadcast() }
+        // helpers once a backlog has built up.
+        if napperAsleep || (helperSleepers > 0 && backlogged) { condition.broadcast() }
         condition.unlock()
     }
 
-    private var backlogged: Bool { queue.count >= catchUpBacklog || queuedBytes >= maxPendingBytes / 4 }
+    private var backlogged: Bool { queue.count >= helperBacklog || queuedBytes >= maxPendingBytes / 4 }
 
     private func work(_ role: Role) {
-        if role == .background {
-            // Raising one's own nice value needs no privilege; on Linux `who` 0 is the
-            // calling thread, not the whole process.
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        }
         var lastWork = Date()
         while true {
             condition.lock()
-            if role == .catchUp {
+            if role == .helper {
                 while !backlogged && !stopping {
-                    catchUpSleepers += 1
+                    helperSleepers += 1
                     condition.wait()
-                    catchUpSleepers -= 1
+                    helperSleepers -= 1
                 }
             } else {
                 while queue.isEmpty && !stopping {
@@ -153,7 +143,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             let processor = self.processor
             let hook = self.hook
             condition.unlock()
-            hook?(role == .background)
+            hook?(role == .napper)
 
             // Encoded straight into one buffer that the writer writes from (RecordBatch).
             var lines = RecordBatch()

@@ -75,45 +75,28 @@ final class ExchangePipelineTests: XCTestCase {
     }
 }
 
-/// The background worker yields the CPU to traffic; the catch-up workers keep logging
-/// going when it cannot run.
+/// A napping worker that cannot run does not stop logging: a backlog wakes the helpers.
 final class ExchangePipelineSchedulingTests: XCTestCase {
-    func testBackgroundWorkerRunsAtTheLowestPriority() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer, workers: 2)
-        let seen = Atomic<Int>(-100)
-        pipeline.batchHook = { background in
-            // On Linux `who` 0 is the calling thread.
-            if background { seen.store(Int(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)), ordering: .relaxed) }
-        }
-        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/one")))
-        pipeline.drain()
-        writer.flushAndStop()
-        XCTAssertEqual(seen.load(ordering: .relaxed), 19)
-    }
-
-    func testCatchUpWorkersLogWhileTheBackgroundWorkerCannotRun() throws {
+    func testHelpersLogWhileTheNappingWorkerCannotRun() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
         let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
                                         maxPending: 64, workers: 2)
-        XCTAssertEqual(pipeline.catchUpBacklog, 16)
+        XCTAssertEqual(pipeline.helperBacklog, 16)
         let stalled = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let once = Atomic<Bool>(false)
-        pipeline.batchHook = { background in
-            // The background worker's first batch stands for a starved thread.
-            if background && !once.exchange(true, ordering: .relaxed) { stalled.signal(); release.wait() }
+        pipeline.batchHook = { napper in
+            // The napping worker's first batch stands for a thread that gets no CPU.
+            if napper && !once.exchange(true, ordering: .relaxed) { stalled.signal(); release.wait() }
         }
         pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=0")))
         XCTAssertEqual(stalled.wait(timeout: .now() + 10), .success)
         for i in 1...40 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
         let deadline = Date().addingTimeInterval(10)
         while pipeline.processed < 40 && Date() < deadline { usleep(5_000) }
-        XCTAssertEqual(pipeline.processed, 40, "the catch-up worker wrote the backlog")
+        XCTAssertEqual(pipeline.processed, 40, "the helper wrote the backlog")
         release.signal()
         pipeline.drain()
         writer.flushAndStop()
