@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import Synchronization
 
 /// How much of the response body was kept. `total` counts every body byte
 /// upstream sent; `captured` those kept under the capture limit.
@@ -45,7 +46,12 @@ public final class CompletedExchange: @unchecked Sendable {
 
     private let transportError: Error?
     private let clock: @Sendable () -> TimeInterval
-    private let lock = NSLock()
+    /// Guards `validationError` and `queue`. A spin lock on an atomic flag: every logged
+    /// exchange makes one of these objects, and an NSLock's allocation, mutex set-up and
+    /// tear-down cost more than all its uncontended uses (handlers run on one serial queue,
+    /// the pipeline uses it from one thread). Atomics, unlike `Synchronization.Mutex` on
+    /// Linux, are visible to the thread sanitizer.
+    private let lock = SpinLock()
     private var validationError: Error?
     private var queue: DispatchQueue?
 
@@ -214,4 +220,20 @@ public final class CompletedExchange: @unchecked Sendable {
         queue = created
         return created
     }
+}
+
+/// A lock for short, rarely contended critical sections: no allocation, yields the CPU
+/// while it waits.
+struct SpinLock: ~Copyable, Sendable {
+    private let held = Atomic<Bool>(false)
+
+    init() {}
+
+    func lock() {
+        while held.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged == false {
+            sched_yield()
+        }
+    }
+
+    func unlock() { held.store(false, ordering: .releasing) }
 }
