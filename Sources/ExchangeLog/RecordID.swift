@@ -27,22 +27,28 @@ public final class RecordIDGenerator: Sendable {
         } else {
             millis = 0
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(24)
-        RecordIDGenerator.appendHex(millis, minDigits: 16, into: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        RecordIDGenerator.appendHex(sequence, minDigits: 6, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        // Written straight into the string's storage: no intermediate array (one per record).
+        let millisDigits = max(16, RecordIDGenerator.hexDigits(millis))
+        let sequenceDigits = max(6, RecordIDGenerator.hexDigits(sequence))
+        return String(unsafeUninitializedCapacity: millisDigits + 1 + sequenceDigits) { buffer in
+            RecordIDGenerator.writeHex(millis, digits: millisDigits, to: buffer, at: 0)
+            buffer[millisDigits] = UInt8(ascii: "-")
+            RecordIDGenerator.writeHex(sequence, digits: sequenceDigits, to: buffer, at: millisDigits + 1)
+            return millisDigits + 1 + sequenceDigits
+        }
     }
 
-    static func appendHex(_ value: UInt64, minDigits: Int, into bytes: inout [UInt8]) {
-        let significant = value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
-        let digits = max(minDigits, significant)
-        var shift = (digits - 1) * 4
-        while shift >= 0 {
-            let nibble = shift >= 64 ? 0 : Int((value >> UInt64(shift)) & 0xF)
-            bytes.append(nibble < 10 ? UInt8(ascii: "0") + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10))
-            shift -= 4
+    static func hexDigits(_ value: UInt64) -> Int { value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4 }
+
+    /// `value` in `digits` lower-case hex digits (zero-padded) at `offset`.
+    static func writeHex(_ value: UInt64, digits: Int, to buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        var remaining = value
+        var i = offset + digits
+        while i > offset {
+            i -= 1
+            let nibble = UInt8(truncatingIfNeeded: remaining & 0xF)
+            buffer[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            remaining >>= 4
         }
     }
 }

@@ -12,15 +12,16 @@ final class RecordIDTests: XCTestCase {
     }
 
     func testCounterGrowsPastSixDigits() {
-        var bytes: [UInt8] = []
-        RecordIDGenerator.appendHex(0x1234567, minDigits: 6, into: &bytes)
-        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "1234567")
-        bytes = []
-        RecordIDGenerator.appendHex(UInt64.max, minDigits: 16, into: &bytes)
-        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "ffffffffffffffff")
-        bytes = []
-        RecordIDGenerator.appendHex(0, minDigits: 6, into: &bytes)
-        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "000000")
+        func hex(_ value: UInt64, minDigits: Int) -> String {
+            let digits = max(minDigits, RecordIDGenerator.hexDigits(value))
+            var bytes = [UInt8](repeating: 0, count: digits)
+            bytes.withUnsafeMutableBufferPointer { RecordIDGenerator.writeHex(value, digits: digits, to: $0, at: 0) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        XCTAssertEqual(hex(0x1234567, minDigits: 6), "1234567")
+        XCTAssertEqual(hex(UInt64.max, minDigits: 16), "ffffffffffffffff")
+        XCTAssertEqual(hex(0, minDigits: 6), "000000")
+        XCTAssertEqual(hex(0xabcdef, minDigits: 6), "abcdef")
     }
 
     func testIDsSortByStartTime() {
