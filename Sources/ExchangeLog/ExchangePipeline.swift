@@ -145,19 +145,23 @@ public final class ExchangePipeline: @unchecked Sendable {
             condition.unlock()
             hook?(role == .napper)
 
-            // Encoded straight into one buffer that the writer writes from (RecordBatch).
-            var lines = RecordBatch()
-            lines.reserveCapacity(bytes: batch.reduce(0) { $0 + 1600 + Self.capturedBytes($1) }, records: batch.count)
+            // The whole batch is encoded into one pointer buffer and copied out once: appending
+            // each record to a [UInt8] went through the generic copy path (a tenth of a
+            // 64 KiB record's cost).
+            var buffer = RecordBuffer(capacity: batch.reduce(0) { $0 + 1600 + Self.capturedBytes($1) })
+            var ends: [Int] = []
+            ends.reserveCapacity(batch.count)
             for event in batch {
                 switch event {
                 case .http(let exchange):
-                    let id = ids.next(startTime: exchange.clock.requestStart)
-                    lines.append { processor.appendRecord(for: exchange, id: id, into: &$0) }
+                    processor.encodeRecord(for: exchange, id: ids.next(startTime: exchange.clock.requestStart), into: &buffer)
                 case .tunnel(let tunnel):
-                    let id = ids.next(startTime: tunnel.start)
-                    lines.append { processor.appendRecord(for: tunnel, id: id, into: &$0) }
+                    processor.encodeRecord(for: tunnel, id: ids.next(startTime: tunnel.start), into: &buffer)
                 }
+                buffer.append(UInt8(ascii: "\n"))
+                ends.append(buffer.count)
             }
+            let lines = RecordBatch(bytes: Array(buffer.bytes), ends: ends)
             writer.submit(lines)
             processedCount.add(lines.count, ordering: .relaxed)
             lastWork = Date()

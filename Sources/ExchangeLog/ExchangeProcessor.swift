@@ -57,31 +57,27 @@ public struct ExchangeProcessor: Sendable {
 
     /// One `http` record: a JSON object on one line, without the newline.
     public func record(for exchange: CapturedExchange, id: String) -> [UInt8] {
-        var out: [UInt8] = []
         // A small exchange's record is ~1.4 KB; a body is logged at most about its own size.
-        out.reserveCapacity(2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
-        appendRecord(for: exchange, id: id, into: &out)
-        return out
+        var buffer = RecordBuffer(capacity: 2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
+        encodeRecord(for: exchange, id: id, into: &buffer)
+        return Array(buffer.bytes)
     }
 
-    /// Appends the `http` record to `out` (a worker's batch buffer).
-    public func appendRecord(for exchange: CapturedExchange, id: String, into out: inout [UInt8]) {
+    /// Appends the `http` record to `buffer` (a worker encodes its whole batch into one).
+    func encodeRecord(for exchange: CapturedExchange, id: String, into buffer: inout RecordBuffer) {
         let outcome = self.outcome(for: exchange)
-        // No reserveCapacity here: growing a batch buffer by exact amounts per record would
-        // copy it once per record; appends grow it geometrically.
-        encoder.appendHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &out)
+        encoder.encodeHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &buffer)
     }
 
     /// One `tunnel` or `websocket` record, without the newline.
     public func record(for tunnel: CapturedTunnel, id: String) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(tunnel.upgrade == nil ? 320 : 1024)
-        appendRecord(for: tunnel, id: id, into: &out)
-        return out
+        var buffer = RecordBuffer(capacity: tunnel.upgrade == nil ? 512 : 2048)
+        encodeRecord(for: tunnel, id: id, into: &buffer)
+        return Array(buffer.bytes)
     }
 
-    public func appendRecord(for tunnel: CapturedTunnel, id: String, into out: inout [UInt8]) {
-        encoder.appendTunnelRecord(id: id, tunnel: tunnel, into: &out)
+    func encodeRecord(for tunnel: CapturedTunnel, id: String, into buffer: inout RecordBuffer) {
+        encoder.encodeTunnelRecord(id: id, tunnel: tunnel, into: &buffer)
     }
 
     // MARK: Pipeline

@@ -31,6 +31,12 @@ public struct RecordBatch: Sendable {
 
     public init() {}
 
+    /// Lines already joined: `ends` as described above.
+    init(bytes: [UInt8], ends: [Int]) {
+        self.bytes = bytes
+        self.ends = ends
+    }
+
     public init(lines: [[UInt8]]) {
         bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
         for line in lines { append(line) }

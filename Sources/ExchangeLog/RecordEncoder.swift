@@ -129,13 +129,6 @@ public struct RecordEncoder: Sendable {
 
     // MARK: Records
 
-    public func appendHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
-                                 into out: inout [UInt8]) {
-        var buffer = RecordBuffer(capacity: 2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
-        encodeHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &buffer)
-        out.append(contentsOf: buffer.bytes)
-    }
-
     func encodeHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
                           into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
@@ -225,12 +218,6 @@ public struct RecordEncoder: Sendable {
     }
 
     /// A `tunnel` or `websocket` record (by `tunnel.kind`).
-    public func appendTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout [UInt8]) {
-        var buffer = RecordBuffer(capacity: tunnel.upgrade == nil ? 512 : 2048)
-        encodeTunnelRecord(id: id, tunnel: tunnel, into: &buffer)
-        out.append(contentsOf: buffer.bytes)
-    }
-
     func encodeTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
         out.appendQuoted(id)
