@@ -44,12 +44,13 @@ public final class ExchangePipeline: @unchecked Sendable {
     private var drainers = 0
     private var stopping = false
     private var processor: ExchangeProcessor
-    /// Tests: called on the worker after it takes a batch (`true` on the napping worker).
-    var batchHook: (@Sendable (_ napper: Bool) -> Void)? {
+    /// Tests: called on the worker after it takes a batch (`true` on the napping worker;
+    /// the batch's size).
+    var batchHook: (@Sendable (_ napper: Bool, _ count: Int) -> Void)? {
         get { condition.withLock { hook } }
         set { condition.withLock { hook = newValue } }
     }
-    private var hook: (@Sendable (Bool) -> Void)?
+    private var hook: (@Sendable (Bool, Int) -> Void)?
 
     private let writer: LogWriter
     private let ids = RecordIDGenerator()
@@ -57,6 +58,11 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let maxPendingBytes: Int
     /// Largest batch one worker takes, so other workers get a share under load.
     private let batchLimit = 256
+    /// Captured bytes one batch takes at most (at least one exchange): a batch is encoded
+    /// into one buffer, and 256 records of 64 KiB made 17 MB buffers that malloc mapped
+    /// and unmapped each time, so the kernel zeroed every page again (40% of a worker's
+    /// CPU went to page faults). Buffers of about a megabyte are reused from the heap.
+    private let batchByteLimit = 1 << 20
     /// Exchanges waiting before the helpers are woken.
     let helperBacklog: Int
     private let processedCount = Atomic<Int>(0)
@@ -130,20 +136,25 @@ public final class ExchangePipeline: @unchecked Sendable {
             // Usually the whole queue fits a batch: swap arrays rather than copy the events
             // out (a retain and a release of every string in them) and shift the rest.
             var batch = spare
-            if queue.count <= batchLimit {
+            if queue.count <= batchLimit && queuedBytes <= batchByteLimit {
                 swap(&batch, &queue)
                 queuedBytes = 0
             } else {
-                batch.append(contentsOf: queue.prefix(batchLimit))
-                queue.removeFirst(batchLimit)
-                for event in batch { queuedBytes -= Self.capturedBytes(event) }
+                var take = 0, bytes = 0
+                while take < min(queue.count, batchLimit) && (take == 0 || bytes < batchByteLimit) {
+                    bytes += Self.capturedBytes(queue[take])
+                    take += 1
+                }
+                batch.append(contentsOf: queue.prefix(take))
+                queue.removeFirst(take)
+                queuedBytes -= bytes
             }
             spare = []
             busyWorkers += 1
             let processor = self.processor
             let hook = self.hook
             condition.unlock()
-            hook?(role == .napper)
+            hook?(role == .napper, batch.count)
 
             // The whole batch is encoded into one pointer buffer and copied out once: appending
             // each record to a [UInt8] went through the generic copy path (a tenth of a

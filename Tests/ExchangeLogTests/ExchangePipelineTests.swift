@@ -87,7 +87,7 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         let stalled = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let once = Atomic<Bool>(false)
-        pipeline.batchHook = { napper in
+        pipeline.batchHook = { napper, _ in
             // The napping worker's first batch stands for a thread that gets no CPU.
             if napper && !once.exchange(true, ordering: .relaxed) { stalled.signal(); release.wait() }
         }
@@ -103,5 +103,35 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         XCTAssertEqual(pipeline.processed, 41)
         XCTAssertEqual(pipeline.dropped, 0)
         XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").count, 41)
+    }
+
+    func testBatchesOfLargeCapturesStayNearAMegabyte() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
+        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer, workers: 1)
+        let stalled = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let once = Atomic<Bool>(false)
+        let largest = Atomic<Int>(0)
+        pipeline.batchHook = { _, count in
+            if !once.exchange(true, ordering: .relaxed) { stalled.signal(); release.wait() } else {
+                _ = largest.max(count, ordering: .relaxed)
+            }
+        }
+        let body = [UInt8](repeating: UInt8(ascii: "a"), count: 256 << 10)
+        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=0")))
+        XCTAssertEqual(stalled.wait(timeout: .now() + 10), .success)
+        // 40 captures of 256 KiB wait while the only worker is held: ~10 MiB in all.
+        for i in 1...40 {
+            pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)",
+                                                         responseHeaders: [("Content-Type", "text/plain")], body: body)))
+        }
+        release.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(pipeline.processed, 41)
+        // 1 MiB over 256 KiB (plus 512 B of head allowance each): at most four per batch.
+        XCTAssertEqual(largest.load(ordering: .relaxed), 4)
     }
 }
