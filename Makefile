@@ -81,7 +81,8 @@ bench-record: deps
 	$(if $(CALLGRIND),valgrind --tool=callgrind --callgrind-out-file=.build/record.callgrind) \
 	  $$($(SWIFT) build -c release --show-bin-path)/RecordBenchmark $(if $(CALLGRIND),0.02,)
 
-# Tapwire against nginx, squid, tinyproxy and mitmproxy on loopback (Benchmarks/README.md).
+# Tapwire against nginx, squid, tinyproxy, mitmproxy and itself with logging off, on loopback
+# (Benchmarks/README.md).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
 # exits 1 when a goal fails.
 DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv
