@@ -30,6 +30,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     struct Span: Sendable, Equatable {
         var nameStart: UInt32, nameEnd: UInt32, valueStart: UInt32, valueEnd: UInt32
         init(name: Range<Int>, value: Range<Int>) {
+            // Spans are read without bounds checks in release builds: never let one wrap.
+            precondition(value.upperBound <= Int(UInt32.max), "header bytes beyond 4 GiB")
             nameStart = UInt32(truncatingIfNeeded: name.lowerBound); nameEnd = UInt32(truncatingIfNeeded: name.upperBound)
             valueStart = UInt32(truncatingIfNeeded: value.lowerBound); valueEnd = UInt32(truncatingIfNeeded: value.upperBound)
         }
@@ -127,6 +129,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     mutating func setValue(_ value: String, at index: Int) {
         let valueStart = bytes.count
         bytes.append(contentsOf: value.utf8)
+        precondition(bytes.count <= Int(UInt32.max), "header bytes beyond 4 GiB")
         spans[index].valueStart = UInt32(truncatingIfNeeded: valueStart)
         spans[index].valueEnd = UInt32(truncatingIfNeeded: bytes.count)
     }
