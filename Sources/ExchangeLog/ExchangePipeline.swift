@@ -35,9 +35,6 @@ public final class ExchangePipeline: @unchecked Sendable {
     private var queuedBytes = 0
     /// The napping worker waits without a deadline.
     private var napperAsleep = false
-    /// Under steady traffic the napping worker picks up what arrived every couple of
-    /// milliseconds, so `accept` never has to wake anyone.
-    private var napping = false
     private var helperSleepers = 0
     private var busyWorkers = 0
     /// Threads in `drain`: only they need the broadcast after every batch.
@@ -106,7 +103,8 @@ public final class ExchangePipeline: @unchecked Sendable {
         condition.unlock()
     }
 
-    private var backlogged: Bool { queue.count >= helperBacklog || queuedBytes >= maxPendingBytes / 4 }
+    /// Never with an empty queue: with a byte bound under 4 the second test would always hold.
+    private var backlogged: Bool { !queue.isEmpty && (queue.count >= helperBacklog || queuedBytes >= maxPendingBytes / 4) }
 
     private func work(_ role: Role) {
         var lastWork = Date()
@@ -122,9 +120,7 @@ public final class ExchangePipeline: @unchecked Sendable {
                 while queue.isEmpty && !stopping {
                     if Date().timeIntervalSince(lastWork) < 0.1 {
                         // Traffic is flowing: nap briefly and let a batch gather.
-                        napping = true
                         _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
-                        napping = false
                     } else {
                         napperAsleep = true
                         condition.wait()
@@ -135,7 +131,9 @@ public final class ExchangePipeline: @unchecked Sendable {
             if queue.isEmpty && stopping { condition.unlock(); return }
             // Usually the whole queue fits a batch: swap arrays rather than copy the events
             // out (a retain and a release of every string in them) and shift the rest.
-            var batch = spare
+            // Moved out, not shared: a shared array would be copied by the append below.
+            var batch: [CapturedEvent] = []
+            swap(&batch, &spare)
             if queue.count <= batchLimit && queuedBytes <= batchByteLimit {
                 swap(&batch, &queue)
                 queuedBytes = 0
@@ -149,7 +147,6 @@ public final class ExchangePipeline: @unchecked Sendable {
                 queue.removeFirst(take)
                 queuedBytes -= bytes
             }
-            spare = []
             busyWorkers += 1
             let processor = self.processor
             let hook = self.hook
@@ -182,7 +179,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             if spare.capacity < batch.capacity { spare = batch }
             busyWorkers -= 1
             depth.store(queue.count + busyWorkers, ordering: .relaxed)
-            if drainers > 0 || (stopping && !queue.isEmpty) { condition.broadcast() }
+            if drainers > 0 { condition.broadcast() }
             condition.unlock()
         }
     }

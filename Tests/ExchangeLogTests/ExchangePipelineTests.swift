@@ -134,4 +134,22 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         // 1 MiB over 256 KiB (plus 512 B of head allowance each): at most four per batch.
         XCTAssertEqual(largest.load(ordering: .relaxed), 4)
     }
+
+    func testIdleHelpersWaitEvenWithATinyByteBound() throws {
+        // A quarter of a byte bound under 4 is 0: an empty queue must still not count as a
+        // backlog, or a helper spins taking empty batches.
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
+        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
+                                        maxPendingBytes: 3, workers: 2)
+        let empty = Atomic<Int>(0)
+        pipeline.batchHook = { _, count in if count == 0 { empty.add(1, ordering: .relaxed) } }
+        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/one")))
+        usleep(200_000)
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(pipeline.processed, 1)
+        XCTAssertEqual(empty.load(ordering: .relaxed), 0)
+    }
 }
