@@ -201,31 +201,34 @@ extension HTTPHeaders {
         }
         guard anyHop else { return self }
         let keepsUpgrade = keepUpgrade && hasUpgrade
-        var placedConnection = false
+        var kept = 0
         var connectionAt: Int?
         var result = bytes.withUnsafeBufferPointer { b in
             filtered { span in
                 let name = UnsafeBufferPointer(rebasing: b[span.name])
+                let keep: Bool
                 switch HopRole(bytes: name) {
                 case .keep:
-                    return true
+                    keep = true
                 case .connection:
                     // Kept (its value replaced below) only to carry `upgrade` onwards.
-                    if keepsUpgrade && !placedConnection { placedConnection = true; connectionAt = Int(span.nameStart); return true }
-                    return false
+                    keep = keepsUpgrade && connectionAt == nil
+                    if keep { connectionAt = kept }
                 case .upgrade:
-                    return keepsUpgrade
+                    keep = keepsUpgrade
                 case .drop:
-                    return false
+                    keep = false
                 case .other:
                     // A field the Connection header names is hop-by-hop too.
-                    return !HTTPHeaders.connectionNames(name, spans: spans, in: b)
+                    keep = !HTTPHeaders.connectionNames(name, spans: spans, in: b)
                 }
+                if keep { kept += 1 }
+                return keep
             }
         }
         if keepsUpgrade {
-            if let at = connectionAt, let i = result.spans.firstIndex(where: { Int($0.nameStart) == at }) {
-                result.setValue("upgrade", at: i)
+            if let at = connectionAt {
+                result.setValue("upgrade", at: at)
             } else {
                 result.add(name: "Connection", value: "upgrade")
             }

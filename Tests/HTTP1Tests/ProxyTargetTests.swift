@@ -218,6 +218,16 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertEqual(headers.removingHopByHop(keepUpgrade: false).fields.map(\.name), ["Host", "Sec-WebSocket-Key"])
     }
 
+    func testUpgradeKeptOnTheConnectionFieldItselfWhateverComesBefore() {
+        // Built through the API, a field can have an empty name (and so share its place in
+        // the bytes with the next field); the upgrade value still lands on Connection.
+        let headers: HTTPHeaders = [("", ""), ("Connection", "keep-alive"), ("Connection", "upgrade"),
+                                    ("Upgrade", "websocket")]
+        XCTAssertEqual(headers.removingHopByHop(keepUpgrade: true).fields,
+                       [.init(name: "", value: ""), .init(name: "Connection", value: "upgrade"),
+                        .init(name: "Upgrade", value: "websocket")])
+    }
+
     func testKeepUpgradeWithoutUpgradeFieldAddsNothing() {
         let headers: HTTPHeaders = [("Host", "h"), ("Connection", "close")]
         XCTAssertEqual(headers.removingHopByHop(keepUpgrade: true).fields.map(\.name), ["Host"])
