@@ -86,8 +86,11 @@ struct RecordBuffer: ~Copyable {
             while i < n {
                 var escapeAt = n
                 while i + 8 <= n {
-                    let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-                    UnsafeMutableRawPointer(base + count).storeBytes(of: w, as: UInt64.self)
+                    // The bytes are stored as loaded; only the copy tested is put in
+                    // little-endian order (byte k in bits 8k...8k+7).
+                    let raw = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                    UnsafeMutableRawPointer(base + count).storeBytes(of: raw, as: UInt64.self)
+                    let w = UInt64(littleEndian: raw)
                     let quote = w ^ (ones &* 0x22)
                     let backslash = w ^ (ones &* 0x5C)
                     var special = (w &- ones &* 0x20) & ~w
@@ -108,8 +111,9 @@ struct RecordBuffer: ~Copyable {
                     // of this run already copied (rewritten with the same values, so no
                     // escape may lie among them), instead of a byte loop.
                     let skip = 8 - (n - i)
-                    let w = UInt64(littleEndian: UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self))
-                    UnsafeMutableRawPointer(base + count - skip).storeBytes(of: w, as: UInt64.self)
+                    let raw = UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self)
+                    UnsafeMutableRawPointer(base + count - skip).storeBytes(of: raw, as: UInt64.self)
+                    let w = UInt64(littleEndian: raw)
                     let quote = w ^ (ones &* 0x22)
                     let backslash = w ^ (ones &* 0x5C)
                     var special = (w &- ones &* 0x20) & ~w
