@@ -79,7 +79,6 @@ struct RecordBuffer: ~Copyable {
         base[count] = 0x22
         count += 1
         if let p = utf8.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101
             var i = 0
             /// Where the bytes copied since the last escape start.
             var runStart = 0
@@ -90,13 +89,7 @@ struct RecordBuffer: ~Copyable {
                     // little-endian order (byte k in bits 8k...8k+7).
                     let raw = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
                     UnsafeMutableRawPointer(base + count).storeBytes(of: raw, as: UInt64.self)
-                    let w = UInt64(littleEndian: raw)
-                    let quote = w ^ (ones &* 0x22)
-                    let backslash = w ^ (ones &* 0x5C)
-                    var special = (w &- ones &* 0x20) & ~w
-                    special |= (quote &- ones) & ~quote
-                    special |= (backslash &- ones) & ~backslash
-                    special &= 0x8080_8080_8080_8080
+                    let special = JSONWriter.escapeMask(UInt64(littleEndian: raw))
                     if special != 0 {
                         let k = special.trailingZeroBitCount >> 3
                         count += k
@@ -113,13 +106,8 @@ struct RecordBuffer: ~Copyable {
                     let skip = 8 - (n - i)
                     let raw = UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self)
                     UnsafeMutableRawPointer(base + count - skip).storeBytes(of: raw, as: UInt64.self)
-                    let w = UInt64(littleEndian: raw)
-                    let quote = w ^ (ones &* 0x22)
-                    let backslash = w ^ (ones &* 0x5C)
-                    var special = (w &- ones &* 0x20) & ~w
-                    special |= (quote &- ones) & ~quote
-                    special |= (backslash &- ones) & ~backslash
-                    special &= 0x8080_8080_8080_8080 & (~0 << UInt64(skip * 8))
+                    // Bytes below the run's new part are known not to need escapes.
+                    let special = JSONWriter.escapeMask(UInt64(littleEndian: raw)) & (~0 << UInt64(skip * 8))
                     if special == 0 {
                         count += n - i
                         break

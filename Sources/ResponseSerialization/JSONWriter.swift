@@ -81,16 +81,8 @@ public enum JSONWriter {
     @inline(__always)
     public static func firstEscapable(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
         var i = start
-        let ones: UInt64 = 0x0101_0101_0101_0101
         while i + 8 <= end {
-            let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            let quote = w ^ (ones &* 0x22)
-            let backslash = w ^ (ones &* 0x5C)
-            // Non-ASCII bytes have their high bit set in `w`, so `& ~w` keeps them out.
-            var special = (w &- ones &* 0x20) & ~w
-            special |= (quote &- ones) & ~quote
-            special |= (backslash &- ones) & ~backslash
-            special &= 0x8080_8080_8080_8080
+            let special = escapeMask(UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)))
             if special != 0 { return i + special.trailingZeroBitCount >> 3 }
             i += 8
         }
@@ -100,6 +92,22 @@ public enum JSONWriter {
             i += 1
         }
         return end
+    }
+
+    /// The high bit of each byte of `w` (byte k in bits 8k...8k+7) that `appendQuoted` escapes
+    /// (`"`, `\`, below 0x20). The lowest set bit is exact; a higher one can be a false
+    /// positive only above a byte that is itself flagged (a borrow), so callers use the lowest.
+    /// Inlinable: the record buffer runs it per 8 bytes from another module.
+    @inlinable @inline(__always)
+    public static func escapeMask(_ w: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = w ^ (ones &* 0x22)
+        let backslash = w ^ (ones &* 0x5C)
+        // Non-ASCII bytes have their high bit set in `w`, so `& ~w` keeps them out.
+        var special = (w &- ones &* 0x20) & ~w
+        special |= (quote &- ones) & ~quote
+        special |= (backslash &- ones) & ~backslash
+        return special & 0x8080_8080_8080_8080
     }
 
     /// Writes the escape `appendQuoted` uses for `byte` (2 or 6 bytes) at `p`; returns its length.
