@@ -6,18 +6,19 @@ import XCTest
 
 /// The pool between the event loops and the writer: nothing accepted is lost or
 /// doubled, and overload is counted instead of blocking.
-final class ExchangePipelineTests: XCTestCase {
-    private func setUp(maxPending: Int = 65_536, maxPendingBytes: Int = 256 << 20) throws
-        -> (TemporaryDirectory, LogWriter, ExchangePipeline) {
-        let dir = try TemporaryDirectory()
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
-                                        maxPending: maxPending, maxPendingBytes: maxPendingBytes, workers: 2)
-        return (dir, writer, pipeline)
-    }
+/// A pipeline writing to a fresh directory (the caller removes it).
+private func makePipeline(maxPending: Int = 65_536, maxPendingBytes: Int = 256 << 20, workers: Int = 2) throws
+    -> (TemporaryDirectory, LogWriter, ExchangePipeline) {
+    let dir = try TemporaryDirectory()
+    let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
+    let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
+                                    maxPending: maxPending, maxPendingBytes: maxPendingBytes, workers: workers)
+    return (dir, writer, pipeline)
+}
 
+final class ExchangePipelineTests: XCTestCase {
     func testEveryAcceptedExchangeIsWrittenExactlyOnce() throws {
-        let (dir, writer, pipeline) = try setUp()
+        let (dir, writer, pipeline) = try makePipeline()
         defer { dir.remove() }
         let group = DispatchGroup()
         for t in 0..<4 {
@@ -46,7 +47,7 @@ final class ExchangePipelineTests: XCTestCase {
     }
 
     func testOverloadIsCountedLostAndReported() throws {
-        let (dir, writer, pipeline) = try setUp(maxPending: 0)
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 0)
         defer { dir.remove() }
         for i in 0..<10 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
         XCTAssertEqual(pipeline.dropped, 10)
@@ -60,7 +61,7 @@ final class ExchangePipelineTests: XCTestCase {
     func testCapturedBytesAreBoundedToo() throws {
         // One exchange fits in an empty queue whatever its size; then the byte bound refuses
         // more until a worker takes the first. With a tiny bound, some must be refused.
-        let (dir, writer, pipeline) = try setUp(maxPendingBytes: 1)
+        let (dir, writer, pipeline) = try makePipeline(maxPendingBytes: 1)
         defer { dir.remove() }
         let big = [UInt8](repeating: UInt8(ascii: "a"), count: 256 << 10)
         for i in 0..<200 {
@@ -78,11 +79,8 @@ final class ExchangePipelineTests: XCTestCase {
 /// A napping worker that cannot run does not stop logging: a backlog wakes the helpers.
 final class ExchangePipelineSchedulingTests: XCTestCase {
     func testHelpersLogWhileTheNappingWorkerCannotRun() throws {
-        let dir = try TemporaryDirectory()
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 64, workers: 2)
         defer { dir.remove() }
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
-                                        maxPending: 64, workers: 2)
         XCTAssertEqual(pipeline.helperBacklog, 16)
         let stalled = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -106,10 +104,8 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
     }
 
     func testBatchesOfLargeCapturesStayNearAMegabyte() throws {
-        let dir = try TemporaryDirectory()
+        let (dir, writer, pipeline) = try makePipeline(workers: 1)
         defer { dir.remove() }
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer, workers: 1)
         let stalled = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let once = Atomic<Bool>(false)
@@ -138,11 +134,8 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
     func testIdleHelpersWaitEvenWithATinyByteBound() throws {
         // A quarter of a byte bound under 4 is 0: an empty queue must still not count as a
         // backlog, or a helper spins taking empty batches.
-        let dir = try TemporaryDirectory()
+        let (dir, writer, pipeline) = try makePipeline(maxPendingBytes: 3, workers: 2)
         defer { dir.remove() }
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
-                                        maxPendingBytes: 3, workers: 2)
         let empty = Atomic<Int>(0)
         pipeline.batchHook = { _, count in if count == 0 { empty.add(1, ordering: .relaxed) } }
         pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/one")))
