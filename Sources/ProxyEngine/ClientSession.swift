@@ -16,6 +16,8 @@ final class ClientSession {
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
     private var closeWhenFlushed = false
+    /// The client shut down its sending side: what it sent is answered, then we close.
+    private var inputEnded = false
     private var readingPausedForBackpressure = false
     private var closed = false
     /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
@@ -317,6 +319,12 @@ final class ClientSession {
         setClientReadTimeout(nil)
         guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
         guard let bev, let input else { return }
+        if inputEnded {
+            // Nothing more will arrive: answer what is buffered, then close.
+            guard evbuffer_get_length(input) > 0 else { closeAfterFlush(); return }
+            loop.execute { [weak self] in self?.answerBufferedThenClose() }
+            return
+        }
         if wasPaused { bufferevent_enable(bev, Int16(EV_READ)) }
         armHeadTimer()
         if evbuffer_get_length(input) > 0 {
@@ -326,6 +334,14 @@ final class ClientSession {
                 self.parseNextHead(input)
             }
         }
+    }
+
+    /// After the client's half-close: starts the next buffered request, or closes once
+    /// the answers are out when no whole request is left.
+    private func answerBufferedThenClose() {
+        guard !closed, let input else { return }
+        parseNextHead(input)
+        if exchange == nil && !closeWhenFlushed && !closed { closeAfterFlush() }
     }
 
     func closeAfterFlush() {
@@ -380,9 +396,15 @@ final class ClientSession {
             return
         }
         if e & BEV_EVENT_EOF != 0, e & BEV_EVENT_ERROR == 0 {
-            // Half-close: the client may still read the response it is waiting for.
+            // Half-close: the client may still read the answers to what it sent, pipelined
+            // requests included (they are answered in turn, then the connection closes).
+            inputEnded = true
             if let ex = exchange, ex.clientEOF() { return }
             if exchange == nil && closeWhenFlushed { return }
+            if exchange == nil, let input, evbuffer_get_length(input) > 0 {
+                answerBufferedThenClose()
+                return
+            }
         }
         if let ex = exchange {
             ex.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))

@@ -201,10 +201,11 @@ final class Exchange: UpstreamOwner {
     }
 
     /// Returns true when the exchange goes on after the client's half-close.
+    /// The client half-closed; whether this exchange can still complete (the session
+    /// closes the connection once the requests it already holds are answered).
     func clientEOF() -> Bool {
         // A request without a body is whole once its head is read, even while connecting.
-        if requestDone || requestFraming == .none { closeClientAfter = true; return true }
-        return false
+        requestDone || requestFraming == .none
     }
 
     func clientFailed(_ error: TransportError) {

@@ -137,6 +137,23 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertTrue(captured.allSatisfy { $0.error == nil })
     }
 
+    func testPipelinedRequestsBeforeAHalfCloseAreAllAnswered() throws {
+        // A client may send its requests and shut down its sending side (`nc -N`, scripts):
+        // every complete request it sent is answered in order, then the connection closes.
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        let paths = ["/echo?n=1", "/status?code=404", "/json"]
+        client.send(paths.map { "GET \(origin.url($0)) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n" }.joined())
+        client.shutdownWrite()
+        let (bytes, eof) = client.read(timeout: 15)
+        let responses = RawClient.splitResponses(bytes)
+        XCTAssertEqual(responses.map { $0.head.split(separator: " ").dropFirst().first.map(String.init) ?? "" },
+                       ["200", "404", "200"])
+        XCTAssertTrue(eof, "the connection closes after the last answer")
+        XCTAssertEqual(proxy.sink.exchanges(paths.count).map(\.url), paths.map(origin.url))
+    }
+
     func testKeepAliveReusesTheUpstreamConnection() throws {
         let origin = try origin()
         let proxy = try RunningEngine()
