@@ -412,6 +412,14 @@ final class ClientSession {
         close()
     }
 
+    /// The drain deadline passed: an exchange still in progress is recorded as cut by the
+    /// shutdown (`error.code` "shuttingDown", `TransportFailure.Code.shuttingDown`), not as a client abort.
+    func closeAtShutdown() {
+        exchange?.clientFailed(TransportError("shuttingDown",
+            "Tapwire shut down before the exchange finished (limits.drainTimeout \(config.drainTimeout) s)"))
+        close()
+    }
+
     func close() {
         guard !closed else { return }
         exchange?.abandon()

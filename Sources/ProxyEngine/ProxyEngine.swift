@@ -137,7 +137,7 @@ public final class ProxyEngine: @unchecked Sendable {
             for loop in loops {
                 group.enter()
                 loop.execute {
-                    for s in Array(loop.sessions.values) { s.close() }
+                    for s in Array(loop.sessions.values) { s.closeAtShutdown() }
                     for t in Array(loop.tunnels.values) { t.end(closedBy: "shutdown", error: nil) }
                     loop.pool.closeAll()
                     group.leave()
