@@ -336,6 +336,10 @@ final class ClientSession {
         }
     }
 
+    /// The client half-closed and nothing of another request is buffered: the answer
+    /// being sent is its last, so it says `Connection: close`.
+    var sentItsLastRequest: Bool { inputEnded && (input.map { evbuffer_get_length($0) == 0 } ?? true) }
+
     /// After the client's half-close: starts the next buffered request, or closes once
     /// the answers are out when no whole request is left.
     private func answerBufferedThenClose() {

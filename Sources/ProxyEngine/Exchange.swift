@@ -275,7 +275,9 @@ final class Exchange: UpstreamOwner {
     }
 
     private func forwardResponseHead(_ rh: HTTPResponseHead, framing: BodyFraming) {
-        if framing == .closeDelimited || !requestDone || engine.isDraining { closeClientAfter = true }
+        if framing == .closeDelimited || !requestDone || engine.isDraining || session.sentItsLastRequest {
+            closeClientAfter = true
+        }
         let connection: String? = closeClientAfter ? "close" : head.version == .http1_0 ? "keep-alive" : nil
         session.write(rh.forwardedWireForm(connection: connection))
         headForwarded = true

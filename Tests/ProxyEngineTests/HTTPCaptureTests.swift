@@ -151,6 +151,9 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertEqual(responses.map { $0.head.split(separator: " ").dropFirst().first.map(String.init) ?? "" },
                        ["200", "404", "200"])
         XCTAssertTrue(eof, "the connection closes after the last answer")
+        // Answers with more requests behind them do not announce a close. (The last one
+        // does when the half-close was read before its head went out, which is a race.)
+        XCTAssertEqual(responses.prefix(2).map { $0.head.lowercased().contains("connection: close") }, [false, false])
         XCTAssertEqual(proxy.sink.exchanges(paths.count).map(\.url), paths.map(origin.url))
     }
 
