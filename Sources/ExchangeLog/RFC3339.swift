@@ -17,30 +17,59 @@ public enum RFC3339 {
     /// The 27 bytes of the timestamp, on the stack, handed to `body`.
     @inline(__always)
     static func withText(secondsSince1970: Double, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        let time = CivilTime(secondsSince1970: secondsSince1970)
+        let (whole, micros) = split(secondsSince1970)
         var text: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &text) { raw in
-            put(time.year, width: 4, at: 0, raw)
-            raw[4] = UInt8(ascii: "-")
-            put(time.month, width: 2, at: 5, raw)
-            raw[7] = UInt8(ascii: "-")
-            put(time.day, width: 2, at: 8, raw)
-            raw[10] = UInt8(ascii: "T")
-            put(time.hour, width: 2, at: 11, raw)
-            raw[13] = UInt8(ascii: ":")
-            put(time.minute, width: 2, at: 14, raw)
-            raw[16] = UInt8(ascii: ":")
-            put(time.second, width: 2, at: 17, raw)
-            raw[19] = UInt8(ascii: ".")
-            put(time.microsecond, width: 6, at: 20, raw)
-            raw[26] = UInt8(ascii: "Z")
+            writeSecond(whole, to: raw)
+            writeFraction(micros, to: raw)
             guard let base = raw.baseAddress else { return }
             body(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: 27))
         }
     }
 
+    /// Whole seconds and microseconds as the text shows them: clamped to the years
+    /// 0001...9999, rounded to the microsecond (carrying into the next second).
     @inline(__always)
-    private static func put(_ value: Int, width: Int, at offset: Int, _ raw: UnsafeMutableRawBufferPointer) {
+    static func split(_ input: Double) -> (seconds: Int64, micros: Int) {
+        let lowest = -62_135_596_800.0   // 0001-01-01T00:00:00Z
+        let highest = 253_402_300_799.0  // 9999-12-31T23:59:59Z
+        let clamped = input.isFinite ? min(max(input, lowest), highest) : 0
+        let whole = clamped.rounded(.down)
+        var seconds = Int64(whole)
+        var micros = Int(((clamped - whole) * 1_000_000).rounded())
+        if micros >= 1_000_000 {
+            micros -= 1_000_000
+            seconds += 1
+        }
+        return (seconds, micros)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` (19 bytes) of whole `seconds` at the start of `raw`.
+    static func writeSecond(_ seconds: Int64, to raw: UnsafeMutableRawBufferPointer) {
+        let time = CivilTime(seconds: seconds)
+        put(time.year, width: 4, at: 0, raw)
+        raw[4] = UInt8(ascii: "-")
+        put(time.month, width: 2, at: 5, raw)
+        raw[7] = UInt8(ascii: "-")
+        put(time.day, width: 2, at: 8, raw)
+        raw[10] = UInt8(ascii: "T")
+        put(time.hour, width: 2, at: 11, raw)
+        raw[13] = UInt8(ascii: ":")
+        put(time.minute, width: 2, at: 14, raw)
+        raw[16] = UInt8(ascii: ":")
+        put(time.second, width: 2, at: 17, raw)
+    }
+
+    /// `.uuuuuuZ` (8 bytes) at offset 19 of `raw`.
+    @inline(__always)
+    static func writeFraction(_ micros: Int, to raw: UnsafeMutableRawBufferPointer) {
+        raw[19] = UInt8(ascii: ".")
+        put(micros, width: 6, at: 20, raw)
+        raw[26] = UInt8(ascii: "Z")
+    }
+
+    @inline(__always)
+    static func put(_ value: Int, width: Int, at offset: Int, _ raw: UnsafeMutableRawBufferPointer) {
         var remaining = value
         var index = offset + width
         while index > offset {
@@ -86,16 +115,14 @@ struct CivilTime {
     var hour: Int, minute: Int, second: Int, microsecond: Int
 
     init(secondsSince1970 input: Double) {
-        let lowest = -62_135_596_800.0   // 0001-01-01T00:00:00Z
-        let highest = 253_402_300_799.0  // 9999-12-31T23:59:59Z
-        let clamped = input.isFinite ? min(max(input, lowest), highest) : 0
-        let whole = clamped.rounded(.down)
-        var seconds = Int64(whole)
-        var micros = Int(((clamped - whole) * 1_000_000).rounded())
-        if micros >= 1_000_000 {
-            micros -= 1_000_000
-            seconds += 1
-        }
+        let (seconds, micros) = RFC3339.split(input)
+        self.init(seconds: seconds)
+        microsecond = micros
+    }
+
+    /// A whole second (already clamped to the years 0001...9999 by `RFC3339.split`).
+    init(seconds: Int64) {
+        let micros = 0
         var days = seconds / 86400
         var secondOfDay = seconds % 86400
         if secondOfDay < 0 {

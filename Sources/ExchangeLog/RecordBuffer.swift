@@ -11,6 +11,10 @@ struct RecordBuffer: ~Copyable {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
     private var capacity: Int
+    /// The last whole second `appendTime` wrote and its 19-byte text: a record's four
+    /// times, and the records of a batch, mostly fall within one second.
+    private var timeSecond = Int64.min
+    private var timeText: (UInt64, UInt64, UInt32) = (0, 0, 0)
 
     init(capacity: Int) {
         self.capacity = max(capacity, 64)
@@ -155,6 +159,22 @@ struct RecordBuffer: ~Copyable {
         } else {
             appendQuoted(String(decoding: bytes, as: UTF8.self))
         }
+    }
+
+    /// `"YYYY-MM-DDTHH:MM:SS.uuuuuuZ"` (quotes included), exactly as `RFC3339.format`.
+    mutating func appendTime(_ secondsSince1970: Double) {
+        let (whole, micros) = RFC3339.split(secondsSince1970)
+        if whole != timeSecond {
+            withUnsafeMutableBytes(of: &timeText) { RFC3339.writeSecond(whole, to: $0) }
+            timeSecond = whole
+        }
+        reserve(29)
+        base[count] = 0x22
+        let text = UnsafeMutableRawBufferPointer(start: base + count + 1, count: 27)
+        withUnsafeBytes(of: &timeText) { text.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<19])) }
+        RFC3339.writeFraction(micros, to: text)
+        base[count + 28] = 0x22
+        count += 29
     }
 
     /// A JSON value (tree) as `JSONWriter` writes it.

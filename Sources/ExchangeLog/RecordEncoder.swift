@@ -358,9 +358,7 @@ public struct RecordEncoder: Sendable {
     }
 
     static func appendTime(_ seconds: Double, into out: inout RecordBuffer) {
-        out.append(UInt8(ascii: "\""))
-        RFC3339.withText(secondsSince1970: seconds) { out.append(contentsOf: $0) }
-        out.append(UInt8(ascii: "\""))
+        out.appendTime(seconds)
     }
 
     static func appendOptionalSeconds(_ seconds: Double?, into out: inout RecordBuffer) {

@@ -159,7 +159,18 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     public func first(name: String) -> String? { firstIndex(name: name).map { self[$0].value } }
     public func contains(name: String) -> Bool { firstIndex(name: name) != nil }
 
-    func firstIndex(name: String) -> Int? { spans.firstIndex { nameEquals($0, name) } }
+    /// The name's bytes are taken once, not per field: this runs for every head
+    /// (Content-Length, Transfer-Encoding, Content-Type, Host).
+    func firstIndex(name: String) -> Int? {
+        bytes.withUnsafeBufferPointer { b in
+            HTTPHeaders.withUTF8(name) { n in
+                spans.firstIndex { span in
+                    Int(span.nameEnd &- span.nameStart) == n.count
+                        && HTTPHeaders.equalBytes(UnsafeBufferPointer(rebasing: b[span.name]), n)
+                }
+            }
+        }
+    }
 
     /// Whether the field at `span` is named `name` (ASCII case-insensitively).
     func nameEquals(_ span: Span, _ name: String) -> Bool {

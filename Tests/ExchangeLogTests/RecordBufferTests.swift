@@ -29,4 +29,24 @@ final class RecordBufferTests: XCTestCase {
             XCTAssertEqual(Array(buffer.bytes), [UInt8(ascii: "[")] + expected + [UInt8(ascii: "]")], "\(bytes)")
         }
     }
+
+    func testTimesMatchRFC3339WhetherOrNotTheSecondIsCached() {
+        // Same-second runs use the cached text; the rest compute it. Both must match the
+        // formatter, rounding carries and clamped extremes included.
+        var times: [Double] = [0, -0.5, 1_790_000_000.9999996, 1_790_000_000.9999994, 1_790_000_001,
+                               -62_135_596_801, 253_402_300_800, .nan, .infinity, -.infinity, 951_782_399.9999999]
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        for _ in 0..<2_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let base = Double(state >> 34) - 2_000_000_000  // about ±68 years around 2006
+            for k in 0..<3 { times.append(base + Double(k) * 0.000_37) }  // a run within one second
+        }
+        var buffer = RecordBuffer(capacity: 1)
+        for t in times {
+            let before = buffer.count
+            buffer.appendTime(t)
+            let written = String(decoding: UnsafeBufferPointer(rebasing: buffer.bytes[before...]), as: UTF8.self)
+            XCTAssertEqual(written, "\"" + RFC3339.format(secondsSince1970: t) + "\"", "\(t)")
+        }
+    }
 }
