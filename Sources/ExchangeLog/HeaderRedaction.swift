@@ -22,14 +22,9 @@ public struct HeaderRedaction: Sendable {
         hasLongNames = lowered.contains { $0.count >= 64 }
     }
 
+    /// Whether a header name (its bytes, as the record encoder has them) is redacted.
     /// Compares bytes against the few configured names rather than lower-casing
     /// every header name of every record into a new string.
-    public func redacts(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { redacts($0) }
-    }
-
-    /// `redacts` on a name's bytes (as the record encoder has them).
     public func redacts(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let length = bytes.count
         if length < 64 ? lengths & (1 << UInt64(length)) == 0 : !hasLongNames { return false }

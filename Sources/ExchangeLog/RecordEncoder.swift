@@ -181,13 +181,13 @@ public struct RecordEncoder: Sendable {
 
         let t = outcome.timeline
         RecordEncoder.ascii(",\"timeline\":{\"requestStartTime\":", &out)
-        RecordEncoder.appendTime(t.requestStartTime, into: &out)
+        out.appendTime(t.requestStartTime)
         RecordEncoder.ascii(",\"initialResponseTime\":", &out)
-        RecordEncoder.appendTime(t.initialResponseTime, into: &out)
+        out.appendTime(t.initialResponseTime)
         RecordEncoder.ascii(",\"requestCompletedTime\":", &out)
-        RecordEncoder.appendTime(t.requestCompletedTime, into: &out)
+        out.appendTime(t.requestCompletedTime)
         RecordEncoder.ascii(",\"serializationCompletedTime\":", &out)
-        RecordEncoder.appendTime(t.serializationCompletedTime, into: &out)
+        out.appendTime(t.serializationCompletedTime)
         RecordEncoder.ascii(",\"latency\":", &out)
         RecordEncoder.appendSeconds(t.latency, into: &out)
         RecordEncoder.ascii(",\"requestDuration\":", &out)
@@ -250,9 +250,9 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"bytesFromUpstream\":", &out)
         RecordEncoder.appendInteger(tunnel.bytesFromUpstream, into: &out)
         RecordEncoder.ascii(",\"startTime\":", &out)
-        RecordEncoder.appendTime(tunnel.start, into: &out)
+        out.appendTime(tunnel.start)
         RecordEncoder.ascii(",\"endTime\":", &out)
-        RecordEncoder.appendTime(max(tunnel.end, tunnel.start), into: &out)
+        out.appendTime(max(tunnel.end, tunnel.start))
         RecordEncoder.ascii(",\"duration\":", &out)
         RecordEncoder.appendSeconds(tunnel.end - tunnel.start, into: &out)
         RecordEncoder.ascii(",\"closedBy\":", &out)
@@ -355,10 +355,6 @@ public struct RecordEncoder: Sendable {
         out.append(UInt8(ascii: "."))
         appendSignedInteger(version.minor, into: &out)
         out.append(UInt8(ascii: "\""))
-    }
-
-    static func appendTime(_ seconds: Double, into out: inout RecordBuffer) {
-        out.appendTime(seconds)
     }
 
     static func appendOptionalSeconds(_ seconds: Double?, into out: inout RecordBuffer) {

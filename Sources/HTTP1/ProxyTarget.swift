@@ -85,8 +85,8 @@ extension HTTPRequestHead {
     /// The head's wire form: request-line, fields, CRLF. The version written is
     /// the head's own (`forwardedRequestHead` sets HTTP/1.1).
     public func serialized() -> [UInt8] {
-        WireForm.withUTF8(method) { method in
-            WireForm.withUTF8(target) { target in
+        HTTPHeaders.withUTF8(method) { method in
+            HTTPHeaders.withUTF8(target) { target in
                 WireForm.build(capacity: method.count + target.count + 2 + WireForm.versionCapacity + 2
                                    + WireForm.fieldsCapacity(headers)) { out in
                     out.put(method)
@@ -107,7 +107,7 @@ extension HTTPResponseHead {
 
     /// The status-line, fields and CRLF, with the head's own version.
     public func serialized() -> [UInt8] {
-        WireForm.withUTF8(reason) { reason in
+        HTTPHeaders.withUTF8(reason) { reason in
             WireForm.build(capacity: WireForm.statusLineCapacity(reason) + WireForm.fieldsCapacity(headers)) { out in
                 putStatusLine(version: version, reason: reason, to: &out)
                 out.putFields(headers)
@@ -133,8 +133,8 @@ extension HTTPResponseHead {
     /// (that cost two field arrays and ~5k instructions per response).
     public func forwardedWireForm(connection: String?) -> [UInt8] {
         let headers = self.headers
-        return WireForm.withUTF8(reason) { reason in
-            WireForm.withUTF8(connection ?? "") { connectionValue in
+        return HTTPHeaders.withUTF8(reason) { reason in
+            HTTPHeaders.withUTF8(connection ?? "") { connectionValue in
                 // At most every field, plus the added Connection field.
                 let capacity = WireForm.statusLineCapacity(reason) + WireForm.fieldsCapacity(headers)
                     + (connection == nil ? 0 : 14 + connectionValue.count)
@@ -306,12 +306,6 @@ enum WireForm {
             body(&cursor)
             count = cursor.next - base
         }
-    }
-
-    /// The string's UTF-8, without a copy when it is stored contiguously.
-    @inline(__always)
-    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        HTTPHeaders.withUTF8(text, body)
     }
 }
 

@@ -121,7 +121,7 @@ final class JSONCompactorTests: XCTestCase {
     /// Seeded mutations of valid documents (byte flips, insertions, deletions, splices of
     /// JSON tokens): every variant gets the same answer from both paths.
     func testRandomMutationsAgree() {
-        var rng = SplitMix(state: 0x7A9_51CE)
+        var rng = JSONTestRandom(seed: 0x7A9_51CE)
         let seeds = [
             #"{"id":17,"password":"x","items":[{"a":1,"b":[true,null,-2.5e3]},{"s":"t\u00e9\n\"q\""}],"token":{"k":[1,2]}}"#,
             #"[1,"two",{"three":3.0,"four":[4,{"a":"é"}]},null,"\ud83d\ude00",{"api_key":[]}]"#,
@@ -148,16 +148,5 @@ final class JSONCompactorTests: XCTestCase {
         XCTAssertEqual(checked, 20_000)
         // Not only refusals: a fair share of the variants are still JSON.
         XCTAssertGreaterThan(valid, 2_000, "valid variants")
-    }
-}
-
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
