@@ -77,7 +77,10 @@ public final class ExchangePipeline: @unchecked Sendable {
         let count = max(1, workers)
         for i in 0..<count {
             let role: Role = i == 0 ? .napper : .helper
-            let t = Thread { [self] in work(role) }
+            let t = Thread { [self] in
+                Thread.current.name = "tapwire-ser-\(i)"
+                work(role)
+            }
             t.name = "tapwire-serialize-\(i)"
             t.start()
         }

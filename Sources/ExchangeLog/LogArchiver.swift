@@ -44,7 +44,10 @@ public final class LogArchiver: @unchecked Sendable {
         jobs.append(job)
         if !threadStarted {
             threadStarted = true
-            let thread = Thread { [self] in run() }
+            let thread = Thread { [self] in
+                Thread.current.name = "tapwire-archive"
+                run()
+            }
             thread.name = "tapwire-log-archiver"
             thread.start()
         }

@@ -130,7 +130,11 @@ public final class LogWriter: @unchecked Sendable {
             archiver.stop()
             throw error
         }
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            // Linux thread names hold 15 bytes; Foundation applies Thread.name only to a running thread.
+            Thread.current.name = "tapwire-writer"
+            run()
+        }
         thread.name = "tapwire-log-writer"
         thread.start()
     }

@@ -51,6 +51,8 @@ final class EventLoop: @unchecked Sendable {
 
     func start() {
         let t = Thread { [self] in
+            // Foundation applies Thread.name only to a running thread; this shows in top -H and perf.
+            Thread.current.name = "tapwire-loop-\(index)"
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
             finished.signal()
         }

@@ -15,6 +15,23 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""connectionReused":false"#), "the retry must use a fresh connection: \(line)")
     }
 
+    /// Operators tell the threads apart in `top -H` and `perf` by these names.
+    func testThreadsCarryTheirNamesInTheKernel() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "\(origin.base)/json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
+        let tasks = "/proc/\(proxy.process.processIdentifier)/task"
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
+            try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        })
+        for name in ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"] {
+            XCTAssertTrue(names.contains(name), "no thread named \(name) in \(names.sorted())")
+        }
+    }
+
     func testNonIdempotentRequestIsNotRetried() throws {
         let origin = try OriginServer()
         let proxy = try TapwireProcess()
