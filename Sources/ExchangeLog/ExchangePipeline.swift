@@ -87,7 +87,7 @@ public final class ExchangePipeline: @unchecked Sendable {
     }
 
     /// Called on an event-loop thread for every finished exchange or tunnel.
-    public func accept(_ event: CapturedEvent) {
+    public func accept(_ event: consuming CapturedEvent) {
         let size = Self.capturedBytes(event)
         condition.lock()
         guard queue.count < maxPending, queuedBytes + size <= maxPendingBytes || queue.isEmpty, !stopping else {
@@ -162,8 +162,12 @@ public final class ExchangePipeline: @unchecked Sendable {
             var buffer = RecordBuffer(capacity: batch.reduce(0) { $0 + 1600 + Self.capturedBytes($1) })
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
-            for event in batch {
-                switch event {
+            // Reversed, then popped and consumed: each event moves out of the array and is
+            // destroyed once. `for event in batch` copied every event (a retain per string
+            // and array in it) and released the copy, before removeAll released the original.
+            batch.reverse()
+            while let event = batch.popLast() {
+                switch consume event {
                 case .http(let exchange):
                     processor.encodeRecord(for: exchange, id: ids.next(startTime: exchange.clock.requestStart), into: &buffer)
                 case .tunnel(let tunnel):
@@ -176,7 +180,6 @@ public final class ExchangePipeline: @unchecked Sendable {
             writer.submit(lines)
             processedCount.add(lines.count, ordering: .relaxed)
             lastWork = Date()
-            batch.removeAll(keepingCapacity: true)
 
             condition.lock()
             if spare.capacity < batch.capacity { spare = batch }

@@ -45,5 +45,7 @@ public struct EngineConfiguration: Sendable, Equatable {
 
 /// Receives finished exchanges on an event-loop thread: it must not block.
 public protocol ExchangeSink: Sendable {
-    func accept(_ event: CapturedEvent)
+    /// `consuming`: the event moves into the sink's queue instead of being copied there
+    /// (a retain and later a release of every string and array in it, on the loop).
+    func accept(_ event: consuming CapturedEvent)
 }

@@ -9,7 +9,7 @@ import Systemd
 /// Hands the engine's finished exchanges to the record pipeline.
 struct PipelineSink: ExchangeSink {
     let pipeline: ExchangePipeline
-    func accept(_ event: CapturedEvent) { pipeline.accept(event) }
+    func accept(_ event: consuming CapturedEvent) { pipeline.accept(event) }
 }
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in

@@ -17,7 +17,7 @@ final class CollectingSink: ExchangeSink, @unchecked Sendable {
     private let condition = NSCondition()
     private var stored: [CapturedEvent] = []
 
-    func accept(_ event: CapturedEvent) {
+    func accept(_ event: consuming CapturedEvent) {
         condition.lock()
         stored.append(event)
         condition.broadcast()
