@@ -315,10 +315,12 @@ public struct RecordEncoder: Sendable {
         headers.forEachField { name, value in
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
+            let redacted = headerRedaction.redacts(name)
+            if out.appendPlainField(name: name, value: value, redacted: redacted) { return }
             out.append(UInt8(ascii: "["))
             out.appendQuotedText(name)
             out.append(UInt8(ascii: ","))
-            if headerRedaction.redacts(name) {
+            if redacted {
                 RecordEncoder.ascii("\"[redacted]\"", &out)
             } else {
                 out.appendQuotedText(value)
@@ -373,23 +375,23 @@ public struct RecordEncoder: Sendable {
         guard seconds.isFinite, seconds > 0 else { out.append(UInt8(ascii: "0")); return }
         // 9e15 µs is 285 years: far beyond any duration, well inside UInt64.
         let micros = UInt64(min((seconds * 1_000_000).rounded(), 9e15))
-        appendInteger(micros / 1_000_000, into: &out)
-        var fraction = micros % 1_000_000
-        guard fraction != 0 else { return }
-        var width = 6
-        while fraction % 10 == 0 { fraction /= 10; width -= 1 }
-        out.append(UInt8(ascii: "."))
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { raw in
-            var i = width
-            while i > 0 {
+        // Digits written in place: through a stack tuple and a memcpy call, a record's seven
+        // durations cost more than the rest of its timeline.
+        out.write(maxCount: 24) { p in
+            var n = writeDecimal(micros / 1_000_000, to: p)
+            var fraction = micros % 1_000_000
+            guard fraction != 0 else { return n }
+            var width = 6
+            while fraction % 10 == 0 { fraction /= 10; width -= 1 }
+            p[n] = UInt8(ascii: ".")
+            n += 1
+            var i = n + width
+            while i > n {
                 i -= 1
-                raw[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
+                p[i] = UInt8(ascii: "0") + UInt8(fraction % 10)
                 fraction /= 10
             }
-            // A buffer pointer, not raw.prefix(): appending a Slice copied byte by byte.
-            guard let base = raw.baseAddress else { return }
-            out.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: width))
+            return n + width
         }
     }
 
@@ -401,18 +403,23 @@ public struct RecordEncoder: Sendable {
 
     static func appendInteger(_ value: UInt64, into out: inout RecordBuffer) {
         if value < 10 { out.append(UInt8(ascii: "0") + UInt8(value)); return }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes ≥ 20 digits
-        var remaining = value
-        withUnsafeMutableBytes(of: &digits) { raw in
-            var i = raw.count
-            while remaining > 0 {
-                i -= 1
-                raw[i] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            }
-            guard let base = raw.baseAddress else { return }
-            out.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self) + i, count: raw.count - i))
-        }
+        out.write(maxCount: 20) { writeDecimal(value, to: $0) }
+    }
+
+    /// The decimal digits of `value` at `p` (room for 20); returns how many.
+    @inline(__always)
+    static func writeDecimal(_ value: UInt64, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        var n = 1
+        var rest = value / 10
+        while rest > 0 { n += 1; rest /= 10 }
+        rest = value
+        var i = n
+        repeat {
+            i -= 1
+            p[i] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        } while rest > 0
+        return n
     }
 
     static func appendSignedInteger(_ value: Int, into out: inout RecordBuffer) {

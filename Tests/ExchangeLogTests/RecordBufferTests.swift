@@ -24,6 +24,46 @@ final class RecordBufferTests: XCTestCase {
         }
     }
 
+    /// Header fields take a plain-ASCII fast path when they can; what it writes (or its
+    /// refusal, then the general path) must equal quoting name and value one by one.
+    func testHeaderFieldsMatchTheGeneralQuoting() {
+        let alphabet: [UInt8] = Array("\"\\\t\u{1}é".utf8) + [0x7F, 0x1F, 0x20, 0xFF, 0x80]
+        var random = SplitMix64(seed: 0xD1B5_4A32_D192_ED03)
+        func next() -> UInt64 { random.next() }
+        /// One byte in `rarity` from the alphabet (every offset within a word gets its turn).
+        func field(_ length: Int, _ rarity: UInt64) -> [UInt8] {
+            (0..<length).map { _ in next() % rarity == 0 ? alphabet[Int(next() % UInt64(alphabet.count))] : UInt8(ascii: "k") }
+        }
+        var plain = 0
+        for round in 0..<4_000 {
+            let rarity: UInt64 = round % 2 == 0 ? 6 : 80
+            let name = field(round < 30 ? round : Int(next() % 40), rarity)
+            let value = field(Int(next() % 40), rarity)
+            let redacted = next() % 5 == 0
+            var expected = RecordBuffer(capacity: 1)
+            expected.append(UInt8(ascii: "["))
+            name.withUnsafeBufferPointer { expected.appendQuotedText($0) }
+            expected.append(UInt8(ascii: ","))
+            if redacted { expected.append("\"[redacted]\"") } else { value.withUnsafeBufferPointer { expected.appendQuotedText($0) } }
+            expected.append(UInt8(ascii: "]"))
+
+            var buffer = RecordBuffer(capacity: 1)
+            buffer.append(UInt8(ascii: "<"))
+            let took = name.withUnsafeBufferPointer { n in
+                value.withUnsafeBufferPointer { v in buffer.appendPlainField(name: n, value: v, redacted: redacted) }
+            }
+            if took {
+                plain += 1
+                XCTAssertEqual(Array(buffer.bytes), [UInt8(ascii: "<")] + Array(expected.bytes), "\(name) \(value)")
+            } else {
+                XCTAssertEqual(Array(buffer.bytes), [UInt8(ascii: "<")], "a refused field must write nothing")
+                let needsCare = (name + (redacted ? [] : value)).contains { $0 < 0x20 || $0 >= 0x80 || $0 == 0x22 || $0 == 0x5C }
+                XCTAssertTrue(needsCare, "a plain field was refused: \(name) \(value)")
+            }
+        }
+        XCTAssertGreaterThan(plain, 500, "the fast path was hardly taken")
+    }
+
     func testTimesMatchRFC3339WhetherOrNotTheSecondIsCached() {
         // Same-second runs use the cached text; the rest compute it. Both must match the
         // formatter, rounding carries and clamped extremes included.
