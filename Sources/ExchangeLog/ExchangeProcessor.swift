@@ -136,7 +136,7 @@ public struct ExchangeProcessor: Sendable {
             if let types = validation.contentTypes { completed.validate(contentType: types) }
         }
 
-        let contentType = ContentTypeFields(response?.headers.first(name: "Content-Type"))
+        let contentType = response.map { ContentTypeFields(headers: $0.headers) } ?? ContentTypeFields(nil)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
         // What Charset.forResponse would choose, without its Foundation string work.
         let stringCharset = spec.encoding.flatMap { Charset(ianaName: $0) } ?? contentType.knownCharset ?? .isoLatin1

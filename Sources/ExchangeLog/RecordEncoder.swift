@@ -238,7 +238,7 @@ public struct RecordEncoder: Sendable {
             }
             RecordEncoder.ascii(",\"response\":", &out)
             if let upgrade = tunnel.upgrade, let response = upgrade.response {
-                let contentType = ContentTypeFields(response.headers.first(name: "Content-Type"))
+                let contentType = ContentTypeFields(headers: response.headers)
                 appendResponse(response, bodySize: upgrade.responseBody.totalBytes, mimeType: contentType.mediaType,
                                charset: contentType.charsetName, into: &out)
             } else {

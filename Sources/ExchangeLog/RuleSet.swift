@@ -1,5 +1,8 @@
 import HTTP1
 import ResponseSerialization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The config's `rules`, tried in order: the first rule whose every present
 /// `match` field matches an exchange decides how its body is logged.
@@ -69,7 +72,8 @@ public struct RuleSet: Sendable {
 
     static func defaultSerializer(_ contentType: ContentTypeFields, body: [UInt8]) -> SerializerSpec.Kind {
         if body.starts(with: bplistMagic) { return .propertyList }
-        guard contentType.mediaType != nil else { return .data }
+        guard let mediaType = contentType.mediaType else { return .data }
+        if mediaType == "application/json" { return .json }  // the usual case, without substrings
         let type = contentType.type, subtype = contentType.subtype
         switch (type, subtype) {
         case ("application", "json"), ("text", "json"):
@@ -139,37 +143,73 @@ public struct ContentTypeFields: Sendable, Equatable {
     /// `type/subtype`, lower-cased, parameters and surrounding blanks dropped; nil when blank.
     public var mediaType: String?
     /// Before the first `/` (the whole media type when there is none), lower-cased.
-    public var type: String
+    /// Computed: only the default serializer's less common cases read it.
+    public var type: String {
+        guard let mediaType else { return "" }
+        guard let slash = mediaType.utf8.firstIndex(of: UInt8(ascii: "/")) else { return mediaType }
+        return String(mediaType[..<slash])
+    }
     /// After the last `/` (empty when there is none), lower-cased.
-    public var subtype: String
+    public var subtype: String {
+        guard let mediaType, let slash = mediaType.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(mediaType[mediaType.utf8.index(after: slash)...])
+    }
     /// The `charset` parameter's value (quotes removed, case kept), nil without one.
     public var charsetParameter: String?
 
     public init(_ value: String?) {
-        type = ""
-        subtype = ""
+        self.init()
         guard var value else { return }
         // On the string's own bytes: no array copy, and `application/json` as sent (the
         // usual case: already lower-case, no parameters) is the same string, not a new one.
         let whole = value
-        value.withUTF8 { bytes in
+        value.withUTF8 { parse($0, whole: whole) }
+    }
+
+    /// The first `Content-Type` field of `headers`, read on the head's bytes: a common
+    /// media type as sent becomes a shared literal, so most records make no string here.
+    public init(headers: HTTPHeaders) {
+        self.init()
+        headers.withFirstValue(name: "Content-Type") { bytes in
+            if let bytes { parse(bytes, whole: nil) }
+        }
+    }
+
+    private init() {}
+
+    /// Media types most responses carry, as immortal literals (no allocation, no refcount).
+    private static let commonMediaTypes: [String] = [
+        "application/json", "text/html", "text/plain", "application/javascript", "text/css",
+        "application/xml", "text/xml", "application/octet-stream", "application/x-www-form-urlencoded",
+        "text/event-stream", "application/x-ndjson", "image/png", "image/jpeg", "image/svg+xml",
+    ]
+
+    private static func common(_ essence: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let p = essence.baseAddress else { return nil }
+        for candidate in commonMediaTypes where candidate.utf8.count == essence.count {
+            // Literals are stored contiguously; elementsEqual went byte by byte through iterators.
+            let same = candidate.utf8.withContiguousStorageIfAvailable { c in
+                c.baseAddress.map { memcmp($0, p, essence.count) == 0 } ?? false
+            }
+            if same == true { return candidate }
+        }
+        return nil
+    }
+
+    /// `whole` is the value as a string when the caller has one (kept when nothing is cut).
+    private mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>, whole: String?) {
+        do {
             let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
             let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
             if from < to {
                 let essence = UnsafeBufferPointer(rebasing: bytes[from..<to])
                 let lower = !essence.contains { $0 >= 65 && $0 <= 90 }
-                func lowered(_ part: Slice<UnsafeBufferPointer<UInt8>>) -> String {
-                    lower ? String(decoding: UnsafeBufferPointer(rebasing: part), as: UTF8.self)
-                        : String(decoding: part.map(HeaderRedaction.asciiLower), as: UTF8.self)
-                }
-                let text = lower && from == 0 && to == bytes.count ? whole : lowered(essence[...])
-                mediaType = text
-                if let firstSlash = essence.firstIndex(of: UInt8(ascii: "/")),
-                   let lastSlash = essence.lastIndex(of: UInt8(ascii: "/")) {
-                    type = lowered(essence[..<firstSlash])
-                    subtype = lowered(essence[(lastSlash + 1)...])
+                if lower, let whole, from == 0 && to == bytes.count {
+                    mediaType = whole
+                } else if lower {
+                    mediaType = ContentTypeFields.common(essence) ?? String(decoding: essence, as: UTF8.self)
                 } else {
-                    type = text
+                    mediaType = String(decoding: essence.map(HeaderRedaction.asciiLower), as: UTF8.self)
                 }
             }
             var start = end + 1

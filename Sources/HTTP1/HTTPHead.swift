@@ -157,6 +157,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         spans.indices.compactMap { nameEquals(spans[$0], name) ? self[$0].value : nil }
     }
     public func first(name: String) -> String? { firstIndex(name: name).map { self[$0].value } }
+    /// The first field named `name`'s value bytes (nil without one), without making strings.
+    /// The buffer is valid only inside `body`.
+    public func withFirstValue<R>(name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        guard let index = firstIndex(name: name) else { return try body(nil) }
+        let span = spans[index]
+        return try bytes.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[span.value])) }
+    }
     public func contains(name: String) -> Bool { firstIndex(name: name) != nil }
 
     /// The name's bytes are taken once, not per field: this runs for every head

@@ -149,6 +149,13 @@ final class RuleSetTests: XCTestCase {
         XCTAssertNil(ContentTypeFields(" ; charset=utf-8").mediaType)
         XCTAssertEqual(ContentTypeFields(" ; charset=utf-8").charsetParameter, "utf-8")
         XCTAssertNil(ContentTypeFields(nil).mediaType)
+        // Read from a head's bytes (common types become shared literals): the same fields.
+        for value in ["application/json", "text/html; charset=utf-8", " Application/JSON ", "image/svg+xml",
+                      "application/jsonx", "application/jso", "", "a/b/c; charset=\"x\""] {
+            let fromHead = ContentTypeFields(headers: HTTPHeaders([("X-Other", "1"), ("content-type", value), ("Content-Type", "text/plain")]))
+            XCTAssertEqual(fromHead, ContentTypeFields(value), value)
+        }
+        XCTAssertNil(ContentTypeFields(headers: HTTPHeaders([("X-Other", "application/json")])).mediaType)
         let noSlash = ContentTypeFields("garbage")
         XCTAssertEqual(noSlash.type, "garbage")
         XCTAssertEqual(noSlash.subtype, "")
