@@ -27,6 +27,26 @@ final class RecordEncoderTests: XCTestCase {
         XCTAssertEqual(seconds(1e-300), "0")
     }
 
+    /// The fraction is written two digits at a time from a table: every pair and every
+    /// trailing-zero trim against a plain reference.
+    func testDurationsMatchAPlainReference() {
+        XCTAssertEqual(RecordEncoder.digitPairs.utf8CodeUnitCount, 200)
+        var random = SplitMix64(seed: 0x5EC0_4D5)
+        var values: [Double] = (0..<1_000).map { Double($0) / 1_000_000 }  // every low pair, 1 µs apart
+        values += (0..<5_000).map { _ in Double(random.next() % 100_000_000_000) / 1_000_000 }
+        for value in values {
+            let micros = UInt64((value * 1_000_000).rounded())
+            var expected = String(micros / 1_000_000)
+            if micros % 1_000_000 != 0 {
+                var fraction = String(micros % 1_000_000)
+                fraction = String(repeating: "0", count: 6 - fraction.count) + fraction
+                while fraction.hasSuffix("0") { fraction.removeLast() }
+                expected += "." + fraction
+            }
+            XCTAssertEqual(seconds(value), expected, "\(value)")
+        }
+    }
+
     func testIntegers() {
         for value: UInt64 in [0, 7, 10, 99, 1000, 12_345_678_901_234_567_890, UInt64.max] {
             var out: [UInt8] = []
