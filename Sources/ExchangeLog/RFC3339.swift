@@ -34,9 +34,11 @@ public enum RFC3339 {
         let lowest = -62_135_596_800.0   // 0001-01-01T00:00:00Z
         let highest = 253_402_300_799.0  // 9999-12-31T23:59:59Z
         let clamped = input.isFinite ? min(max(input, lowest), highest) : 0
-        let whole = clamped.rounded(.down)
-        var seconds = Int64(whole)
-        var micros = Int(((clamped - whole) * 1_000_000).rounded())
+        // Floor and rounding without libm calls (four per record): the clamp keeps the value
+        // exact in Int64, and the fraction is never negative.
+        var seconds = Int64(clamped)
+        if Double(seconds) > clamped { seconds -= 1 }
+        var micros = Int((clamped - Double(seconds)) * 1_000_000 + 0.5)
         if micros >= 1_000_000 {
             micros -= 1_000_000
             seconds += 1
@@ -64,7 +66,13 @@ public enum RFC3339 {
     @inline(__always)
     static func writeFraction(_ micros: Int, to raw: UnsafeMutableRawBufferPointer) {
         raw[19] = UInt8(ascii: ".")
-        put(micros, width: 6, at: 20, raw)
+        // Two digits per table lookup; a pair index past 99 would read beyond the table.
+        precondition(micros >= 0 && micros < 1_000_000, "RFC3339.writeFraction: \(micros) µs")
+        let pairs = RecordEncoder.digitPairs.utf8Start
+        let high = micros / 10_000, middle = micros / 100 % 100, low = micros % 100
+        raw[20] = pairs[2 * high]; raw[21] = pairs[2 * high + 1]
+        raw[22] = pairs[2 * middle]; raw[23] = pairs[2 * middle + 1]
+        raw[24] = pairs[2 * low]; raw[25] = pairs[2 * low + 1]
         raw[26] = UInt8(ascii: "Z")
     }
 
