@@ -144,10 +144,10 @@ public struct ExchangeProcessor: Sendable {
         // compactor gives the same text without building a tree (the 64 KiB page: 5x faster).
         let needsTree = rule.map { !$0.select.isEmpty || !$0.redact.isEmpty } ?? false
         if spec.kind == .json && !needsTree {
-            let response = completed.serialize(with: .compactJSON(
+            let response = completed.serializeCompactJSON(
                 allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
                 emptyResponseCodes: spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
-                emptyRequestMethods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods))
+                emptyRequestMethods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
             let recordResult: RecordResult = switch response.result {
             case .success(let compact): .successText(compact.text)
             case .failure(let error): .failure(ErrorLogFields(error))
