@@ -103,6 +103,11 @@ public struct ContentDecoder: Sendable {
     public func decode(_ input: [UInt8], contentEncoding: String?,
                        inputTruncated: Bool = false) throws(ContentDecodingError) -> DecodedContent {
         let plan = try Self.undoPlan(contentEncoding)
+        // Nothing to undo and within the limit: the input array itself, shared, not copied
+        // (a 64 KiB memcpy per logged body).
+        if plan.isEmpty && input.count <= maxOutputBytes {
+            return DecodedContent(bytes: input, truncated: inputTruncated, codings: [])
+        }
         return try input.withUnsafeBytes { raw in
             decodeResult(raw, plan: plan, inputTruncated: inputTruncated)
         }.get()
