@@ -12,7 +12,7 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian, found through pkg-config.
-        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_pthreads",
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent",
                        providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),

@@ -9,8 +9,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+// The loops' wake-up (EventLoop.execute): an eventfd, not libevent's cross-thread event_active.
+#include <sys/eventfd.h>
 #include <event2/event.h>
-#include <event2/thread.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>

@@ -25,13 +25,10 @@ public final class ProxyEngine: @unchecked Sendable {
     private var periodicTimers: [LoopTimer] = []
     private let heartbeatsStarted = Atomic<Bool>(false)
 
-    static let threadingSetUp: Bool = { evthread_use_pthreads() == 0 }()
-
     public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil) {
         self.configuration = configuration
         self.sink = sink
         self.tlsInterceptor = tlsInterceptor
-        _ = ProxyEngine.threadingSetUp
     }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
