@@ -65,14 +65,9 @@ public enum RFC3339 {
     /// `.uuuuuuZ` (8 bytes) at offset 19 of `raw`.
     @inline(__always)
     static func writeFraction(_ micros: Int, to raw: UnsafeMutableRawBufferPointer) {
+        precondition(raw.count >= 27, "RFC3339.writeFraction: room for 27 bytes")
         raw[19] = UInt8(ascii: ".")
-        // Two digits per table lookup; a pair index past 99 would read beyond the table.
-        precondition(micros >= 0 && micros < 1_000_000, "RFC3339.writeFraction: \(micros) µs")
-        let pairs = RecordEncoder.digitPairs.utf8Start
-        let high = micros / 10_000, middle = micros / 100 % 100, low = micros % 100
-        raw[20] = pairs[2 * high]; raw[21] = pairs[2 * high + 1]
-        raw[22] = pairs[2 * middle]; raw[23] = pairs[2 * middle + 1]
-        raw[24] = pairs[2 * low]; raw[25] = pairs[2 * low + 1]
+        if let base = raw.baseAddress { RecordEncoder.writeSixDigits(micros, to: base + 20) }
         raw[26] = UInt8(ascii: "Z")
     }
 

@@ -392,15 +392,26 @@ public struct RecordEncoder: Sendable {
             let fraction = Int(micros % 1_000_000)
             guard fraction != 0 else { return n }
             p[n] = UInt8(ascii: ".")
-            let pairs = digitPairs.utf8Start
-            let high = fraction / 10_000, middle = fraction / 100 % 100, low = fraction % 100
-            p[n + 1] = pairs[2 * high]; p[n + 2] = pairs[2 * high + 1]
-            p[n + 3] = pairs[2 * middle]; p[n + 4] = pairs[2 * middle + 1]
-            p[n + 5] = pairs[2 * low]; p[n + 6] = pairs[2 * low + 1]
+            writeSixDigits(fraction, to: UnsafeMutableRawPointer(p + n + 1))
             n += 7
             while p[n - 1] == UInt8(ascii: "0") { n -= 1 }  // the fraction is not 0: a digit stays
             return n
         }
+    }
+
+    /// `value` (0 ..< 1,000,000) as six digits at `p`, two per table lookup.
+    @inline(__always)
+    static func writeSixDigits(_ value: Int, to p: UnsafeMutableRawPointer) {
+        // A pair index past 99 would read beyond the table.
+        precondition(value >= 0 && value < 1_000_000, "writeSixDigits: \(value)")
+        let pairs = digitPairs.utf8Start
+        let high = value / 10_000, middle = value / 100 % 100, low = value % 100
+        p.storeBytes(of: pairs[2 * high], toByteOffset: 0, as: UInt8.self)
+        p.storeBytes(of: pairs[2 * high + 1], toByteOffset: 1, as: UInt8.self)
+        p.storeBytes(of: pairs[2 * middle], toByteOffset: 2, as: UInt8.self)
+        p.storeBytes(of: pairs[2 * middle + 1], toByteOffset: 3, as: UInt8.self)
+        p.storeBytes(of: pairs[2 * low], toByteOffset: 4, as: UInt8.self)
+        p.storeBytes(of: pairs[2 * low + 1], toByteOffset: 5, as: UInt8.self)
     }
 
     /// "00", "01", … "99": two decimal digits per lookup.
