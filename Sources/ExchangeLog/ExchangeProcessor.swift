@@ -85,9 +85,13 @@ public struct ExchangeProcessor: Sendable {
     /// Everything the record says beyond the captured exchange.
     public func outcome(for exchange: CapturedExchange) -> HTTPRecordOutcome {
         let rule = ruleSet.match(exchange)
-        let response = exchange.response
+        // Only the head's headers are bound, once; the head itself is read through `exchange`
+        // (borrowed). Binding it and passing it through map/flatMap copied the optional head
+        // four times per record, each retaining and releasing its strings and arrays.
+        let responseHeaders = exchange.response?.headers
+        let hasResponse = responseHeaders != nil
         let body = exchange.responseBody
-        let contentEncoding = response.flatMap { ExchangeProcessor.joinedValues($0.headers["Content-Encoding"]) }
+        let contentEncoding = ExchangeProcessor.joinedValues(responseHeaders?["Content-Encoding"] ?? [])
         let transportError: Error? = exchange.error.map {
             TapwireError.transportFailed(TransportFailure(code: .init(rawValue: $0.code), message: $0.message))
         }
@@ -99,7 +103,7 @@ public struct ExchangeProcessor: Sendable {
         var summary = ResponseBodySummary(size: 0, captured: body.bytes.count, truncated: body.truncated,
                                           contentEncoding: contentEncoding)
         var decodingError: Error?
-        if response != nil {
+        if hasResponse {
             do throws(ContentDecodingError) {
                 let decoded = try decoder.decode(body.bytes, contentEncoding: contentEncoding,
                                                  inputTruncated: body.truncated || exchange.error != nil)
@@ -121,7 +125,7 @@ public struct ExchangeProcessor: Sendable {
         let capture = BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes),
                                   truncated: summary.truncated)
         let completed = CompletedExchange(
-            request: exchange.request, response: response, data: data,
+            request: exchange.request, response: exchange.response, data: data,
             error: transportError ?? decodingError, capture: capture,
             requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
             requestCompletedTime: completedTime, metrics: ExchangeProcessor.metrics(exchange), clock: self.clock)
@@ -136,7 +140,7 @@ public struct ExchangeProcessor: Sendable {
             if let types = validation.contentTypes { completed.validate(contentType: types) }
         }
 
-        let contentType = response.map { ContentTypeFields(headers: $0.headers) } ?? ContentTypeFields(nil)
+        let contentType = ContentTypeFields(headers: responseHeaders)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
         // What Charset.forResponse would choose, without its Foundation string work.
         let stringCharset = spec.encoding.flatMap { Charset(ianaName: $0) } ?? contentType.knownCharset ?? .isoLatin1
@@ -155,7 +159,7 @@ public struct ExchangeProcessor: Sendable {
             return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
                                      result: recordResult, timeline: response.timeline,
                                      metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
-                                     mimeType: contentType.mediaType, charset: response.response != nil ? contentType.charsetName : nil,
+                                     mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
                                      requestBody: requestBodyOutcome(exchange))
         }
         let (result, timeline) = serialize(completed, spec, charset: stringCharset)
@@ -175,7 +179,7 @@ public struct ExchangeProcessor: Sendable {
         }
 
         var charset: String?
-        if response != nil {
+        if hasResponse {
             charset = spec.kind == .string ? stringCharset.name : contentType.charsetName
         }
 
