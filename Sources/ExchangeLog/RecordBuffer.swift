@@ -202,6 +202,15 @@ struct RecordBuffer: ~Copyable {
                 let w = UInt64(littleEndian: raw)
                 if JSONWriter.escapeMask(w) | (w & 0x8080_8080_8080_8080) != 0 { return false }
             }
+        } else if n >= 4 {
+            // 4...7 bytes (Host, Date, ETag, short values): the first and last four,
+            // overlapping, tested as one word.
+            let first = UnsafeRawPointer(p).loadUnaligned(as: UInt32.self)
+            let last = UnsafeRawPointer(p + n - 4).loadUnaligned(as: UInt32.self)
+            let w = UInt64(UInt32(littleEndian: first)) | UInt64(UInt32(littleEndian: last)) << 32
+            if JSONWriter.escapeMask(w) | (w & 0x8080_8080_8080_8080) != 0 { return false }
+            UnsafeMutableRawPointer(to).storeBytes(of: first, as: UInt32.self)
+            UnsafeMutableRawPointer(to + n - 4).storeBytes(of: last, as: UInt32.self)
         } else {
             for i in 0..<n {
                 let c = p[i]
