@@ -127,6 +127,13 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertEqual(HTTPAuthority(scheme: "http", host: "example.com", port: 80).description, "example.com:80")
         XCTAssertEqual(HTTPAuthority(scheme: "", host: "::1", port: 8080).description, "[::1]:8080")
         XCTAssertEqual(HTTPAuthority(scheme: "https", host: "10.1.2.3", port: 443).description, "10.1.2.3:443")
+        // Written into the string's storage: every port width, long hosts, and the fallback.
+        for port in [0, 5, 10, 99, 65_535, 99_999, 100_000, -1, Int.max] {
+            for host in ["h", "a-rather-long-host-name.example.internal", "fe80::1:2:3:4", ""] {
+                let bracketed = host.contains(":") ? "[\(host)]" : host
+                XCTAssertEqual(HTTPAuthority(scheme: "http", host: host, port: port).description, "\(bracketed):\(port)")
+            }
+        }
     }
 
     func testHostFieldValueOmitsDefaultPort() {
