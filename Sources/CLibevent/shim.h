@@ -19,6 +19,13 @@
 #include <event2/util.h>
 #include <event2/bufferevent_ssl.h>
 
+// The loops run libevent without its locks (see EventLoop): its process-wide random
+// generator (evdns transaction ids) is then shared by the loop threads unguarded,
+// which is safe only when libevent draws from the C library's arc4random.
+#ifndef EVENT__HAVE_ARC4RANDOM
+#error "libevent built without arc4random: its RNG needs evthread locks, which Tapwire does not enable"
+#endif
+
 // libevent macros Swift cannot call.
 static inline struct event *tw_evtimer_new(struct event_base *b, event_callback_fn cb, void *arg) {
     return event_new(b, -1, 0, cb, arg);

@@ -16,8 +16,8 @@ final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private(set) var dns: OpaquePointer?
     private var wakeEvent: OpaquePointer?
-    /// Readable while the inbox has work the loop has not taken yet.
-    private let wakeFD: Int32
+    /// Readable while the inbox has work the loop has not taken yet; -1 once freed.
+    private var wakeFD: Int32
     // NSLock rather than Synchronization.Mutex: on Linux the thread sanitizer cannot
     // see Mutex's futex-based locking and reports every queued closure as a race.
     private let inboxLock = NSLock()
@@ -45,11 +45,17 @@ final class EventLoop: @unchecked Sendable {
         self.base = base
         wakeFD = fd
         let ctx = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, _, ctx in
+        guard let wake = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, _, ctx in
             guard let ctx else { return }
             Unmanaged<EventLoop>.fromOpaque(ctx).takeUnretainedValue().drainInbox()
-        }, ctx)
-        if let wakeEvent { event_add(wakeEvent, nil) }
+        }, ctx) else {
+            // A loop nobody can wake would never run queued work: fail here instead.
+            event_base_free(base)
+            close(fd)
+            throw EngineError.eventBase
+        }
+        wakeEvent = wake
+        event_add(wake, nil)
         dns = EventLoop.makeResolver(base: base)
     }
 
@@ -84,7 +90,7 @@ final class EventLoop: @unchecked Sendable {
             wakePending = true
             return true
         }
-        if wake {
+        if wake && wakeFD >= 0 {
             var one: UInt64 = 1
             // EAGAIN only when the counter is near overflow: the loop is then readable anyway.
             _ = withUnsafeBytes(of: &one) { write(wakeFD, $0.baseAddress, 8) }
@@ -111,11 +117,12 @@ final class EventLoop: @unchecked Sendable {
     /// `ProxyEngine.start`); the loop must not be used afterwards. Running loops
     /// are never freed: the engine lives as long as the process.
     func freeUnstarted() {
-        guard thread == nil else { return }
+        guard thread == nil, wakeFD >= 0 else { return }
         if let wakeEvent { event_free(wakeEvent); self.wakeEvent = nil }
         if let dns { evdns_base_free(dns, 0); self.dns = nil }
         event_base_free(base)
         close(wakeFD)
+        wakeFD = -1  // a second call, or a stray execute, must not touch a reused descriptor
     }
 
     /// A timer on this loop that proves it still runs; a loop stuck in a callback stops beating.

@@ -62,12 +62,14 @@ public final class ProxyEngine: @unchecked Sendable {
     public func start() throws {
         signal(SIGPIPE, SIG_IGN)
         let count = configuration.loops > 0 ? configuration.loops : ProcessInfo.processInfo.activeProcessorCount
-        for i in 0..<max(1, count) {
-            let loop = try EventLoop(index: i)
-            loop.engine = self
-            loops.append(loop)
-        }
         do {
+            // Inside the do: a loop that fails to be created after others were must not
+            // leave those (their bases and eventfds) behind, nor in `loops` unstarted.
+            for i in 0..<max(1, count) {
+                let loop = try EventLoop(index: i)
+                loop.engine = self
+                loops.append(loop)
+            }
             for (i, fd) in configuration.inheritedListeners.enumerated() {
                 var bound: SocketAddress?
                 for (n, loop) in loops.enumerated() {

@@ -131,6 +131,33 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         XCTAssertEqual(largest.load(ordering: .relaxed), 4)
     }
 
+    /// A worker takes its batch reversed and pops it: the lines must still come out in the
+    /// order the exchanges were accepted.
+    func testABatchIsWrittenInAcceptOrder() throws {
+        let (dir, writer, pipeline) = try makePipeline(workers: 1)
+        defer { dir.remove() }
+        let stalled = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let once = Atomic<Bool>(false)
+        let largest = Atomic<Int>(0)
+        pipeline.batchHook = { _, count in
+            if !once.exchange(true, ordering: .relaxed) { stalled.signal(); release.wait() }
+            _ = largest.max(count, ordering: .relaxed)
+        }
+        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=0")))
+        XCTAssertEqual(stalled.wait(timeout: .now() + 10), .success)
+        for i in 1...30 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
+        release.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertGreaterThan(largest.load(ordering: .relaxed), 1, "no batch held more than one exchange")
+        let order = try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap { line -> Int? in
+            guard let r = line.range(of: "?n=") else { return nil }
+            return Int(line[r.upperBound...].prefix { $0.isNumber })
+        }
+        XCTAssertEqual(order, Array(0...30))
+    }
+
     func testIdleHelpersWaitEvenWithATinyByteBound() throws {
         // A quarter of a byte bound under 4 is 0: an empty queue must still not count as a
         // backlog, or a helper spins taking empty batches.

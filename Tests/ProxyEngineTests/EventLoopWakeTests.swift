@@ -38,4 +38,18 @@ final class EventLoopWakeTests: XCTestCase {
         loop.stop()
         loop.waitUntilStopped()
     }
+
+    /// Work queued before the loop starts runs once it does; work queued from a closure
+    /// already on the loop (the wake-up's flag is then still set) runs too.
+    func testQueuedBeforeStartAndFromTheLoopItself() throws {
+        let loop = try EventLoop(index: 8)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            loop.execute { loop.execute { done.signal() } }
+        }
+        loop.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "nested or early work never ran")
+        loop.stop()
+        loop.waitUntilStopped()
+    }
 }
