@@ -381,14 +381,7 @@ public struct RecordEncoder: Sendable {
         // tuple, a digit per division and a memcpy call, a record's seven durations cost
         // more than the rest of its timeline.
         out.write(maxCount: 24) { p in
-            let whole = micros / 1_000_000
-            var n: Int
-            if whole < 10 {
-                p[0] = UInt8(ascii: "0") + UInt8(whole)
-                n = 1
-            } else {
-                n = writeDecimal(whole, to: p)
-            }
+            var n = DecimalText.write(micros / 1_000_000, to: p)
             let fraction = Int(micros % 1_000_000)
             guard fraction != 0 else { return n }
             p[n] = UInt8(ascii: ".")
@@ -429,23 +422,7 @@ public struct RecordEncoder: Sendable {
 
     static func appendInteger(_ value: UInt64, into out: inout RecordBuffer) {
         if value < 10 { out.append(UInt8(ascii: "0") + UInt8(value)); return }
-        out.write(maxCount: 20) { writeDecimal(value, to: $0) }
-    }
-
-    /// The decimal digits of `value` at `p` (room for 20); returns how many.
-    @inline(__always)
-    static func writeDecimal(_ value: UInt64, to p: UnsafeMutablePointer<UInt8>) -> Int {
-        var n = 1
-        var rest = value / 10
-        while rest > 0 { n += 1; rest /= 10 }
-        rest = value
-        var i = n
-        repeat {
-            i -= 1
-            p[i] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
-        } while rest > 0
-        return n
+        out.write(maxCount: 20) { DecimalText.write(value, to: $0) }
     }
 
     static func appendSignedInteger(_ value: Int, into out: inout RecordBuffer) {

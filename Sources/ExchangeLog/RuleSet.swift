@@ -198,37 +198,35 @@ public struct ContentTypeFields: Sendable, Equatable {
 
     /// `whole` is the value as a string when the caller has one (kept when nothing is cut).
     private mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>, whole: String?) {
-        do {
-            let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-            let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
-            if from < to {
-                let essence = UnsafeBufferPointer(rebasing: bytes[from..<to])
-                let lower = !essence.contains { $0 >= 65 && $0 <= 90 }
-                if lower, let whole, from == 0 && to == bytes.count {
-                    mediaType = whole
-                } else if lower {
-                    mediaType = ContentTypeFields.common(essence) ?? String(decoding: essence, as: UTF8.self)
-                } else {
-                    mediaType = String(decoding: essence.map(HeaderRedaction.asciiLower), as: UTF8.self)
-                }
+        let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+        let (from, to) = ContentTypeFields.trimmed(bytes, 0, end)
+        if from < to {
+            let essence = UnsafeBufferPointer(rebasing: bytes[from..<to])
+            let lower = !essence.contains { $0 >= 65 && $0 <= 90 }
+            if lower, let whole, from == 0 && to == bytes.count {
+                mediaType = whole
+            } else if lower {
+                mediaType = ContentTypeFields.common(essence) ?? String(decoding: essence, as: UTF8.self)
+            } else {
+                mediaType = String(decoding: essence.map(HeaderRedaction.asciiLower), as: UTF8.self)
             }
-            var start = end + 1
-            while start < bytes.count {
-                let stop = bytes[start...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-                if let eq = bytes[start..<stop].firstIndex(of: UInt8(ascii: "=")) {
-                    let (keyFrom, keyTo) = ContentTypeFields.trimmed(bytes, start, eq)
-                    if ContentTypeFields.isCharset(bytes[keyFrom..<keyTo]) {
-                        var (valueFrom, valueTo) = ContentTypeFields.trimmed(bytes, eq + 1, stop)
-                        if valueTo - valueFrom >= 2, bytes[valueFrom] == UInt8(ascii: "\""), bytes[valueTo - 1] == UInt8(ascii: "\"") {
-                            valueFrom += 1
-                            valueTo -= 1
-                        }
-                        if valueFrom < valueTo { charsetParameter = String(decoding: bytes[valueFrom..<valueTo], as: UTF8.self) }
-                        return
+        }
+        var start = end + 1
+        while start < bytes.count {
+            let stop = bytes[start...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            if let eq = bytes[start..<stop].firstIndex(of: UInt8(ascii: "=")) {
+                let (keyFrom, keyTo) = ContentTypeFields.trimmed(bytes, start, eq)
+                if ContentTypeFields.isCharset(bytes[keyFrom..<keyTo]) {
+                    var (valueFrom, valueTo) = ContentTypeFields.trimmed(bytes, eq + 1, stop)
+                    if valueTo - valueFrom >= 2, bytes[valueFrom] == UInt8(ascii: "\""), bytes[valueTo - 1] == UInt8(ascii: "\"") {
+                        valueFrom += 1
+                        valueTo -= 1
                     }
+                    if valueFrom < valueTo { charsetParameter = String(decoding: bytes[valueFrom..<valueTo], as: UTF8.self) }
+                    return
                 }
-                start = stop + 1
             }
+            start = stop + 1
         }
     }
 

@@ -108,3 +108,25 @@ enum ByteSearch {
         return end
     }
 }
+
+/// Decimal digits written in place: the Host field's port on the loop and the log
+/// record's integers and durations in the workers (no interpolation, no stack copy).
+package enum DecimalText {
+    /// The digits of `value` at `p` (room for 20); returns how many.
+    @inlinable @inline(__always)
+    package static func write(_ value: UInt64, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        // Most durations' whole seconds: one digit, no division.
+        if value < 10 { p[0] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value); return 1 }
+        var n = 1
+        var rest = value / 10
+        while rest > 0 { n += 1; rest /= 10 }
+        rest = value
+        var i = n
+        repeat {
+            i -= 1
+            p[i] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
+        return n
+    }
+}

@@ -22,17 +22,8 @@ public struct HTTPAuthority: Sendable, Hashable, CustomStringConvertible {
                 if bracket { out[i] = UInt8(ascii: "]"); i += 1 }
                 out[i] = UInt8(ascii: ":")
                 i += 1
-                var digits = 1
-                var rest = port / 10
-                while rest > 0 { digits += 1; rest /= 10 }
-                rest = port
-                var j = i + digits
-                repeat {
-                    j -= 1
-                    out[j] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                } while rest > 0
-                return i + digits
+                guard let base = out.baseAddress else { return i }
+                return i + DecimalText.write(UInt64(port), to: base + i)
             }
         }
     }
