@@ -81,7 +81,6 @@ public final class ExchangePipeline: @unchecked Sendable {
                 Thread.current.name = "tapwire-ser-\(i)"
                 work(role)
             }
-            t.name = "tapwire-serialize-\(i)"
             t.start()
         }
     }

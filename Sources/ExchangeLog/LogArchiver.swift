@@ -48,7 +48,6 @@ public final class LogArchiver: @unchecked Sendable {
                 Thread.current.name = "tapwire-archive"
                 run()
             }
-            thread.name = "tapwire-log-archiver"
             thread.start()
         }
         condition.broadcast()

@@ -135,7 +135,6 @@ public final class LogWriter: @unchecked Sendable {
             Thread.current.name = "tapwire-writer"
             run()
         }
-        thread.name = "tapwire-log-writer"
         thread.start()
     }
 

@@ -76,7 +76,6 @@ final class EventLoop: @unchecked Sendable {
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
             finished.signal()
         }
-        t.name = "tapwire-loop-\(index)"
         t.stackSize = 1 << 20
         thread = t
         t.start()
