@@ -25,6 +25,8 @@ final class ClientSession {
     private var tlsEstablished = false
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
+    /// Reads the socket (see `SocketReader`); replaced with the bufferevent after an intercepted CONNECT.
+    private var reader: SocketReader?
     private var interceptStart = 0.0
 
     var config: EngineConfiguration { engine.configuration }
@@ -42,6 +44,7 @@ final class ClientSession {
         bev = b
         _ = bufferevent_set_max_single_read(b, EngineConfiguration.maxSingleRead)
         installCallbacks(b)
+        reader = SocketReader(base: loop.base, bev: b, enabled: true)
         engine.metrics.activeClients.add()
         armHeadTimer()
     }
@@ -83,8 +86,7 @@ final class ClientSession {
     }
 
     private func readable() {
-        guard !closed, let bev, let input else { return }
-        readAvailable(bev)
+        guard !closed, let input else { return }
         if let ex = exchange {
             ex.clientReadable()
             // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
@@ -214,7 +216,10 @@ final class ClientSession {
         // The filter stops encrypting into the socket below past this, so a slow client's
         // backlog stays in the filter's buffer, where backpressure can see it drain.
         bufferevent_setwatermark(plain, Int16(EV_WRITE), 0, config.highWaterBytes)
+        // The filter reads the socket through the plain bufferevent.
+        reader?.detach(buffereventReads: true)
         bev = filter
+        reader = SocketReader(base: loop.base, bev: filter, enabled: true)
         interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
         installCallbacks(filter)
         armHeadTimer()
@@ -234,6 +239,8 @@ final class ClientSession {
         flush()
         guard let b = bev else { return }
         headTimer?.cancel()
+        reader?.detach()
+        reader = nil
         bev = nil
         exchange = nil
         finishClose()
@@ -295,20 +302,19 @@ final class ClientSession {
     // MARK: flow control, called by the exchange
 
     func pauseReading() {
-        guard let bev, !readingPausedForBackpressure else { return }
+        guard !readingPausedForBackpressure else { return }
         readingPausedForBackpressure = true
-        bufferevent_disable(bev, Int16(EV_READ))
+        reader?.setEnabled(false)
     }
 
     func resumeReading() {
-        guard let bev, readingPausedForBackpressure else { return }
+        guard readingPausedForBackpressure else { return }
         readingPausedForBackpressure = false
-        bufferevent_enable(bev, Int16(EV_READ))
+        reader?.setEnabled(true)
     }
 
     func setClientReadTimeout(_ seconds: Double?) {
-        guard let bev else { return }
-        setBuffereventReadTimeout(bev, seconds)
+        reader?.setTimeout(seconds)
     }
 
     /// The exchange is over; keep the connection for the next request or close it.
@@ -318,14 +324,14 @@ final class ClientSession {
         readingPausedForBackpressure = false
         setClientReadTimeout(nil)
         guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
-        guard let bev, let input else { return }
+        guard let input else { return }
         if inputEnded {
             // Nothing more will arrive: answer what is buffered, then close.
             guard evbuffer_get_length(input) > 0 else { closeAfterFlush(); return }
             loop.execute { [weak self] in self?.answerBufferedThenClose() }
             return
         }
-        if wasPaused { bufferevent_enable(bev, Int16(EV_READ)) }
+        if wasPaused { reader?.setEnabled(true) }
         armHeadTimer()
         if evbuffer_get_length(input) > 0 {
             // A pipelined request is already buffered: answer it now.
@@ -351,7 +357,7 @@ final class ClientSession {
     func closeAfterFlush() {
         guard let bev else { return }
         closeWhenFlushed = true
-        bufferevent_disable(bev, Int16(EV_READ))
+        reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
         if bufferevent_get_underlying(bev) != nil {
             pollUntilFlushed(deadline: EventLoop.monotonicNow() + 10)
@@ -428,6 +434,8 @@ final class ClientSession {
         guard !closed else { return }
         exchange?.abandon()
         exchange = nil
+        reader?.detach()
+        reader = nil
         if let bev { bufferevent_free(bev); self.bev = nil }
         finishClose()
     }

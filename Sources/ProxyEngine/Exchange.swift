@@ -304,18 +304,18 @@ final class Exchange: UpstreamOwner {
             finish(error: nil, respond: nil)
             return
         }
-        if session.queuedOutputLength >= config.highWaterBytes, let bev = c.bev, let cbev = session.bev {
+        if session.queuedOutputLength >= config.highWaterBytes, let cbev = session.bev {
             upstreamPaused = true
-            bufferevent_disable(bev, Int16(EV_READ))
+            c.setReading(false)
             bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
         }
     }
 
     func clientWritable() {
-        guard upstreamPaused, let c = upstream, let bev = c.bev, let cbev = session.bev else { return }
+        guard upstreamPaused, let c = upstream, let cbev = session.bev else { return }
         upstreamPaused = false
         bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
-        bufferevent_enable(bev, Int16(EV_READ))
+        c.setReading(true)
         pumpResponse()
     }
 

@@ -110,6 +110,9 @@ final class UpstreamConnection {
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             _ = bufferevent_set_max_single_read(bev, EngineConfiguration.maxSingleRead)
+            // Only once connected: on a connecting socket, our read event would report a
+            // refused connection too, besides the bufferevent's connect callback.
+            reader = SocketReader(base: loop.base, bev: bev, enabled: true)
         }
         completion(result)
     }
@@ -123,10 +126,7 @@ final class UpstreamConnection {
             // Bytes that come with the end of a TLS handshake wait for the exchange
             // (it reads what is buffered when it attaches).
             if c.isConnecting { return }
-            if let o = c.owner {
-                if let bev = c.bev { readAvailable(bev) }
-                o.upstreamReadable(c)
-            } else { c.idleEvent() }
+            if let o = c.owner { o.upstreamReadable(c) } else { c.idleEvent() }
         }, { _, ctx in
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
@@ -224,14 +224,19 @@ final class UpstreamConnection {
 
     func stage(_ bytes: [UInt8], _ bev: OpaquePointer) { staged.add(bytes, for: bev) }
 
-    func setReadTimeout(_ seconds: Double?) {
-        guard let bev else { return }
-        setBuffereventReadTimeout(bev, seconds)
-    }
+    /// Reads the socket once connected (see `SocketReader`).
+    private var reader: SocketReader?
+
+    func setReadTimeout(_ seconds: Double?) { reader?.setTimeout(seconds) }
+
+    /// Reading from the origin on or off (backpressure; on while pooled, to notice a close).
+    func setReading(_ on: Bool) { reader?.setEnabled(on) }
 
     /// Hands the socket to a tunnel; this object no longer owns it.
     func detachBufferevent() -> OpaquePointer? {
         let b = bev
+        reader?.detach()
+        reader = nil
         bev = nil
         if !isClosed { isClosed = true; loop.engine?.metrics.activeUpstreams.sub() }
         return b
@@ -243,6 +248,8 @@ final class UpstreamConnection {
         idleTimer?.cancel()
         idleTimer = nil
         owner = nil
+        reader?.detach()
+        reader = nil
         if let bev { bufferevent_free(bev); self.bev = nil }
         if !isClosed { isClosed = true; loop.engine?.metrics.activeUpstreams.sub() }
     }
@@ -279,7 +286,7 @@ final class UpstreamPool {
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)
-        if let bev = c.bev { bufferevent_enable(bev, Int16(EV_READ)) }
+        c.setReading(true)
         // One timer per connection, re-armed on every return to the pool: a new timer each
         // time cost an event_new/event_free and two closure allocations per exchange.
         // The connection owns its timer, so the timer never outlives it (unowned, no side table).

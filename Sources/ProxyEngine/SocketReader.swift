@@ -1,0 +1,154 @@
+import CLibevent
+import Foundation
+
+/// Reads a plain socket into its bufferevent's input from an `EV_READ` event of its own,
+/// and reports what it read through the bufferevent's own callbacks, so their owners
+/// see the same calls as before: data through the read callback; EOF, errors and the
+/// read timeout through the event callback with `BEV_EVENT_READING | …`, after which
+/// reading is off, as the bufferevent leaves it.
+///
+/// Why: libevent 2.1's socket bufferevent issues `ioctl(FIONREAD)` before every read and
+/// reads at most 4096 bytes per readiness (`EVBUFFER_MAX_READ`, no setter). With two
+/// reads per proxied request, a third of the loops' read-side syscalls were that ioctl
+/// (strace, Benchmarks/README). Here one `read(2)` into reserved space takes a small
+/// message; a full buffer is followed by larger reads up to `maxPerEvent`, after which
+/// the loop serves others (epoll is level-triggered: the event fires again).
+///
+/// A TLS filter keeps the bufferevent's reading (its socket carries ciphertext): for it
+/// every call here goes to the bufferevent, so owners need not know which kind they have.
+///
+/// The owner must call `detach` before it frees the bufferevent or hands it to another
+/// owner (a tunnel, a TLS filter): the event is freed and `bev` is never touched again.
+final class SocketReader {
+    /// The first read of each readiness: one syscall for any head or small body.
+    static let firstReadBytes = 16 * 1024 - 128
+    static let laterReadBytes = 256 * 1024
+    /// Bytes taken from one socket per readiness before the loop moves on.
+    static let maxPerEvent = 1 << 20
+
+    private let bev: OpaquePointer
+    /// nil: the bufferevent reads (a TLS filter, or `event_new` failed).
+    private var event: OpaquePointer?
+    private let fd: Int32
+    private var timeout: timeval?
+    private var enabled = false
+    private var detached = false
+    /// A read error that came after data in the same readiness: reported next time, as
+    /// the bufferevent would have (its next read is where it would have met the error).
+    private var deferredErrno: Int32 = 0
+
+    /// Takes over reading `bev` when it is a plain socket; reading starts as `enabled`.
+    init(base: OpaquePointer, bev: OpaquePointer, enabled: Bool) {
+        self.bev = bev
+        fd = bufferevent_getfd(bev)
+        if bufferevent_get_underlying(bev) == nil && fd >= 0 {
+            let ctx = Unmanaged.passUnretained(self).toOpaque()
+            event = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, ctx in
+                guard let ctx else { return }
+                Unmanaged<SocketReader>.fromOpaque(ctx).takeUnretainedValue().ready(what)
+            }, ctx)
+        }
+        if event != nil { bufferevent_disable(bev, Int16(EV_READ)) }
+        setEnabled(enabled)
+    }
+
+    deinit { if let event { event_free(event) } }
+
+    /// Whether this reader does the reading itself (false for TLS filters).
+    var readsItself: Bool { event != nil }
+
+    func setEnabled(_ on: Bool) {
+        guard !detached else { return }
+        guard let event else {
+            if on { bufferevent_enable(bev, Int16(EV_READ)) } else { bufferevent_disable(bev, Int16(EV_READ)) }
+            return
+        }
+        guard on != enabled else { return }
+        enabled = on
+        if on { add(event) } else { event_del(event) }
+    }
+
+    /// Fails reading with `BEV_EVENT_TIMEOUT` after `seconds` without a byte (nil: never).
+    /// Like the bufferevent's, it only ticks while reading is enabled.
+    func setTimeout(_ seconds: Double?) {
+        guard !detached else { return }
+        guard let event else { setBuffereventReadTimeout(bev, seconds); return }
+        if let s = seconds {
+            timeout = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
+            if enabled { add(event) }
+        } else if timeout != nil {
+            timeout = nil
+            if enabled { event_remove_timer(event) }
+        }
+    }
+
+    private func add(_ event: OpaquePointer) {
+        if var tv = timeout { event_add(event, &tv) } else { event_add(event, nil) }
+    }
+
+    /// Stops reading for good and hands reading back to the bufferevent, on if
+    /// `buffereventReads` (a TLS filter reads through it), off otherwise.
+    func detach(buffereventReads: Bool = false) {
+        guard !detached else { return }
+        detached = true
+        if let event {
+            event_free(event)
+            self.event = nil
+            if buffereventReads { bufferevent_enable(bev, Int16(EV_READ)) }
+        }
+    }
+
+    private func ready(_ what: Int16) {
+        if Int32(what) & EV_TIMEOUT != 0 {
+            stop(with: BEV_EVENT_READING | BEV_EVENT_TIMEOUT, errno: 0)
+            return
+        }
+        if deferredErrno != 0 {
+            stop(with: BEV_EVENT_READING | BEV_EVENT_ERROR, errno: deferredErrno)
+            return
+        }
+        let input = bufferevent_get_input(bev)
+        // A socket bufferevent keeps its input's end frozen outside its own reads.
+        evbuffer_unfreeze(input, 0)
+        var total = 0
+        var end: Int32?  // 0: EOF, else errno
+        var want = SocketReader.firstReadBytes
+        while total < SocketReader.maxPerEvent {
+            var vec = iovec()
+            guard evbuffer_reserve_space(input, want, &vec, 1) >= 1, let base = vec.iov_base else { break }
+            let n = read(fd, base, min(vec.iov_len, want))
+            if n <= 0 {
+                let e = errno
+                if n == 0 { end = 0 } else if e != EAGAIN && e != EWOULDBLOCK && e != EINTR { end = e }
+                break
+            }
+            vec.iov_len = n
+            evbuffer_commit_space(input, &vec, 1)
+            total += n
+            if n < want { break }
+            want = SocketReader.laterReadBytes
+        }
+        evbuffer_freeze(input, 0)
+        if total > 0 {
+            // An error after data waits for the next readiness (a socket with a pending
+            // error stays readable); EOF is found again by the next read.
+            if let end, end != 0 { deferredErrno = end }
+            var readCallback: bufferevent_data_cb?
+            var arg: UnsafeMutableRawPointer?
+            bufferevent_getcb(bev, &readCallback, nil, nil, &arg)
+            readCallback?(bev, arg)
+            return
+        }
+        if let end { stop(with: end == 0 ? BEV_EVENT_READING | BEV_EVENT_EOF : BEV_EVENT_READING | BEV_EVENT_ERROR, errno: end) }
+    }
+
+    /// Reading ends (EOF, error, timeout): off, then the owner hears of it.
+    private func stop(with what: Int32, errno code: Int32) {
+        setEnabled(false)
+        var eventCallback: bufferevent_event_cb?
+        var arg: UnsafeMutableRawPointer?
+        bufferevent_getcb(bev, nil, nil, &eventCallback, &arg)
+        errno = code
+        eventCallback?(bev, Int16(what), arg)
+    }
+}

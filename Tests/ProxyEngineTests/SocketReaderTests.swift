@@ -1,0 +1,226 @@
+import CLibevent
+import Foundation
+@testable import ProxyEngine
+import XCTest
+
+/// `SocketReader` reads a plain socket from its own event and reports through the
+/// bufferevent's callbacks exactly what the bufferevent would have: data, EOF, errors
+/// and the read timeout (after which reading is off), and nothing while disabled.
+final class SocketReaderTests: XCTestCase {
+    /// What the bufferevent's callbacks saw; touched on the loop thread, read under `lock`.
+    final class Observed {
+        let lock = NSLock()
+        var reads = 0
+        var largestGrowth = 0
+        var received = 0
+        var events: [Int32] = []
+        var errnoAtEvent: Int32 = 0
+        var bev: OpaquePointer?
+        var reader: SocketReader?
+        func snapshot() -> (reads: Int, received: Int, events: [Int32]) { lock.withLock { (reads, received, events) } }
+    }
+
+    private var loop: EventLoop!
+
+    override func setUpWithError() throws {
+        loop = try EventLoop(index: 7)
+        loop.start()
+    }
+
+    override func tearDown() {
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+
+    /// A bufferevent on `fd` read by a `SocketReader`; its input is drained into `received`.
+    private func attach(_ fd: Int32, _ observed: Observed, timeout: Double? = nil, enabled: Bool = true) {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [loop] in
+            guard let loop, let bev = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else { return }
+            let ctx = Unmanaged.passUnretained(observed).toOpaque()
+            bufferevent_setcb(bev, { bev, ctx in
+                guard let ctx, let bev else { return }
+                let o = Unmanaged<Observed>.fromOpaque(ctx).takeUnretainedValue()
+                let input = bufferevent_get_input(bev)
+                let n = evbuffer_get_length(input)
+                evbuffer_drain(input, n)
+                o.lock.withLock { o.reads += 1; o.received += n; o.largestGrowth = max(o.largestGrowth, n) }
+            }, nil, { _, what, ctx in
+                guard let ctx else { return }
+                let o = Unmanaged<Observed>.fromOpaque(ctx).takeUnretainedValue()
+                let e = errno
+                o.lock.withLock { o.events.append(Int32(what)); o.errnoAtEvent = e }
+            }, ctx)
+            bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+            let reader = SocketReader(base: loop.base, bev: bev, enabled: enabled)
+            reader.setTimeout(timeout)
+            observed.bev = bev
+            observed.reader = reader
+            done.signal()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+    }
+
+    private func release(_ observed: Observed) {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            observed.reader?.detach()
+            observed.reader = nil
+            if let bev = observed.bev { bufferevent_free(bev) }
+            observed.bev = nil
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 5)
+    }
+
+    private func onLoop(_ work: @escaping () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { work(); done.signal() }
+        _ = done.wait(timeout: .now() + 5)
+    }
+
+    private func waitFor(_ what: String, _ observed: Observed, seconds: Double = 10,
+                         _ condition: ((reads: Int, received: Int, events: [Int32])) -> Bool) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition(observed.snapshot()) { return }
+            usleep(2_000)
+        }
+        XCTFail("timed out waiting for \(what): \(observed.snapshot())")
+    }
+
+    private func socketPair() -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        return (fds[0], fds[1])
+    }
+
+    private func writeAll(_ fd: Int32, _ count: Int) {
+        let bytes = [UInt8](repeating: 0x61, count: count)
+        var off = 0
+        bytes.withUnsafeBytes { raw in
+            while off < count {
+                let n = write(fd, raw.baseAddress! + off, count - off)
+                if n > 0 { off += n } else if errno != EINTR && errno != EAGAIN { XCTFail("write: \(errno)"); return }
+            }
+        }
+    }
+
+    func testSmallMessageArrivesInOneReadAndEOFFollows() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o)
+        writeAll(peer, 300)
+        waitFor("300 bytes", o) { $0.received == 300 }
+        XCTAssertEqual(o.snapshot().reads, 1)
+        shutdown(peer, Int32(SHUT_WR))
+        waitFor("EOF", o) { !$0.events.isEmpty }
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_EOF])
+        // Reading is off after EOF, as the bufferevent leaves it: no second report.
+        usleep(50_000)
+        XCTAssertEqual(o.snapshot().events.count, 1)
+        release(o)
+        close(peer)
+    }
+
+    /// A write far larger than the socket buffer arrives whole, over many readinesses.
+    func testLargeWriteArrivesWholeThenEOF() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o)
+        let total = 6 << 20
+        let writer = Thread { self.writeAll(peer, total); shutdown(peer, Int32(SHUT_WR)) }
+        writer.start()
+        waitFor("all bytes and EOF", o, seconds: 30) { $0.received == total && !$0.events.isEmpty }
+        XCTAssertLessThanOrEqual(o.lock.withLock { o.largestGrowth }, SocketReader.maxPerEvent + SocketReader.laterReadBytes)
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_EOF])
+        release(o)
+        close(peer)
+    }
+
+    func testDisabledReaderDeliversNothingUntilEnabled() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o, enabled: false)
+        writeAll(peer, 1000)
+        shutdown(peer, Int32(SHUT_WR))
+        usleep(100_000)
+        XCTAssertEqual(o.snapshot().received, 0)
+        XCTAssertEqual(o.snapshot().events, [])
+        onLoop { o.reader?.setEnabled(true) }
+        waitFor("bytes then EOF", o) { $0.received == 1000 && !$0.events.isEmpty }
+        release(o)
+        close(peer)
+    }
+
+    func testReadTimeoutFiresOnlyWhileReadingAndTurnsReadingOff() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o, timeout: 0.2, enabled: false)
+        usleep(400_000)
+        XCTAssertEqual(o.snapshot().events, [], "the timeout ticked while reading was off")
+        onLoop { o.reader?.setEnabled(true) }
+        waitFor("timeout", o) { !$0.events.isEmpty }
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_TIMEOUT])
+        // Off after the timeout: bytes sent now are not read.
+        writeAll(peer, 10)
+        usleep(100_000)
+        XCTAssertEqual(o.snapshot().received, 0)
+        release(o)
+        close(peer)
+    }
+
+    func testClearingTheTimeoutStopsIt() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o, timeout: 0.15)
+        onLoop { o.reader?.setTimeout(nil) }
+        usleep(400_000)
+        XCTAssertEqual(o.snapshot().events, [])
+        writeAll(peer, 5)
+        waitFor("bytes", o) { $0.received == 5 }
+        release(o)
+        close(peer)
+    }
+
+    /// A reset connection is an error (with its errno), not an EOF.
+    func testResetIsReportedAsAnError() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) } }
+        XCTAssertEqual(listen(listener, 1), 0)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) } }
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, len) } }
+        let accepted = accept(listener, nil, nil)
+        XCTAssertGreaterThanOrEqual(accepted, 0)
+        close(listener)
+        _ = fcntl(accepted, F_SETFL, fcntl(accepted, F_GETFL) | O_NONBLOCK)
+        let o = Observed()
+        attach(accepted, o)
+        var linger = Foundation.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Foundation.linger>.size))
+        close(client)  // RST
+        waitFor("error", o) { !$0.events.isEmpty }
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR])
+        XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
+        release(o)
+    }
+
+    /// After `detach(buffereventReads: true)` the bufferevent reads again (a TLS filter
+    /// stacked on the socket depends on it), and the detached reader reports nothing.
+    func testDetachHandsReadingBackToTheBufferevent() {
+        let (ours, peer) = socketPair()
+        let o = Observed()
+        attach(ours, o)
+        onLoop { o.reader?.detach(buffereventReads: true); o.reader = nil }
+        writeAll(peer, 700)
+        waitFor("bytes through the bufferevent's own read", o) { $0.received == 700 }
+        release(o)
+        close(peer)
+    }
+}
