@@ -40,37 +40,3 @@ final class SocketOutput {
         if evbuffer_get_length(staging) > 0 { evbuffer_add_buffer(queued, staging) }
     }
 }
-
-/// libevent 2.1 reads at most 4096 bytes per readiness event (its EVBUFFER_MAX_READ,
-/// with no setter), each after an ioctl(FIONREAD): a 64 KiB body took 16 loop turns
-/// and 32 syscalls, a 256 MiB stream 131,072. Called at the start of a read callback,
-/// this takes whatever else the socket already holds in large reads. EOF and errors
-/// are left for libevent to find on its next read, which reports them as usual.
-/// TLS filters are skipped: their socket carries ciphertext.
-@discardableResult
-func readAvailable(_ bev: OpaquePointer, limit: Int = 1 << 20) -> Int {
-    guard bufferevent_get_underlying(bev) == nil else { return 0 }
-    let fd = bufferevent_getfd(bev)
-    guard fd >= 0 else { return 0 }
-    let input = bufferevent_get_input(bev)
-    // libevent's read took less than its cap: the socket had no more, and another
-    // read would only return EAGAIN (a wasted syscall on every small message).
-    guard evbuffer_get_length(input) >= 4096 else { return 0 }
-    // A socket bufferevent keeps its input's end frozen outside its own reads.
-    evbuffer_unfreeze(input, 0)
-    defer { evbuffer_freeze(input, 0) }
-    let chunk = 256 * 1024
-    var total = 0
-    while total < limit {
-        var vec = iovec()
-        guard evbuffer_reserve_space(input, chunk, &vec, 1) >= 1, let base = vec.iov_base else { break }
-        let n = read(fd, base, min(vec.iov_len, chunk))
-        if n <= 0 { break }
-        vec.iov_len = n
-        evbuffer_commit_space(input, &vec, 1)
-        total += n
-        if n < chunk { break }
-    }
-    return total
-}
-

@@ -15,6 +15,8 @@ final class Tunnel {
         var shutdownSent = false
         var pausedForPartner = false
         var bytesRead: UInt64 = 0
+        /// Set when the tunnel installs its callbacks (see `SocketReader`).
+        var reader: SocketReader?
         init(bev: OpaquePointer) { self.bev = bev }
         var input: OpaquePointer { bufferevent_get_input(bev) }
         var output: OpaquePointer { bufferevent_get_output(bev) }
@@ -78,11 +80,11 @@ final class Tunnel {
         bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
         bufferevent_set_timeouts(side.bev, nil, nil)
         bufferevent_enable(side.bev, Int16(EV_READ | EV_WRITE))
+        side.reader = SocketReader(base: loop.base, bev: side.bev, enabled: true)
     }
 
     private func move(from source: Side, to destination: Side) {
         guard !ended else { return }
-        if !source.eof { readAvailable(source.bev) }
         let n = evbuffer_get_length(source.input)
         guard n > 0 else { return }
         source.bytesRead += UInt64(n)
@@ -97,7 +99,7 @@ final class Tunnel {
         let high = engine.configuration.highWaterBytes
         if evbuffer_get_length(destination.output) >= high {
             source.pausedForPartner = true
-            bufferevent_disable(source.bev, Int16(EV_READ))
+            source.reader?.setEnabled(false)
             bufferevent_setwatermark(destination.bev, Int16(EV_WRITE), high / 2, 0)
         }
     }
@@ -107,7 +109,7 @@ final class Tunnel {
         if partner.pausedForPartner {
             partner.pausedForPartner = false
             bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
-            if !partner.eof { bufferevent_enable(partner.bev, Int16(EV_READ)) }
+            if !partner.eof { partner.reader?.setEnabled(true) }
             move(from: partner, to: side)
         }
         if partner.eof && evbuffer_get_length(side.output) == 0 { shutdownWrite(side) }
@@ -153,6 +155,8 @@ final class Tunnel {
         ended = true
         idleTimer?.cancel()
         idleTimer = nil
+        client.reader?.detach()
+        upstream.reader?.detach()
         bufferevent_free(client.bev)
         bufferevent_free(upstream.bev)
         engine.metrics.activeTunnels.sub()
