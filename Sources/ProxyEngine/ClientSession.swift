@@ -44,7 +44,7 @@ final class ClientSession {
         bev = b
         _ = bufferevent_set_max_single_read(b, EngineConfiguration.maxSingleRead)
         installCallbacks(b)
-        reader = SocketReader(base: loop.base, bev: b, enabled: true)
+        reader = SocketReader(loop: loop, bev: b, enabled: true)
         engine.metrics.activeClients.add()
         armHeadTimer()
     }
@@ -219,7 +219,7 @@ final class ClientSession {
         // The filter reads the socket through the plain bufferevent.
         reader?.detach(buffereventReads: true)
         bev = filter
-        reader = SocketReader(base: loop.base, bev: filter, enabled: true)
+        reader = SocketReader(loop: loop, bev: filter, enabled: true)
         interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
         installCallbacks(filter)
         armHeadTimer()

@@ -36,6 +36,11 @@ final class EventLoop: @unchecked Sendable {
     /// Monotonic milliseconds of this loop's last heartbeat tick (see `ProxyEngine.loopsResponsive`).
     let lastBeatMillis = Atomic<Int>(0)
     private var heartbeat: LoopTimer?
+    /// Where this loop's `SocketReader`s take the first read of each readiness; one
+    /// loop thread runs one reader at a time. Each reader keeps its loop, so this outlives them.
+    let readScratch = UnsafeMutableRawPointer.allocate(byteCount: SocketReader.firstReadBytes, alignment: 16)
+
+    deinit { readScratch.deallocate() }
 
     init(index: Int) throws {
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))

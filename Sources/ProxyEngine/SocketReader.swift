@@ -10,9 +10,11 @@ import Foundation
 /// Why: libevent 2.1's socket bufferevent issues `ioctl(FIONREAD)` before every read and
 /// reads at most 4096 bytes per readiness (`EVBUFFER_MAX_READ`, no setter). With two
 /// reads per proxied request, a third of the loops' read-side syscalls were that ioctl
-/// (strace, Benchmarks/README). Here one `read(2)` into reserved space takes a small
-/// message; a full buffer is followed by larger reads up to `maxPerEvent`, after which
-/// the loop serves others (epoll is level-triggered: the event fires again).
+/// (strace, Benchmarks/README). Here one `read(2)` into the loop's scratch buffer takes a
+/// small message, copied into the input (a few hundred bytes; reserving 16 KiB in the
+/// input instead made every message a large allocation, off malloc's fast path); a full
+/// scratch buffer is followed by reads straight into the input up to `maxPerEvent`,
+/// after which the loop serves others (epoll is level-triggered: the event fires again).
 ///
 /// A TLS filter keeps the bufferevent's reading (its socket carries ciphertext): for it
 /// every call here goes to the bufferevent, so owners need not know which kind they have.
@@ -20,13 +22,16 @@ import Foundation
 /// The owner must call `detach` before it frees the bufferevent or hands it to another
 /// owner (a tunnel, a TLS filter): the event is freed and `bev` is never touched again.
 final class SocketReader {
-    /// The first read of each readiness: one syscall for any head or small body.
-    static let firstReadBytes = 16 * 1024 - 128
+    /// The first read of each readiness, into `EventLoop.readScratch`: one syscall for any
+    /// head or small body.
+    static let firstReadBytes = 16 * 1024
     static let laterReadBytes = 256 * 1024
     /// Bytes taken from one socket per readiness before the loop moves on.
     static let maxPerEvent = 1 << 20
 
     private let bev: OpaquePointer
+    /// Kept for its scratch buffer.
+    private let loop: EventLoop
     /// nil: the bufferevent reads (a TLS filter, or `event_new` failed).
     private var event: OpaquePointer?
     private let fd: Int32
@@ -38,12 +43,13 @@ final class SocketReader {
     private var deferredErrno: Int32 = 0
 
     /// Takes over reading `bev` when it is a plain socket; reading starts as `enabled`.
-    init(base: OpaquePointer, bev: OpaquePointer, enabled: Bool) {
+    init(loop: EventLoop, bev: OpaquePointer, enabled: Bool) {
         self.bev = bev
+        self.loop = loop
         fd = bufferevent_getfd(bev)
         if bufferevent_get_underlying(bev) == nil && fd >= 0 {
             let ctx = Unmanaged.passUnretained(self).toOpaque()
-            event = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, ctx in
+            event = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, what, ctx in
                 guard let ctx else { return }
                 Unmanaged<SocketReader>.fromOpaque(ctx).takeUnretainedValue().ready(what)
             }, ctx)
@@ -108,27 +114,31 @@ final class SocketReader {
             return
         }
         let input = bufferevent_get_input(bev)
-        // A socket bufferevent keeps its input's end frozen outside its own reads.
-        evbuffer_unfreeze(input, 0)
         var total = 0
         var end: Int32?  // 0: EOF, else errno
-        var want = SocketReader.firstReadBytes
-        while total < SocketReader.maxPerEvent {
-            var vec = iovec()
-            guard evbuffer_reserve_space(input, want, &vec, 1) >= 1, let base = vec.iov_base else { break }
-            let n = read(fd, base, min(vec.iov_len, want))
-            if n <= 0 {
-                let e = errno
-                if n == 0 { end = 0 } else if e != EAGAIN && e != EWOULDBLOCK && e != EINTR { end = e }
-                break
-            }
-            vec.iov_len = n
-            evbuffer_commit_space(input, &vec, 1)
-            total += n
-            if n < want { break }
-            want = SocketReader.laterReadBytes
+        func failed(_ n: Int) {
+            let e = errno
+            if n == 0 { end = 0 } else if e != EAGAIN && e != EWOULDBLOCK && e != EINTR { end = e }
         }
-        evbuffer_freeze(input, 0)
+        let first = read(fd, loop.readScratch, SocketReader.firstReadBytes)
+        if first <= 0 { failed(first) } else {
+            // A socket bufferevent keeps its input's end frozen outside its own reads.
+            evbuffer_unfreeze(input, 0)
+            evbuffer_add(input, loop.readScratch, first)
+            total = first
+            while total < SocketReader.maxPerEvent && first == SocketReader.firstReadBytes {
+                var vec = iovec()
+                guard evbuffer_reserve_space(input, SocketReader.laterReadBytes, &vec, 1) >= 1,
+                      let base = vec.iov_base else { break }
+                let n = read(fd, base, min(vec.iov_len, SocketReader.laterReadBytes))
+                if n <= 0 { failed(n); break }
+                vec.iov_len = n
+                evbuffer_commit_space(input, &vec, 1)
+                total += n
+                if n < SocketReader.laterReadBytes { break }
+            }
+            evbuffer_freeze(input, 0)
+        }
         if total > 0 {
             // An error after data waits for the next readiness (a socket with a pending
             // error stays readable); EOF is found again by the next read.

@@ -80,7 +80,7 @@ final class Tunnel {
         bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
         bufferevent_set_timeouts(side.bev, nil, nil)
         bufferevent_enable(side.bev, Int16(EV_READ | EV_WRITE))
-        side.reader = SocketReader(base: loop.base, bev: side.bev, enabled: true)
+        side.reader = SocketReader(loop: loop, bev: side.bev, enabled: true)
     }
 
     private func move(from source: Side, to destination: Side) {

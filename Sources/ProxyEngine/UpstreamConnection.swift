@@ -112,7 +112,7 @@ final class UpstreamConnection {
             _ = bufferevent_set_max_single_read(bev, EngineConfiguration.maxSingleRead)
             // Only once connected: on a connecting socket, our read event would report a
             // refused connection too, besides the bufferevent's connect callback.
-            reader = SocketReader(base: loop.base, bev: bev, enabled: true)
+            reader = SocketReader(loop: loop, bev: bev, enabled: true)
         }
         completion(result)
     }

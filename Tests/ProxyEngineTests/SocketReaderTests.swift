@@ -52,7 +52,7 @@ final class SocketReaderTests: XCTestCase {
                 o.lock.withLock { o.events.append(Int32(what)); o.errnoAtEvent = e }
             }, ctx)
             bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
-            let reader = SocketReader(base: loop.base, bev: bev, enabled: enabled)
+            let reader = SocketReader(loop: loop, bev: bev, enabled: enabled)
             reader.setTimeout(timeout)
             observed.bev = bev
             observed.reader = reader
