@@ -27,9 +27,11 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     private let condition = NSCondition()
     // Guarded by `condition`.
-    private var queue: [CapturedEvent] = []
+    /// Optional so that a worker can move each event out of its batch in place (`take()`),
+    /// leaving nil: see `work`.
+    private var queue: [CapturedEvent?] = []
     /// An emptied batch array kept for its capacity, swapped in for the queue next time.
-    private var spare: [CapturedEvent] = []
+    private var spare: [CapturedEvent?] = []
     /// Captured body bytes waiting in `queue`: bounded too, since a count alone lets
     /// 65,536 one-megabyte captures pile up when decoding falls behind.
     private var queuedBytes = 0
@@ -95,7 +97,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             writer.countLost(1)
             return
         }
-        queue.append(event)
+        queue.append(.some(consume event))
         queuedBytes += size
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
         // Waking a worker per exchange cost the event loop a futex call and a context
@@ -134,20 +136,23 @@ public final class ExchangePipeline: @unchecked Sendable {
             // Usually the whole queue fits a batch: swap arrays rather than copy the events
             // out (a retain and a release of every string in them) and shift the rest.
             // Moved out, not shared: a shared array would be copied by the append below.
-            var batch: [CapturedEvent] = []
+            var batch: [CapturedEvent?] = []
             swap(&batch, &spare)
+            let batchBytes: Int
             if queue.count <= batchLimit && queuedBytes <= batchByteLimit {
                 swap(&batch, &queue)
+                batchBytes = queuedBytes
                 queuedBytes = 0
             } else {
                 var take = 0, bytes = 0
                 while take < min(queue.count, batchLimit) && (take == 0 || bytes < batchByteLimit) {
-                    bytes += Self.capturedBytes(queue[take])
+                    bytes += queue[take].map(Self.capturedBytes) ?? 0
                     take += 1
                 }
                 batch.append(contentsOf: queue.prefix(take))
                 queue.removeFirst(take)
                 queuedBytes -= bytes
+                batchBytes = bytes
             }
             busyWorkers += 1
             let processor = self.processor
@@ -158,14 +163,15 @@ public final class ExchangePipeline: @unchecked Sendable {
             // The whole batch is encoded into one pointer buffer and copied out once: appending
             // each record to a [UInt8] went through the generic copy path (a tenth of a
             // 64 KiB record's cost).
-            var buffer = RecordBuffer(capacity: batch.reduce(0) { $0 + 1600 + Self.capturedBytes($1) })
+            var buffer = RecordBuffer(capacity: batch.count * 1600 + batchBytes)
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
-            // Reversed, then popped and consumed: each event moves out of the array and is
-            // destroyed once. `for event in batch` copied every event (a retain per string
-            // and array in it) and released the copy, before removeAll released the original.
-            batch.reverse()
-            while let event = batch.popLast() {
+            // Each event is moved out of its slot (nil left behind) and destroyed once.
+            // `for event in batch` copied every event (a retain per string and array in it)
+            // and released the copy before removeAll released the original; reversing the
+            // batch to pop it copied each event too (a tenth of the worker's instructions).
+            for i in batch.indices {
+                guard let event = batch[i].take() else { continue }
                 switch consume event {
                 case .http(let exchange):
                     processor.encodeRecord(for: exchange, id: ids.next(startTime: exchange.clock.requestStart), into: &buffer)
@@ -175,6 +181,7 @@ public final class ExchangePipeline: @unchecked Sendable {
                 buffer.append(UInt8(ascii: "\n"))
                 ends.append(buffer.count)
             }
+            batch.removeAll(keepingCapacity: true)
             let lines = RecordBatch(bytes: Array(buffer.bytes), ends: ends)
             writer.submit(lines)
             processedCount.add(lines.count, ordering: .relaxed)
