@@ -16,6 +16,9 @@ import Foundation
 /// scratch buffer is followed by reads straight into the input up to `maxPerEvent`,
 /// after which the loop serves others (epoll is level-triggered: the event fires again).
 ///
+/// The bufferevent's read watermarks, rate limits and read suspension are not honoured:
+/// Tapwire uses none of them on plain sockets.
+///
 /// A TLS filter keeps the bufferevent's reading (its socket carries ciphertext): for it
 /// every call here goes to the bufferevent, so owners need not know which kind they have.
 ///
@@ -36,6 +39,10 @@ final class SocketReader {
     private var event: OpaquePointer?
     private let fd: Int32
     private var timeout: timeval?
+    /// libevent keeps the last timeout given to `event_add` and re-arms it whenever a
+    /// persistent event fires, even after `event_add(ev, NULL)`; only `event_remove_timer`
+    /// on a pending timer forgets it. True while it may hold one.
+    private var libeventHasTimeout = false
     private var enabled = false
     private var detached = false
     /// A read error that came after data in the same readiness: reported next time, as
@@ -51,7 +58,9 @@ final class SocketReader {
             let ctx = Unmanaged.passUnretained(self).toOpaque()
             event = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, what, ctx in
                 guard let ctx else { return }
-                Unmanaged<SocketReader>.fromOpaque(ctx).takeUnretainedValue().ready(what)
+                // The owner may drop this reader from inside the callbacks it makes.
+                let reader = Unmanaged<SocketReader>.fromOpaque(ctx).takeUnretainedValue()
+                withExtendedLifetime(reader) { reader.ready(what) }
             }, ctx)
         }
         if event != nil { bufferevent_disable(bev, Int16(EV_READ)) }
@@ -82,14 +91,28 @@ final class SocketReader {
         if let s = seconds {
             timeout = timeval(tv_sec: Int(s), tv_usec: Int((s - Double(Int(s))) * 1e6))
             if enabled { add(event) }
-        } else if timeout != nil {
+        } else {
             timeout = nil
-            if enabled { event_remove_timer(event) }
+            if enabled && libeventHasTimeout {
+                event_remove_timer(event)
+                libeventHasTimeout = false
+            }
         }
     }
 
     private func add(_ event: OpaquePointer) {
-        if var tv = timeout { event_add(event, &tv) } else { event_add(event, nil) }
+        if var tv = timeout {
+            event_add(event, &tv)
+            libeventHasTimeout = true
+        } else if libeventHasTimeout {
+            // Arm and remove a timer: the way to make libevent forget the old one.
+            var tv = timeval(tv_sec: 3600, tv_usec: 0)
+            event_add(event, &tv)
+            event_remove_timer(event)
+            libeventHasTimeout = false
+        } else {
+            event_add(event, nil)
+        }
     }
 
     /// Stops reading for good and hands reading back to the bufferevent, on if
@@ -110,7 +133,9 @@ final class SocketReader {
             return
         }
         if deferredErrno != 0 {
-            stop(with: BEV_EVENT_READING | BEV_EVENT_ERROR, errno: deferredErrno)
+            let code = deferredErrno
+            deferredErrno = 0
+            stop(with: BEV_EVENT_READING | BEV_EVENT_ERROR, errno: code)
             return
         }
         let input = bufferevent_get_input(bev)
@@ -124,9 +149,8 @@ final class SocketReader {
         if first <= 0 { failed(first) } else {
             // A socket bufferevent keeps its input's end frozen outside its own reads.
             evbuffer_unfreeze(input, 0)
-            evbuffer_add(input, loop.readScratch, first)
-            total = first
-            while total < SocketReader.maxPerEvent && first == SocketReader.firstReadBytes {
+            if evbuffer_add(input, loop.readScratch, first) == 0 { total = first } else { end = ENOMEM }
+            while total > 0 && total < SocketReader.maxPerEvent && first == SocketReader.firstReadBytes {
                 var vec = iovec()
                 guard evbuffer_reserve_space(input, SocketReader.laterReadBytes, &vec, 1) >= 1,
                       let base = vec.iov_base else { break }
