@@ -61,7 +61,9 @@ final class ClientSession {
             guard let ctx else { return }
             Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().event(events)
         }, ctx)
-        bufferevent_enable(b, Int16(EV_READ | EV_WRITE))
+        // Reading is switched on by the session's SocketReader: enabling it here too made the
+        // reader switch the bufferevent's read event off again, two epoll_ctl per connection.
+        bufferevent_enable(b, Int16(EV_WRITE))
     }
 
     private var input: OpaquePointer? { bev.flatMap { bufferevent_get_input($0) } }
@@ -219,9 +221,9 @@ final class ClientSession {
         // The filter reads the socket through the plain bufferevent.
         reader?.detach(buffereventReads: true)
         bev = filter
-        reader = SocketReader(loop: loop, bev: filter, enabled: true)
         interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
         installCallbacks(filter)
+        reader = SocketReader(loop: loop, bev: filter, enabled: true)
         armHeadTimer()
     }
 

@@ -79,7 +79,7 @@ final class Tunnel {
         bufferevent_setcb(side.bev, read, write, event, ctx)
         bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
         bufferevent_set_timeouts(side.bev, nil, nil)
-        bufferevent_enable(side.bev, Int16(EV_READ | EV_WRITE))
+        bufferevent_enable(side.bev, Int16(EV_WRITE))  // reading: the side's SocketReader
         side.reader = SocketReader(loop: loop, bev: side.bev, enabled: true)
     }
 
