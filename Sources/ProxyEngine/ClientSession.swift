@@ -25,7 +25,8 @@ final class ClientSession {
     private var tlsEstablished = false
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
-    /// Reads the socket (see `SocketReader`); replaced with the bufferevent after an intercepted CONNECT.
+    /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
+    /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
 

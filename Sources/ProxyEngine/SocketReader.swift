@@ -69,9 +69,6 @@ final class SocketReader {
 
     deinit { if let event { event_free(event) } }
 
-    /// Whether this reader does the reading itself (false for TLS filters).
-    var readsItself: Bool { event != nil }
-
     func setEnabled(_ on: Bool) {
         guard !detached else { return }
         guard let event else {
@@ -164,8 +161,9 @@ final class SocketReader {
             evbuffer_freeze(input, 0)
         }
         if total > 0 {
-            // An error after data waits for the next readiness (a socket with a pending
-            // error stays readable); EOF is found again by the next read.
+            // An error after data is reported on the next readiness, where the bufferevent's
+            // next read would have met it (a reset socket stays readable, at EOF); an EOF
+            // is simply found again by the next read.
             if let end, end != 0 { deferredErrno = end }
             var readCallback: bufferevent_data_cb?
             var arg: UnsafeMutableRawPointer?
