@@ -205,26 +205,11 @@ final class SocketReaderTests: XCTestCase {
     }
 
     /// A reset connection is an error (with its errno), not an EOF.
-    func testResetIsReportedAsAnError() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) } }
-        XCTAssertEqual(listen(listener, 1), 0)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) } }
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, len) } }
-        let accepted = accept(listener, nil, nil)
-        XCTAssertGreaterThanOrEqual(accepted, 0)
-        close(listener)
-        _ = fcntl(accepted, F_SETFL, fcntl(accepted, F_GETFL) | O_NONBLOCK)
+    func testResetIsReportedAsAnError() {
+        let (ours, peer) = tcpPair()
         let o = Observed()
-        attach(accepted, o)
-        var linger = Foundation.linger(l_onoff: 1, l_linger: 0)
-        setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Foundation.linger>.size))
-        close(client)  // RST
+        attach(ours, o)
+        reset(peer)
         waitFor("error", o) { !$0.events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR])
         XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
