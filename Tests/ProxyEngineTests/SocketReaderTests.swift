@@ -194,9 +194,9 @@ final class SocketReaderTests: XCTestCase {
     func testClearingTheTimeoutStopsIt() {
         let (ours, peer) = socketPair()
         let o = Observed()
-        attach(ours, o, timeout: 0.15)
+        attach(ours, o, timeout: 0.3)
         onLoop { o.reader?.setTimeout(nil) }
-        usleep(400_000)
+        usleep(600_000)
         XCTAssertEqual(o.snapshot().events, [])
         writeAll(peer, 5)
         waitFor("bytes", o) { $0.received == 5 }
@@ -263,7 +263,7 @@ final class SocketReaderTests: XCTestCase {
     func testTimeoutClearedWhileOffStaysClearedAfterReadsResume() {
         let (ours, peer) = socketPair()
         let o = Observed()
-        attach(ours, o, timeout: 0.15)
+        attach(ours, o, timeout: 0.3)
         onLoop {
             o.reader?.setEnabled(false)
             o.reader?.setTimeout(nil)
@@ -271,7 +271,7 @@ final class SocketReaderTests: XCTestCase {
         }
         writeAll(peer, 5)
         waitFor("bytes", o) { $0.received == 5 }
-        usleep(400_000)
+        usleep(600_000)
         XCTAssertEqual(o.snapshot().events, [], "a cleared timeout came back after a read")
         release(o)
         close(peer)
@@ -281,7 +281,7 @@ final class SocketReaderTests: XCTestCase {
     func testActivityPushesTheTimeoutBack() {
         let (ours, peer) = socketPair()
         let o = Observed()
-        attach(ours, o, timeout: 0.3)
+        attach(ours, o, timeout: 0.5)
         for i in 0..<6 {
             usleep(100_000)
             writeAll(peer, 1, from: i)
