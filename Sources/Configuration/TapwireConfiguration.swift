@@ -89,7 +89,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(cap["maxBodyBytes"], "capture.maxBodyBytes", min: 0, max: 1 << 30) { c.engine.captureMaxBodyBytes = v }
             if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
         }
-        if let log = r.object(top["log"], "log", allowed: ["enabled", "directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity"]) {
+        if let log = r.object(top["log"], "log", allowed: ["enabled", "directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity",
+                                                        "queueBytes", "decodeQueueCapacity", "decodeQueueBytes", "whenBehind"]) {
             if let v = r.bool(log["enabled"], "log.enabled") { c.logEnabled = v }
             if let v = r.string(log["directory"], "log.directory") {
                 if v.isEmpty { r.fail("log.directory", "must not be empty") } else { c.log.directory = v }
@@ -113,6 +114,14 @@ public struct TapwireConfiguration: Sendable {
             }
             if let v = r.bool(log["compress"], "log.compress") { c.log.compress = v }
             if let v = r.int(log["queueCapacity"], "log.queueCapacity", min: 16, max: 1 << 24) { c.log.queueCapacity = v }
+            if let v = r.int(log["queueBytes"], "log.queueBytes", min: 65_536, max: 1 << 40) { c.log.queueByteCapacity = v }
+            if let v = r.int(log["decodeQueueCapacity"], "log.decodeQueueCapacity", min: 16, max: 1 << 24) { c.log.decodeQueueCapacity = v }
+            if let v = r.int(log["decodeQueueBytes"], "log.decodeQueueBytes", min: 65_536, max: 1 << 40) { c.log.decodeQueueBytes = v }
+            if let v = r.string(log["whenBehind"], "log.whenBehind") {
+                if let policy = WhenBehind(rawValue: v) { c.log.whenBehind = policy } else {
+                    r.fail("log.whenBehind", "expected \"drop\" or \"wait\", found \"\(v)\"")
+                }
+            }
         }
         if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
@@ -222,5 +231,6 @@ public struct TapwireConfiguration: Sendable {
     /// One line for `check-config` and the start-up log.
     public var summary: String {
         "\(engine.listen.count) listener(s) (\(engine.listen.joined(separator: ", "))), \(rules.count) rule(s), logs in \(log.directory)/\(log.fileName)"
+            + (log.whenBehind == .wait ? " (log.whenBehind: wait)" : "")
     }
 }

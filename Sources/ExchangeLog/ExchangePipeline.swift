@@ -4,8 +4,12 @@ import Synchronization
 
 /// Moves finished exchanges off the event loops: worker threads decode, serialize
 /// and encode them, then hand the lines to the single log-writer thread. `accept`
-/// never blocks: when more than `maxPending` exchanges wait, new ones are counted as
-/// lost and reported in the next loss record, so slow decoding never slows traffic.
+/// never blocks. When `maxPending` exchanges (or `maxPendingBytes` of captures) wait,
+/// `whenBehind` decides: `.drop` counts new ones as lost (reported in the next loss
+/// record), so slow decoding never slows traffic; `.wait` queues them anyway and raises
+/// `isBehind`, which the engine reads before starting an exchange and holds clients
+/// until the queue is down to half and the caught-up handlers run. The overshoot is
+/// bounded by the exchanges already in flight when the flag went up.
 ///
 /// Workers take what is queued (up to a batch) at once and submit the lines as one batch:
 /// a Dispatch block per exchange cost a thread wake-up and a writer wake-up
@@ -53,8 +57,13 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     private let writer: LogWriter
     private let ids = RecordIDGenerator()
-    private let maxPending: Int
-    private let maxPendingBytes: Int
+    // Guarded by `condition` (SIGHUP may change them).
+    private var maxPending: Int
+    private var maxPendingBytes: Int
+    private var whenBehind: WhenBehind
+    private var caughtUpHandlers: [@Sendable () -> Void] = []
+    /// Written under `condition`, read by the loops without it.
+    private let behind = Atomic<Bool>(false)
     /// Largest batch one worker takes, so other workers get a share under load.
     private let batchLimit = 256
     /// Captured bytes one batch takes at most (at least one exchange): a batch is encoded
@@ -63,19 +72,20 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// CPU went to page faults). Buffers of about a megabyte are reused from the heap.
     private let batchByteLimit = 1 << 20
     /// Exchanges waiting before the helpers are woken.
-    let helperBacklog: Int
+    private(set) var helperBacklog: Int
     private let processedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let depth = Atomic<Int>(0)
 
     public init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int = 65_536,
-                maxPendingBytes: Int = 256 << 20, workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                maxPendingBytes: Int = 256 << 20, whenBehind: WhenBehind = .drop,
+                workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.processor = processor
         self.writer = writer
         self.maxPending = maxPending
         self.maxPendingBytes = maxPendingBytes
-        // A full batch: the napping worker is falling behind.
-        helperBacklog = max(1, min(batchLimit, maxPending / 4))
+        self.whenBehind = whenBehind
+        helperBacklog = Self.helperBacklog(maxPending: maxPending, batchLimit: batchLimit)
         let count = max(1, workers)
         for i in 0..<count {
             let role: Role = i == 0 ? .napper : .helper
@@ -91,7 +101,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     public func accept(_ event: consuming CapturedEvent) {
         let size = Self.capturedBytes(event)
         condition.lock()
-        guard queue.count < maxPending, queuedBytes + size <= maxPendingBytes || queue.isEmpty, !stopping else {
+        let full = queue.count >= maxPending || (queuedBytes + size > maxPendingBytes && !queue.isEmpty)
+        guard !stopping, !full || whenBehind == .wait else {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
@@ -100,11 +111,53 @@ public final class ExchangePipeline: @unchecked Sendable {
         queue.append(.some(consume event))
         queuedBytes += size
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
+        if whenBehind == .wait && (queue.count >= maxPending || queuedBytes >= maxPendingBytes) {
+            behind.store(true, ordering: .releasing)
+        }
         // Waking a worker per exchange cost the event loop a futex call and a context
         // switch each (10% of its time), so only a sleeping napper is woken, and the
         // helpers once a backlog has built up.
         if napperAsleep || (helperSleepers > 0 && backlogged) { condition.broadcast() }
         condition.unlock()
+    }
+
+    /// A full batch: the napping worker is falling behind.
+    private static func helperBacklog(maxPending: Int, batchLimit: Int) -> Int { max(1, min(batchLimit, maxPending / 4)) }
+
+    /// `log.whenBehind: wait` and the queue reached a bound: the engine holds clients'
+    /// next requests until this is false again (and the caught-up handlers ran).
+    public var isBehind: Bool { behind.load(ordering: .acquiring) }
+
+    /// Registers `handler`, called on a worker thread (or the thread changing the settings)
+    /// each time `isBehind` turns false.
+    public func onCaughtUp(_ handler: @escaping @Sendable () -> Void) {
+        condition.withLock { caughtUpHandlers.append(handler) }
+    }
+
+    /// SIGHUP: new bounds and policy apply to the next `accept`. Switching to `.drop`
+    /// releases held clients at once.
+    public func apply(maxPending: Int, maxPendingBytes: Int, whenBehind: WhenBehind) {
+        condition.lock()
+        self.maxPending = max(1, maxPending)
+        self.maxPendingBytes = max(1, maxPendingBytes)
+        self.whenBehind = whenBehind
+        helperBacklog = Self.helperBacklog(maxPending: self.maxPending, batchLimit: batchLimit)
+        let handlers = clearBehindIfCaughtUp()
+        if helperSleepers > 0 && backlogged { condition.broadcast() }
+        condition.unlock()
+        for h in handlers { h() }
+    }
+
+    /// Under `condition`: lowers `isBehind` once the queue is at most half of both bounds
+    /// (or the policy no longer waits, or the pipeline stops); the handlers to call after
+    /// unlocking, if it did.
+    private func clearBehindIfCaughtUp() -> [@Sendable () -> Void] {
+        guard behind.load(ordering: .relaxed) else { return [] }
+        let caughtUp = stopping || whenBehind == .drop
+            || (queue.count <= maxPending / 2 && queuedBytes <= maxPendingBytes / 2)
+        guard caughtUp else { return [] }
+        behind.store(false, ordering: .releasing)
+        return caughtUpHandlers
     }
 
     /// Never with an empty queue: with a byte bound under 4 the second test would always hold.
@@ -157,7 +210,10 @@ public final class ExchangePipeline: @unchecked Sendable {
             busyWorkers += 1
             let processor = self.processor
             let hook = self.hook
+            let waitForWriter = whenBehind == .wait
+            let caughtUp = clearBehindIfCaughtUp()
             condition.unlock()
+            for h in caughtUp { h() }
             hook?(role == .napper, batch.count)
 
             // The whole batch is encoded into one pointer buffer and copied out once: appending
@@ -183,7 +239,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             let lines = RecordBatch(bytes: Array(buffer.bytes), ends: ends)
-            writer.submit(lines)
+            writer.submit(lines, waitingForRoom: waitForWriter)
             processedCount.add(lines.count, ordering: .relaxed)
             lastWork = Date()
 
@@ -217,7 +273,9 @@ public final class ExchangePipeline: @unchecked Sendable {
         drainers -= 1
         stopping = true
         condition.broadcast()
+        let handlers = clearBehindIfCaughtUp()
         condition.unlock()
+        for h in handlers { h() }
     }
 
     /// Exchanges waiting for or in serialization (batches in progress count as one each worker).

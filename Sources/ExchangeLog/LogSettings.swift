@@ -38,6 +38,17 @@ public enum RotateInterval: Sendable, Equatable {
     }
 }
 
+/// What a full decode queue does to traffic (`log.whenBehind`).
+public enum WhenBehind: String, Sendable, Equatable, CaseIterable {
+    /// Traffic never waits: an exchange that finds the queue full is not logged, only
+    /// counted, and the next loss record reports it.
+    case drop
+    /// Every exchange is logged: while the queue is full, clients' next requests are held
+    /// (not read) until decoding catches up, and workers wait for room at the writer.
+    /// A failing disk still drops records rather than holding traffic.
+    case wait
+}
+
 /// The config file's `log` object, plus writer tuning that has sensible defaults.
 public struct LogSettings: Sendable, Equatable {
     /// Relative paths resolve against the working directory when the file is opened.
@@ -54,6 +65,13 @@ public struct LogSettings: Sendable, Equatable {
     public var queueCapacity: Int
     /// Bytes waiting for the writer thread; bounds memory when records are large.
     public var queueByteCapacity: Int
+    /// Finished exchanges waiting to be decoded (`log.decodeQueueCapacity`).
+    public var decodeQueueCapacity: Int
+    /// Captured body bytes waiting to be decoded (`log.decodeQueueBytes`): a count alone
+    /// would let 65,536 one-megabyte captures pile up.
+    public var decodeQueueBytes: Int
+    /// What happens when either decode bound is reached (`log.whenBehind`).
+    public var whenBehind: WhenBehind
     /// Upper bound for one write() call; larger batches are split at line ends.
     public var batchBytes: Int
     /// Seconds between fsyncs of the active file while records keep arriving.
@@ -67,6 +85,9 @@ public struct LogSettings: Sendable, Equatable {
                 compress: Bool = true,
                 queueCapacity: Int = 65_536,
                 queueByteCapacity: Int = 268_435_456,
+                decodeQueueCapacity: Int = 65_536,
+                decodeQueueBytes: Int = 268_435_456,
+                whenBehind: WhenBehind = .drop,
                 batchBytes: Int = 1_048_576,
                 flushInterval: Double = 1.0) {
         self.directory = directory
@@ -77,6 +98,9 @@ public struct LogSettings: Sendable, Equatable {
         self.compress = compress
         self.queueCapacity = queueCapacity
         self.queueByteCapacity = queueByteCapacity
+        self.decodeQueueCapacity = decodeQueueCapacity
+        self.decodeQueueBytes = decodeQueueBytes
+        self.whenBehind = whenBehind
         self.batchBytes = batchBytes
         self.flushInterval = flushInterval
     }

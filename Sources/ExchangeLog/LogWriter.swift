@@ -102,6 +102,11 @@ public final class LogWriter: @unchecked Sendable {
     private var ioErrorCount = 0
     private var lastErrorText: String?
     private var publishedUnreportedLoss = 0
+    /// Submitters waiting for room (`log.whenBehind: wait`).
+    private var roomWaiters = 0
+    /// The last write cycle failed: waiting for room would hold traffic behind a disk that
+    /// is not taking records, so waiting submitters go ahead and are counted lost.
+    private var writesFailing = false
 
     // Writer-thread state.
     private var file: RotatingFile
@@ -150,12 +155,23 @@ public final class LogWriter: @unchecked Sendable {
     /// Queues the records of `batch` that fit (from the front) under one lock and one
     /// wake-up (a serialization worker submits what it encoded together); the rest are
     /// counted lost. Returns how many were queued.
+    ///
+    /// `waitingForRoom` (`log.whenBehind: wait`): first waits until the whole batch fits,
+    /// unless the writer is stopping or its last write failed.
     @discardableResult
-    public func submit(_ batch: RecordBatch) -> Int {
+    public func submit(_ batch: RecordBatch, waitingForRoom: Bool = false) -> Int {
         guard !batch.isEmpty else { return 0 }
         var batch = batch
         condition.lock()
         defer { condition.unlock() }
+        if waitingForRoom {
+            while !stopping && !writesFailing && queueCount > 0
+                    && (queueCount + batch.count > capacity || queueBytes + batch.bytes.count > byteCapacity) {
+                roomWaiters += 1
+                condition.wait()
+                roomWaiters -= 1
+            }
+        }
         var accepted = 0
         if !stopping {
             // Whole records while both limits allow; one record always fits an empty queue.
@@ -272,6 +288,8 @@ public final class LogWriter: @unchecked Sendable {
             queue = []
             queueCount = 0
             queueBytes = 0
+            // The queue has room again: a waiting worker fills it while this batch is written.
+            if roomWaiters > 0 { condition.broadcast() }
             let overflow = overflowLost
             overflowLost = 0
             let reopen = reopenRequested
@@ -315,6 +333,7 @@ public final class LogWriter: @unchecked Sendable {
             publishedUnreportedLoss = unreportedLoss
             if let lastFailure { lastErrorText = lastFailure.description }
             flushCompleted = max(flushCompleted, flushGeneration)
+            writesFailing = retryAfterFailure
             let done = stopping && queue.isEmpty && pendingSettings == nil && !reopenRequested
             condition.broadcast()
             condition.unlock()

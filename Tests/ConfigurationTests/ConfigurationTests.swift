@@ -61,6 +61,28 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(e.count, 9, "\(e) \(paths)")
     }
 
+    func testLogQueueBoundsAndWhenBehind() throws {
+        let c = try parse(#"""
+        {"log": {"queueCapacity": 100, "queueBytes": 1048576, "decodeQueueCapacity": 200,
+                 "decodeQueueBytes": 8388608, "whenBehind": "wait"}}
+        """#).get()
+        XCTAssertEqual(c.log.queueCapacity, 100)
+        XCTAssertEqual(c.log.queueByteCapacity, 1_048_576)
+        XCTAssertEqual(c.log.decodeQueueCapacity, 200)
+        XCTAssertEqual(c.log.decodeQueueBytes, 8_388_608)
+        XCTAssertEqual(c.log.whenBehind, .wait)
+        XCTAssertTrue(c.summary.contains("log.whenBehind: wait"), c.summary)
+        let d = try parse("{}").get()
+        XCTAssertEqual(d.log.whenBehind, .drop)
+        XCTAssertEqual(d.log.decodeQueueCapacity, 65_536)
+        XCTAssertEqual(d.log.decodeQueueBytes, 256 << 20)
+        XCTAssertEqual(d.log.queueByteCapacity, 256 << 20)
+        XCTAssertEqual(errors(#"{"log": {"whenBehind": "block"}}"#), [#"log.whenBehind: expected "drop" or "wait", found "block""#])
+        XCTAssertEqual(errors(#"{"log": {"decodeQueueBytes": 10}}"#).first?.hasPrefix("log.decodeQueueBytes:"), true)
+        XCTAssertEqual(errors(#"{"log": {"decodeQueueCapacity": 0}}"#).first?.hasPrefix("log.decodeQueueCapacity:"), true)
+        XCTAssertEqual(errors(#"{"log": {"queueBytes": "big"}}"#).first?.hasPrefix("log.queueBytes:"), true)
+    }
+
     func testWrongTypesNameWhatWasFound() {
         XCTAssertEqual(errors(#"{"capture": {"requestBodies": "yes"}}"#),
                        [#"capture.requestBodies: expected true or false, found the string "yes""#])

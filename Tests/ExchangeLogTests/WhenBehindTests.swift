@@ -1,0 +1,165 @@
+@testable import ExchangeLog
+import Foundation
+import HTTP1
+import Synchronization
+import XCTest
+
+/// `log.whenBehind`: `drop` counts what a full queue refuses; `wait` refuses nothing,
+/// raises `isBehind` for the engine to hold clients, and lowers it (calling the
+/// caught-up handlers) once the queue is down to half.
+final class WhenBehindTests: XCTestCase {
+    private func makePipeline(maxPending: Int, whenBehind: WhenBehind, queueCapacity: Int = 65_536) throws
+        -> (TemporaryDirectory, LogWriter, ExchangePipeline) {
+        let dir = try TemporaryDirectory()
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: queueCapacity))
+        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer,
+                                        maxPending: maxPending, whenBehind: whenBehind, workers: 1)
+        return (dir, writer, pipeline)
+    }
+
+    private func accept(_ pipeline: ExchangePipeline, _ range: ClosedRange<Int>) {
+        for i in range { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
+    }
+
+    private func numbers(_ dir: TemporaryDirectory) throws -> [Int] {
+        try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap { line -> Int? in
+            guard let r = line.range(of: "?n=") else { return nil }
+            return Int(line[r.upperBound...].prefix { $0.isNumber })
+        }
+    }
+
+    func testWaitQueuesPastTheBoundAndSaysItIsBehindUntilItCatchesUp() throws {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .wait)
+        defer { dir.remove() }
+        let caughtUp = Atomic<Int>(0)
+        pipeline.onCaughtUp { caughtUp.add(1, ordering: .relaxed) }
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        accept(pipeline, 0...0)
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        accept(pipeline, 1...3)
+        XCTAssertFalse(pipeline.isBehind, "behind before the bound")
+        accept(pipeline, 4...10)
+        XCTAssertTrue(pipeline.isBehind)
+        XCTAssertEqual(pipeline.dropped, 0)
+        XCTAssertEqual(caughtUp.load(ordering: .relaxed), 0)
+
+        gate.release.signal()
+        XCTAssertTrue(waitUntil { !pipeline.isBehind && caughtUp.load(ordering: .relaxed) == 1 })
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(pipeline.dropped, 0)
+        XCTAssertEqual(writer.stats.lost, 0)
+        XCTAssertEqual(try numbers(dir), Array(0...10))
+        XCTAssertEqual(caughtUp.load(ordering: .relaxed), 1, "one handler call per time behind")
+    }
+
+    func testDropCountsWhatTheFullQueueRefusesAndIsNeverBehind() throws {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .drop)
+        defer { dir.remove() }
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        accept(pipeline, 0...0)
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        accept(pipeline, 1...10)
+        XCTAssertFalse(pipeline.isBehind)
+        XCTAssertEqual(pipeline.dropped, 6)
+        gate.release.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(try numbers(dir), Array(0...4))
+        XCTAssertEqual(writer.stats.lost, 6)
+    }
+
+    func testSwitchingToDropReleasesHeldClientsAtOnce() throws {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .wait)
+        defer { dir.remove() }
+        let caughtUp = Atomic<Int>(0)
+        pipeline.onCaughtUp { caughtUp.add(1, ordering: .relaxed) }
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        accept(pipeline, 0...0)
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        accept(pipeline, 1...6)
+        XCTAssertTrue(pipeline.isBehind)
+        // SIGHUP with `log.whenBehind: drop` while the worker is still stuck.
+        pipeline.apply(maxPending: 4, maxPendingBytes: 256 << 20, whenBehind: .drop)
+        XCTAssertFalse(pipeline.isBehind)
+        XCTAssertEqual(caughtUp.load(ordering: .relaxed), 1)
+        accept(pipeline, 7...7)
+        XCTAssertEqual(pipeline.dropped, 1, "drop applies to the next exchange")
+        gate.release.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(try numbers(dir), Array(0...6))
+    }
+
+    func testStoppingLowersBehind() throws {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 2, whenBehind: .wait)
+        defer { dir.remove() }
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        accept(pipeline, 0...0)
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        accept(pipeline, 1...4)
+        XCTAssertTrue(pipeline.isBehind)
+        gate.release.signal()
+        pipeline.drain()
+        XCTAssertFalse(pipeline.isBehind)
+        writer.flushAndStop()
+        XCTAssertEqual(try numbers(dir), Array(0...4))
+    }
+
+    // MARK: the writer's side
+
+    func testAWaitingSubmitGetsRoomInsteadOfLosingRecords() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let gate = LossAccountingTests.WriteGate()
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 4),
+                                   faults: gate.injector)
+        XCTAssertTrue(writer.submit(LogTestFiles.record(0)))
+        XCTAssertEqual(gate.entered.wait(timeout: .now() + 30), .success)
+        for n in 1...4 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
+        let returned = DispatchSemaphore(value: 0)
+        let accepted = Atomic<Int>(-1)
+        Thread {
+            accepted.store(writer.submit(RecordBatch(lines: [LogTestFiles.record(5), LogTestFiles.record(6)]),
+                                         waitingForRoom: true), ordering: .relaxed)
+            returned.signal()
+        }.start()
+        XCTAssertEqual(returned.wait(timeout: .now() + 0.3), .timedOut, "a waiting submit returned while the queue was full")
+        gate.gate.signal()
+        XCTAssertEqual(returned.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(accepted.load(ordering: .relaxed), 2)
+        writer.flushAndStop()
+        XCTAssertEqual(writer.stats.lost, 0)
+        XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap(LogTestFiles.recordNumber), Array(0...6))
+    }
+
+    func testAWaitingSubmitDoesNotWaitOnAFailingDisk() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let faults = FaultSwitch()
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 16),
+                                   faults: faults.injector)
+        faults.fail([.write], with: ENOSPC)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            for b in 0..<50 {
+                writer.submit(RecordBatch(lines: (0..<10).map { LogTestFiles.record(b * 10 + $0) }), waitingForRoom: true)
+            }
+            done.signal()
+        }.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success, "submits waited on a disk that takes nothing")
+        faults.clear()
+        writer.flushAndStop()
+        XCTAssertEqual(writer.stats.written + writer.stats.lost, 500)
+        XCTAssertGreaterThan(writer.stats.lost, 0)
+    }
+
+    private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(2_000)
+        }
+        return condition()
+    }
+}
