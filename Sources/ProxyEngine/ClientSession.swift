@@ -29,6 +29,9 @@ final class ClientSession {
     /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
+    /// A parsed request not started because the log is behind (`ExchangeSink.isBehind`);
+    /// reading stays off until the loop releases it.
+    private var heldHead: HTTPRequestHead?
 
     var config: EngineConfiguration { engine.configuration }
     var isIdle: Bool { exchange == nil }
@@ -101,7 +104,7 @@ final class ClientSession {
 
     /// Parses and starts the next request if a whole head is buffered.
     func parseNextHead(_ firstInput: OpaquePointer) {
-        while exchange == nil && !closed && !closeWhenFlushed {
+        while exchange == nil && heldHead == nil && !closed && !closeWhenFlushed {
             // Re-read each pass: an intercepted CONNECT replaces the bufferevent.
             guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
@@ -136,6 +139,10 @@ final class ClientSession {
                          error.reason, close: true)
             return
         }
+        if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: interceptedAuthority != nil) {
+            hold(head)
+            return
+        }
         switch form {
         case .absolute(let authority, let originTarget):
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
@@ -160,6 +167,29 @@ final class ClientSession {
             respond(status: 200, reason: "OK", body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
                     close: head.wantsClose)
         }
+    }
+
+    // MARK: holding requests while the log is behind
+
+    /// `log.whenBehind: wait`: the request is parsed but not started, and nothing more is
+    /// read from this client, until the log catches up. Admin endpoints are never held.
+    private func hold(_ head: HTTPRequestHead) {
+        heldHead = head
+        reader?.setEnabled(false)
+        loop.heldSessions[ObjectIdentifier(self)] = self
+        engine.metrics.heldClients.add()
+        engine.metrics.holds.add()
+    }
+
+    /// Called by the loop once the sink caught up.
+    func releaseHeldRequest() {
+        guard let head = heldHead else { return }
+        heldHead = nil
+        engine.metrics.heldClients.sub()
+        guard !closed else { return }
+        if !readingPausedForBackpressure && !closeWhenFlushed { reader?.setEnabled(true) }
+        start(head)
+        if exchange == nil && heldHead == nil, let input { parseNextHead(input) }
     }
 
     // MARK: admin endpoints (origin-form requests to the proxy itself)
@@ -446,6 +476,11 @@ final class ClientSession {
     private func finishClose() {
         guard !closed else { return }
         closed = true
+        if heldHead != nil {
+            heldHead = nil
+            engine.metrics.heldClients.sub()
+            loop.heldSessions[ObjectIdentifier(self)] = nil
+        }
         headTimer?.cancel()
         headTimer = nil
         engine.metrics.activeClients.sub()
@@ -455,6 +490,25 @@ final class ClientSession {
 
     /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
     func drain() {
+        if heldHead != nil {
+            heldHead = nil
+            engine.metrics.heldClients.sub()
+            loop.heldSessions[ObjectIdentifier(self)] = nil
+            respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
+            return
+        }
         if exchange == nil { closeAfterFlush(); if bev != nil && outputLength == 0 { close() } }
+    }
+}
+
+private extension ProxyRequestForm {
+    /// Whether the request goes upstream (and so into the log) rather than being answered
+    /// by Tapwire itself.
+    func startsExchange(intercepted: Bool) -> Bool {
+        switch self {
+        case .absolute, .authority: return true
+        case .origin: return intercepted
+        case .asterisk: return false
+        }
     }
 }

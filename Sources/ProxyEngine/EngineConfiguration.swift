@@ -48,4 +48,16 @@ public protocol ExchangeSink: Sendable {
     /// `consuming`: the event moves into the sink's queue instead of being copied there
     /// (a retain and later a release of every string and array in it, on the loop).
     func accept(_ event: consuming CapturedEvent)
+    /// True while the sink wants no new exchange started (`log.whenBehind: wait` and its
+    /// queue full): clients' next requests are held unread until the caught-up handler runs.
+    /// Read on the loops before every exchange, so it must be cheap (an atomic load).
+    var isBehind: Bool { get }
+    /// Registers the handler the sink calls, on any thread, each time `isBehind` turns false.
+    func onCaughtUp(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension ExchangeSink {
+    /// A sink that never falls behind (tests, `log.whenBehind: drop` sinks that count losses).
+    public var isBehind: Bool { false }
+    public func onCaughtUp(_ handler: @escaping @Sendable () -> Void) {}
 }

@@ -22,6 +22,9 @@ public final class EngineMetrics: Sendable {
     public let bytesFromClients = Counter()
     public let bytesFromUpstreams = Counter()
     public let refusedConnections = Counter()
+    /// Clients whose next request waits, unread, for the log to catch up (`log.whenBehind: wait`).
+    public let heldClients = Counter()
+    public let holds = Counter()
     /// Upper bounds (seconds) of the total-duration histogram.
     public static let latencyBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
     let latencyCounts: [Counter] = (0...EngineMetrics.latencyBuckets.count).map { _ in Counter() }
@@ -56,6 +59,8 @@ public final class EngineMetrics: Sendable {
         gauge("tapwire_client_bytes_total", "Bytes received from clients.", v(bytesFromClients), type: "counter")
         gauge("tapwire_upstream_bytes_total", "Bytes received from upstreams.", v(bytesFromUpstreams), type: "counter")
         gauge("tapwire_refused_connections_total", "Clients refused (limits, access).", v(refusedConnections), type: "counter")
+        gauge("tapwire_held_clients", "Clients whose next request waits for the log to catch up (log.whenBehind: wait).", v(heldClients))
+        gauge("tapwire_holds_total", "Requests held until the log caught up (log.whenBehind: wait).", v(holds), type: "counter")
         s += "# HELP tapwire_exchange_duration_seconds Time from request head to last response byte.\n# TYPE tapwire_exchange_duration_seconds histogram\n"
         var cumulative = 0
         for (i, le) in EngineMetrics.latencyBuckets.enumerated() {

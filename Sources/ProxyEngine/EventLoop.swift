@@ -31,6 +31,8 @@ final class EventLoop: @unchecked Sendable {
     /// Owned by the loop thread.
     var sessions: [ObjectIdentifier: ClientSession] = [:]
     var tunnels: [ObjectIdentifier: Tunnel] = [:]
+    /// Sessions holding a request until the log catches up (`ExchangeSink.isBehind`).
+    var heldSessions: [ObjectIdentifier: ClientSession] = [:]
     lazy var pool = UpstreamPool(loop: self)
     var engine: ProxyEngine?
     /// Monotonic milliseconds of this loop's last heartbeat tick (see `ProxyEngine.loopsResponsive`).
@@ -113,6 +115,15 @@ final class EventLoop: @unchecked Sendable {
             return w
         }
         for w in work { w() }
+    }
+
+    /// The log caught up: every held session starts its request (or holds it again if
+    /// the log fell behind meanwhile).
+    func releaseHeldSessions() {
+        guard !heldSessions.isEmpty else { return }
+        let held = heldSessions.values
+        heldSessions.removeAll()
+        for session in held { session.releaseHeldRequest() }
     }
 
     func stop() { execute { [base] in event_base_loopbreak(base) } }

@@ -97,7 +97,14 @@ public final class ProxyEngine: @unchecked Sendable {
             loops.removeAll()
             throw error
         }
+        // Registered once the loops exist: the sink calls it from a worker thread.
+        sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
         for loop in loops { loop.start() }
+    }
+
+    /// The sink caught up: each loop starts the requests it held.
+    private func releaseHeldSessions() {
+        for loop in loops { loop.execute { loop.releaseHeldSessions() } }
     }
 
     /// Runs `handler` on the first loop whenever `signal` arrives.

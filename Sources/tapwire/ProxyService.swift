@@ -10,6 +10,8 @@ import Systemd
 struct PipelineSink: ExchangeSink {
     let pipeline: ExchangePipeline
     func accept(_ event: consuming CapturedEvent) { pipeline.accept(event) }
+    var isBehind: Bool { pipeline.isBehind }
+    func onCaughtUp(_ handler: @escaping @Sendable () -> Void) { pipeline.onCaughtUp(handler) }
 }
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
@@ -45,7 +47,9 @@ final class ProxyService: @unchecked Sendable {
             Self.log("cannot write logs in \(config.log.resolvedDirectory): \(error)")
             return 1
         }
-        let pipeline = ExchangePipeline(processor: Self.processor(for: config), writer: writer)
+        let pipeline = ExchangePipeline(processor: Self.processor(for: config), writer: writer,
+                                        maxPending: config.log.decodeQueueCapacity,
+                                        maxPendingBytes: config.log.decodeQueueBytes, whenBehind: config.log.whenBehind)
         var engineConfig = config.engine
         engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
         var interception: HTTPSInterception?
@@ -77,7 +81,8 @@ final class ProxyService: @unchecked Sendable {
         for a in engine.boundAddresses { print("listening on \(a)") }
         fflush(stdout)
         if config.logEnabled {
-            Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)")
+            Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)"
+                    + (config.log.whenBehind == .wait ? "; log.whenBehind is wait: clients wait when decoding falls behind, nothing is dropped" : ""))
         } else {
             Self.log("log.enabled is false: forwarding only, nothing is decoded or logged")
         }
@@ -132,6 +137,8 @@ final class ProxyService: @unchecked Sendable {
             let old = current.withLock { c -> TapwireConfiguration in let o = c; c = fresh; return o }
             pipeline.replace(processor: Self.processor(for: fresh))
             writer.apply(fresh.log)
+            pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
+                           whenBehind: fresh.log.whenBehind)
             writer.reopen()
             if fresh.engine != old.engine {
                 Self.log("SIGHUP: listeners, limits and timeouts keep their old values until a restart")

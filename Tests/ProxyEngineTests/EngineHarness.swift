@@ -1,6 +1,7 @@
 import Foundation
 import HTTP1
 import ProxyEngine
+import Synchronization
 import XCTest
 
 // What every in-process engine test needs: the engine on an ephemeral loopback
@@ -16,6 +17,22 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 final class CollectingSink: ExchangeSink, @unchecked Sendable {
     private let condition = NSCondition()
     private var stored: [CapturedEvent] = []
+    /// Stands for a log that fell behind (`log.whenBehind: wait`): see `catchUp`.
+    let behind = Atomic<Bool>(false)
+    private var caughtUpHandlers: [@Sendable () -> Void] = []
+
+    var isBehind: Bool { behind.load(ordering: .relaxed) }
+
+    func onCaughtUp(_ handler: @escaping @Sendable () -> Void) {
+        condition.lock(); caughtUpHandlers.append(handler); condition.unlock()
+    }
+
+    /// Lowers `isBehind` and calls the engine's handler from this (non-loop) thread, as the pipeline's workers do.
+    func catchUp() {
+        behind.store(false, ordering: .relaxed)
+        condition.lock(); let handlers = caughtUpHandlers; condition.unlock()
+        for h in handlers { h() }
+    }
 
     func accept(_ event: consuming CapturedEvent) {
         condition.lock()
