@@ -9,7 +9,8 @@ import Synchronization
 /// record), so slow decoding never slows traffic; `.wait` queues them anyway and raises
 /// `isBehind`, which the engine reads before starting an exchange and holds clients
 /// until the queue is down to half and the caught-up handlers run. The overshoot is
-/// bounded by the exchanges already in flight when the flag went up.
+/// bounded by the exchanges in flight: at most one per client connection (a release
+/// starts every held one), each with up to two captures of `capture.maxBodyBytes`.
 ///
 /// Workers take what is queued (up to a batch) at once and submit the lines as one batch:
 /// a Dispatch block per exchange cost a thread wake-up and a writer wake-up

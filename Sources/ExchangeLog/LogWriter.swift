@@ -61,6 +61,15 @@ public struct RecordBatch: Sendable {
         ends.reserveCapacity(records)
     }
 
+    /// Keeps the first `n` records and returns the others as a batch of their own.
+    mutating func splitOff(after n: Int) -> RecordBatch {
+        guard n < ends.count else { return RecordBatch() }
+        let cut = n == 0 ? 0 : ends[n - 1]
+        let rest = RecordBatch(bytes: Array(bytes[cut...]), ends: ends[n...].map { $0 - cut })
+        keepFirst(n)
+        return rest
+    }
+
     /// Keeps the first `n` records.
     mutating func keepFirst(_ n: Int) {
         guard n < ends.count else { return }
@@ -156,45 +165,60 @@ public final class LogWriter: @unchecked Sendable {
     /// wake-up (a serialization worker submits what it encoded together); the rest are
     /// counted lost. Returns how many were queued.
     ///
-    /// `waitingForRoom` (`log.whenBehind: wait`): first waits until the whole batch fits,
-    /// unless the writer is stopping or its last write failed.
+    /// `waitingForRoom` (`log.whenBehind: wait`): what does not fit waits for room and is
+    /// queued as room appears (a batch can be larger than the whole queue), unless the
+    /// writer is stopping or its last write failed: a disk that takes nothing must not
+    /// hold traffic.
     @discardableResult
     public func submit(_ batch: RecordBatch, waitingForRoom: Bool = false) -> Int {
         guard !batch.isEmpty else { return 0 }
         var batch = batch
         condition.lock()
         defer { condition.unlock() }
-        if waitingForRoom {
-            while !stopping && !writesFailing && queueCount > 0
-                    && (queueCount + batch.count > capacity || queueBytes + batch.bytes.count > byteCapacity) {
-                roomWaiters += 1
-                condition.wait()
-                roomWaiters -= 1
+        var queued = 0
+        while waitingForRoom && !stopping && !writesFailing {
+            let fitting = recordsThatFit(batch)
+            if fitting == batch.count { break }
+            if fitting > 0 {
+                let rest = batch.splitOff(after: fitting)
+                enqueue(batch)
+                queued += fitting
+                batch = rest
             }
+            roomWaiters += 1
+            condition.wait()
+            roomWaiters -= 1
         }
-        var accepted = 0
-        if !stopping {
-            // Whole records while both limits allow; one record always fits an empty queue.
-            let roomInCount = max(0, capacity - queueCount)
-            while accepted < min(batch.count, roomInCount) {
-                let end = batch.ends[accepted]
-                if queueBytes + end > byteCapacity && !(queueCount == 0 && accepted == 0) { break }
-                accepted += 1
-            }
-        }
+        let accepted = stopping ? 0 : recordsThatFit(batch)
         let refused = batch.count - accepted
         if refused > 0 {
             lostCount += refused
             if !stopping { overflowLost += refused }
             batch.keepFirst(accepted)
         }
-        if accepted > 0 {
-            queueCount += accepted
-            queueBytes += batch.bytes.count
-            queue.append(batch)
+        if accepted > 0 { enqueue(batch) }
+        if refused > 0 && !stopping { condition.broadcast() }
+        return queued + accepted
+    }
+
+    /// Under `condition`: how many records from the front of `batch` both limits allow
+    /// (whole records; one record always fits an empty queue).
+    private func recordsThatFit(_ batch: RecordBatch) -> Int {
+        let roomInCount = max(0, capacity - queueCount)
+        var n = 0
+        while n < min(batch.count, roomInCount) {
+            if queueBytes + batch.ends[n] > byteCapacity && !(queueCount == 0 && n == 0) { break }
+            n += 1
         }
-        if accepted > 0 || (refused > 0 && !stopping) { condition.broadcast() }
-        return accepted
+        return n
+    }
+
+    /// Under `condition`: queues the whole of `batch` and wakes the writer.
+    private func enqueue(_ batch: RecordBatch) {
+        queueCount += batch.count
+        queueBytes += batch.bytes.count
+        queue.append(batch)
+        condition.broadcast()
     }
 
     /// Counts records that never reached `submit` (the serialization pool was full); they

@@ -93,6 +93,11 @@ final class ClientSession {
 
     private func readable() {
         guard !closed, let input else { return }
+        if heldHead != nil {
+            // Held: what follows (a body, pipelined requests) waits in the input, a head's worth at most.
+            if evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
+            return
+        }
         if let ex = exchange {
             ex.clientReadable()
             // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
@@ -171,11 +176,13 @@ final class ClientSession {
 
     // MARK: holding requests while the log is behind
 
-    /// `log.whenBehind: wait`: the request is parsed but not started, and nothing more is
-    /// read from this client, until the log catches up. Admin endpoints are never held.
+    /// `log.whenBehind: wait`: the request is parsed but not started until the log catches
+    /// up. Admin endpoints are never held. Reading goes on (a head's worth at most, see
+    /// `readable`), so a client that resets or closes while held is noticed: a reset
+    /// closes the session, and a half-close is answered after the release, as it would be
+    /// for an exchange in flight.
     private func hold(_ head: HTTPRequestHead) {
         heldHead = head
-        reader?.setEnabled(false)
         loop.heldSessions[ObjectIdentifier(self)] = self
         engine.metrics.heldClients.add()
         engine.metrics.holds.add()
@@ -187,9 +194,19 @@ final class ClientSession {
         heldHead = nil
         engine.metrics.heldClients.sub()
         guard !closed else { return }
-        if !readingPausedForBackpressure && !closeWhenFlushed { reader?.setEnabled(true) }
+        resumeReading()
         start(head)
-        if exchange == nil && heldHead == nil, let input { parseNextHead(input) }
+        if let ex = exchange, inputEnded {
+            // The client half-closed while held: what an exchange in flight gets on EOF.
+            if !ex.clientEOF() {
+                ex.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
+                close()
+            }
+            return
+        }
+        guard exchange == nil && heldHead == nil && !closed else { return }
+        // Answered at once (a refused request): go on as `parseNextHead` would.
+        if inputEnded { answerBufferedThenClose() } else if let input { parseNextHead(input) }
     }
 
     // MARK: admin endpoints (origin-form requests to the proxy itself)
@@ -384,7 +401,7 @@ final class ClientSession {
     private func answerBufferedThenClose() {
         guard !closed, let input else { return }
         parseNextHead(input)
-        if exchange == nil && !closeWhenFlushed && !closed { closeAfterFlush() }
+        if exchange == nil && heldHead == nil && !closeWhenFlushed && !closed { closeAfterFlush() }
     }
 
     func closeAfterFlush() {
@@ -442,6 +459,8 @@ final class ClientSession {
             // Half-close: the client may still read the answers to what it sent, pipelined
             // requests included (they are answered in turn, then the connection closes).
             inputEnded = true
+            // A held request is still answered; the release goes on from there.
+            if heldHead != nil { return }
             if let ex = exchange, ex.clientEOF() { return }
             if exchange == nil && closeWhenFlushed { return }
             if exchange == nil, let input, evbuffer_get_length(input) > 0 {

@@ -53,11 +53,6 @@ public protocol ExchangeSink: Sendable {
     /// Read on the loops before every exchange, so it must be cheap (an atomic load).
     var isBehind: Bool { get }
     /// Registers the handler the sink calls, on any thread, each time `isBehind` turns false.
+    /// No default on purpose: a sink that can be behind and never calls it holds clients forever.
     func onCaughtUp(_ handler: @escaping @Sendable () -> Void)
-}
-
-extension ExchangeSink {
-    /// A sink that never falls behind (tests, `log.whenBehind: drop` sinks that count losses).
-    public var isBehind: Bool { false }
-    public func onCaughtUp(_ handler: @escaping @Sendable () -> Void) {}
 }

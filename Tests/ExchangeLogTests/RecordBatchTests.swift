@@ -15,6 +15,13 @@ final class RecordBatchTests: XCTestCase {
         batch.append { $0.append(contentsOf: Array("ccc".utf8)) }
         XCTAssertEqual(String(decoding: batch.bytes, as: UTF8.self), "a\nbb\nccc\n")
         XCTAssertEqual(batch.ends, [2, 5, 9])
+        var copy = batch
+        let rest = copy.splitOff(after: 1)
+        XCTAssertEqual(String(decoding: copy.bytes, as: UTF8.self), "a\n")
+        XCTAssertEqual(copy.ends, [2])
+        XCTAssertEqual(String(decoding: rest.bytes, as: UTF8.self), "bb\nccc\n")
+        XCTAssertEqual(rest.ends, [3, 7])
+        XCTAssertTrue(copy.splitOff(after: 1).isEmpty)
         batch.keepFirst(2)
         XCTAssertEqual(String(decoding: batch.bytes, as: UTF8.self), "a\nbb\n")
         batch.keepFirst(0)

@@ -133,25 +133,62 @@ final class WhenBehindTests: XCTestCase {
         XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap(LogTestFiles.recordNumber), Array(0...6))
     }
 
+    func testABatchLargerThanTheWholeQueueIsQueuedInParts() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 16))
+        // A worker's batch of 256 records against a queue of 16 (log.queueCapacity's minimum).
+        let batch = RecordBatch(lines: (0..<256).map { LogTestFiles.record($0) })
+        XCTAssertEqual(writer.submit(batch, waitingForRoom: true), 256)
+        writer.flushAndStop()
+        XCTAssertEqual(writer.stats.lost, 0)
+        XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap(LogTestFiles.recordNumber), Array(0..<256))
+    }
+
+    /// The writer's last write failed and it is now stuck in the next one: a waiting
+    /// submit must not wait for it (the records are counted lost), or a failing disk
+    /// would hold traffic.
     func testAWaitingSubmitDoesNotWaitOnAFailingDisk() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let faults = FaultSwitch()
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 16),
-                                   faults: faults.injector)
-        faults.fail([.write], with: ENOSPC)
-        let done = DispatchSemaphore(value: 0)
+        let injector = FailThenStall()
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 4),
+                                   faults: injector.injector)
+        XCTAssertTrue(writer.submit(LogTestFiles.record(0)))
+        XCTAssertTrue(waitUntil { writer.stats.ioErrors > 0 }, "the first write did not fail")
+        XCTAssertTrue(writer.submit(LogTestFiles.record(1)))
+        XCTAssertEqual(injector.stalled.wait(timeout: .now() + 10), .success)
+        for n in 2...5 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
+        let returned = DispatchSemaphore(value: 0)
+        let accepted = Atomic<Int>(-1)
         Thread {
-            for b in 0..<50 {
-                writer.submit(RecordBatch(lines: (0..<10).map { LogTestFiles.record(b * 10 + $0) }), waitingForRoom: true)
-            }
-            done.signal()
+            accepted.store(writer.submit(RecordBatch(lines: [LogTestFiles.record(6), LogTestFiles.record(7)]),
+                                         waitingForRoom: true), ordering: .relaxed)
+            returned.signal()
         }.start()
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success, "submits waited on a disk that takes nothing")
-        faults.clear()
+        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success, "a waiting submit waited on a failing disk")
+        XCTAssertEqual(accepted.load(ordering: .relaxed), 0)
+        injector.release.signal()
         writer.flushAndStop()
-        XCTAssertEqual(writer.stats.written + writer.stats.lost, 500)
-        XCTAssertGreaterThan(writer.stats.lost, 0)
+        XCTAssertGreaterThanOrEqual(writer.stats.lost, 3, "record 0 and the two refused")
+    }
+
+    /// Fails the first write with ENOSPC, then holds the writer inside the second one.
+    final class FailThenStall: @unchecked Sendable {
+        let stalled = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        private let lock = NSLock()
+        private var writes = 0
+
+        var injector: LogFaultInjector {
+            { [self] operation, _ in
+                guard operation == .write else { return nil }
+                let n = lock.withLock { () -> Int in writes += 1; return writes }
+                if n == 1 { return ENOSPC }
+                if n == 2 { stalled.signal(); release.wait() }
+                return nil
+            }
+        }
     }
 
     private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {

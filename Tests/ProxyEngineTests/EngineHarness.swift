@@ -175,6 +175,12 @@ final class RawClient {
 
     func shutdownWrite() { _ = Foundation.shutdown(fd, Int32(SHUT_WR)) }
 
+    /// The close at deinit sends a reset instead of a FIN.
+    func resetOnClose() {
+        var l = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+    }
+
     /// Reads until `predicate` holds for the bytes so far, EOF, or the timeout.
     func read(timeout: Double = 15, until predicate: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], eof: Bool) {
         var data = [UInt8]()

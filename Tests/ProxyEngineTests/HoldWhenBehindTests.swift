@@ -78,7 +78,7 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertTrue(proxy.sink.events.isEmpty, "the held request went upstream")
     }
 
-    func testAClientThatLeavesWhileHeldIsForgotten() throws {
+    func testAClientThatResetsWhileHeldIsForgottenAndItsRequestNeverSent() throws {
         let origin = try origin()
         let proxy = try RunningEngine(loops: 1)
         proxy.sink.behind.store(true, ordering: .relaxed)
@@ -86,11 +86,50 @@ final class HoldWhenBehindTests: XCTestCase {
             let client = try RawClient(port: proxy.port)
             client.send(get(origin.url("/json"), origin.authority))
             XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 })
+            client.resetOnClose()
         }
-        // Its socket is closed; the release must not start the request on a closed session
-        // or count the hold twice. The session notices the close once it reads again.
-        proxy.sink.catchUp()
+        // Reading goes on while held, so the reset closes the session before any release.
         XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 0 && proxy.engine.metrics.activeClients.value == 0 },
                       "held \(proxy.engine.metrics.heldClients.value), clients \(proxy.engine.metrics.activeClients.value)")
+        proxy.sink.catchUp()
+        usleep(200_000)
+        XCTAssertTrue(proxy.sink.events.isEmpty, "the request of a client that was gone went upstream")
+    }
+
+    /// `nc -N`: the client sends its requests and half-closes while they are held; they
+    /// are still answered, in order, then the connection closes.
+    func testAHalfClosedClientsHeldRequestsAreStillAnswered() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        let client = try RawClient(port: proxy.port)
+        client.send(get(origin.url("/json?n=1"), origin.authority) + get(origin.url("/json?n=2"), origin.authority))
+        client.shutdownWrite()
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 })
+        usleep(100_000)
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 1, "the half-close dropped the held request")
+        proxy.sink.catchUp()
+        let all = client.read { RawClient.splitResponses($0).count >= 2 }
+        let answers = RawClient.splitResponses(all.bytes)
+        XCTAssertEqual(answers.count, 2)
+        XCTAssertTrue(answers.allSatisfy { $0.head.hasPrefix("HTTP/1.1 200") })
+        XCTAssertTrue(answers.last.map { $0.head.contains("Connection: close") } ?? false, "the last answer says close")
+        XCTAssertTrue(all.eof || client.read(timeout: 5).eof, "the connection stayed open")
+        XCTAssertEqual(proxy.sink.exchanges(2).map(\.url), [origin.url("/json?n=1"), origin.url("/json?n=2")])
+    }
+
+    /// A POST's body arrives while its head is held (more than a head's worth, so reading pauses):
+    /// it is forwarded whole after the release.
+    func testAHeldRequestsBodyIsForwardedWhole() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        let client = try RawClient(port: proxy.port)
+        let body = String(repeating: "b", count: 200_000)
+        client.send("POST \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body)
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 })
+        proxy.sink.catchUp()
+        let answer = client.readResponses(1)
+        XCTAssertEqual(answer.first.map { String(decoding: $0.body, as: UTF8.self) }, body)
     }
 }
