@@ -19,12 +19,14 @@ let package = Package(
         .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // glibc's malloc.h (malloc_trim): part of libc, nothing to install or link.
+        .systemLibrary(name: "CMalloc"),
 
         // Pure logic: no sockets, tested and fuzzed on bytes.
         .target(name: "HTTP1"),
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
-        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal"]),
+        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CMalloc"]),
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization"]),
 
         // I/O: event loops, sockets, upstream pool.

@@ -95,6 +95,15 @@ final class ProxyService: @unchecked Sendable {
         }
         engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer) }
 
+        // A burst's captures and record buffers go back to the system once a whole period
+        // passed without traffic or logging (see IdleHeapTrim).
+        let heapTrim = IdleHeapTrim()
+        engine.every(Self.idleTrimPeriod) {
+            let m = engine.metrics
+            heapTrim.tick(activity: m.exchanges.value &+ m.bytesFromClients.value &+ m.bytesFromUpstreams.value
+                          &+ pipeline.processed &+ pipeline.dropped &+ writer.stats.written)
+        }
+
         if let notifier {
             if let interval = SystemdNotifier.watchdogInterval() {
                 // Pinged from the first loop, and only while every loop still ticks.
@@ -146,6 +155,10 @@ final class ProxyService: @unchecked Sendable {
             Self.log("SIGHUP: config reloaded (\(fresh.summary))")
         }
     }
+
+    /// Seconds of quiet before memory is trimmed: long enough that steady traffic with pauses
+    /// does not trim (and fault the pages in again) between requests.
+    static let idleTrimPeriod = 5.0
 
     static func statusLine(engine: ProxyEngine, writer: LogWriter) -> String {
         let m = engine.metrics

@@ -296,6 +296,37 @@ final class RawClient {
     deinit { Foundation.close(fd) }
 }
 
+/// `[1234567,-0.5e3,"text",…,0]`, about `bytes` long.
+func largeJSONArray(bytes: Int) -> String {
+    var text = "["
+    while text.utf8.count < bytes { text += "1234567,-0.5e3,\"text\"," }
+    return text + "0]"
+}
+
+/// `clients` keep-alive connections each POST `perClient` JSON bodies of about `bodyBytes`
+/// to `url` (`/echo?n=N`, N unique) through the proxy at `port` and read each answer;
+/// returns how many did not get a 200.
+func postJSONBurst(port: Int, url: String, clients: Int, perClient: Int, bodyBytes: Int = 512 << 10) -> Int {
+    let body = largeJSONArray(bytes: bodyBytes)
+    let failures = Locked(0)
+    let group = DispatchGroup()
+    for c in 0..<clients {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            guard let client = try? RawClient(port: port) else { failures.update { $0 += perClient }; return }
+            for i in 0..<perClient {
+                client.send("POST \(url)?n=\(c * perClient + i) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+                let r = client.read(timeout: 30) { $0.hasSuffix("0]") }
+                if !r.text.hasPrefix("HTTP/1.1 200") { failures.update { $0 += 1 } }
+            }
+        }.start()
+    }
+    group.wait()
+    return failures.value
+}
+
 /// Counts occurrences of `needle` in `haystack`.
 func occurrences(of needle: String, in haystack: String) -> Int {
     haystack.components(separatedBy: needle).count - 1

@@ -11,28 +11,9 @@ final class WhenBehindEndToEndTests: XCTestCase {
         let proxy = try TapwireProcess(config: ["log": ["whenBehind": "wait", "decodeQueueCapacity": 16,
                                                         "decodeQueueBytes": 1_048_576]])
         // ~512 KiB of JSON each way (request body echoed): both are decoded and logged.
-        var text = "["
-        while text.utf8.count < 512 << 10 { text += "1234567,-0.5e3,\"text\"," }
-        let body = text + "0]"
         let clients = 8, perClient = 10
-        let failures = Locked(0)
-        let group = DispatchGroup()
-        for c in 0..<clients {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                guard let client = try? RawClient(port: proxy.port) else { failures.update { $0 += perClient }; return }
-                for i in 0..<perClient {
-                    let n = c * perClient + i
-                    client.send("POST \(origin.base)/echo?n=\(n) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
-                    let r = client.read(timeout: 30) { $0.hasSuffix("0]") }
-                    if !r.text.hasPrefix("HTTP/1.1 200") { failures.update { $0 += 1 } }
-                }
-            }.start()
-        }
-        group.wait()
-        XCTAssertEqual(failures.value, 0)
+        let failures = postJSONBurst(port: proxy.port, url: "\(origin.base)/echo", clients: clients, perClient: perClient)
+        XCTAssertEqual(failures, 0)
         let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "10", "\(proxy.proxyURL)/metrics"]).text
         func value(_ name: String) -> Int? {
             metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
