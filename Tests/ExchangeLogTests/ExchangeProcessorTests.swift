@@ -410,6 +410,34 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(badRecord["/result/success"], .object([]))
     }
 
+    /// Request bodies take the one-pass compactor (only key redaction applies to them):
+    /// the record must hold exactly what parse, redact and write gave before.
+    func testRequestJSONBodiesAreWrittenAsParseRedactWriteWouldWriteThem() throws {
+        let keys = ["password", "token"]
+        let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: Set(keys)))
+        let bodies = [
+            #" { "a" : [1, 2.50, -0e+3, true, null, 1E400], "Password": {"x":1}, "s":"\/\u00e9\ud83d\ude00\"\t" } "#,
+            #""a string""#, "12", "[]", "{}", #"{"a":{"token":[1,2]},"a":2,"TOKEN":"x"}"#, "\"\\u0000\"",
+            "{\"caf\u{E9}\": \"\u{1F600}\"}", "{not json", "[1,]", #"{"a":1}x"#, "\u{FEFF}{}", "\"\u{1}\"",
+        ]
+        for body in bodies {
+            let exchange = RecordFixture.exchange(
+                method: "POST", requestHeaders: [("Host", "h"), ("Content-Type", "application/json")],
+                requestBody: Array(body.utf8), body: Array("{}".utf8))
+            let line = String(decoding: processor.record(for: exchange, id: "x"), as: UTF8.self)
+            if let tree = try? JSONParser.parse(Array(body.utf8), allowFragments: SerializerSpec(kind: .json).allowFragments) {
+                var expected: [UInt8] = []
+                JSONWriter.write(JSONKeySet(keys).redacting(tree), into: &expected)
+                XCTAssertTrue(line.contains(#","body":"# + String(decoding: expected, as: UTF8.self) + "}"),
+                              "\(body) -> \(line)")
+            } else {
+                let record = try ParsedRecord(Array(line.utf8))
+                XCTAssertNil(record["/request/body"], body)
+                XCTAssertEqual(record["/request/bodyError/reason"], JSON.string("jsonSerializationFailed"), body)
+            }
+        }
+    }
+
     func testGzippedRequestBodyIsDecoded() throws {
         let plain = Array(#"{"q":"x"}"#.utf8)
         let exchange = RecordFixture.exchange(
