@@ -94,7 +94,8 @@ final class ClientSession {
     private func readable() {
         guard !closed, let input else { return }
         if heldHead != nil {
-            // Held: what follows (a body, pipelined requests) waits in the input, a head's worth at most.
+            // Held: what follows (a body, pipelined requests) waits in the input; reading pauses
+            // past a head's worth (one readiness may have added up to SocketReader's 1 MiB).
             if evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
             return
         }
@@ -197,11 +198,9 @@ final class ClientSession {
         resumeReading()
         start(head)
         if let ex = exchange, inputEnded {
-            // The client half-closed while held: what an exchange in flight gets on EOF.
-            if !ex.clientEOF() {
-                ex.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
-                close()
-            }
+            // The client half-closed while held: its body is whatever is buffered. (Calling
+            // clientEOF now would abort a whole body not yet pumped while connecting.)
+            ex.clientEndedWhileHeld()
             return
         }
         guard exchange == nil && heldHead == nil && !closed else { return }

@@ -52,6 +52,8 @@ final class Exchange: UpstreamOwner {
     private var closeClientAfter = false
     private var upstreamPaused = false
     private var clientPaused = false
+    /// See `clientEndedWhileHeld`.
+    private var clientEnded = false
     private var finished = false
     private var connectionReused = false
     /// An upstream is attached and the head went out: body bytes may follow.
@@ -190,6 +192,19 @@ final class Exchange: UpstreamOwner {
             session.pauseReading()
             bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
         }
+        if clientEnded && evbuffer_get_length(input) == 0 {
+            // Everything the client sent before its half-close is forwarded and the body is
+            // still short: no more is coming.
+            clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
+        }
+    }
+
+    /// The client half-closed while this request was held (`log.whenBehind: wait`), before
+    /// the exchange could read its body: the body can only be what is already buffered,
+    /// which the pump forwards once an upstream is attached, and then judges.
+    func clientEndedWhileHeld() {
+        clientEnded = true
+        if attached && !requestDone { pumpRequest() }
     }
 
     func upstreamWritable(_ connection: UpstreamConnection) {

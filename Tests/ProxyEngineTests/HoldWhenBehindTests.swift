@@ -118,6 +118,29 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertEqual(proxy.sink.exchanges(2).map(\.url), [origin.url("/json?n=1"), origin.url("/json?n=2")])
     }
 
+    /// A POST sent whole and then half-closed while held is still forwarded and answered;
+    /// one whose body was cut short by the half-close is recorded as aborted.
+    func testAHalfClosedClientsHeldPostIsForwardedOrAborted() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        let whole = try RawClient(port: proxy.port)
+        whole.send("POST \(origin.url("/echo?whole")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 5\r\n\r\nhello")
+        whole.shutdownWrite()
+        let cut = try RawClient(port: proxy.port)
+        cut.send("POST \(origin.url("/echo?cut")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 10\r\n\r\nhello")
+        cut.shutdownWrite()
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 2 })
+        usleep(100_000)
+        proxy.sink.catchUp()
+        let answer = whole.readResponses(1)
+        XCTAssertEqual(answer.first.map { String(decoding: $0.body, as: UTF8.self) }, "hello")
+        XCTAssertTrue(cut.read(timeout: 10).eof, "the cut request's connection stayed open")
+        let byURL = Dictionary(proxy.sink.exchanges(2).map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+        XCTAssertNil(byURL[origin.url("/echo?whole")]?.error)
+        XCTAssertEqual(byURL[origin.url("/echo?cut")]?.error?.code, "clientAborted")
+    }
+
     /// A POST's body arrives while its head is held (more than a head's worth, so reading pauses):
     /// it is forwarded whole after the release.
     func testAHeldRequestsBodyIsForwardedWhole() throws {
