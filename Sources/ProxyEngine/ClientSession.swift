@@ -284,16 +284,16 @@ final class ClientSession {
     }
 
     /// Hands this session's socket to a tunnel; the session ends without closing it.
-    func handOver(to tunnelBuilder: (OpaquePointer) -> Void) {
+    func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) {
         flush()
         guard let b = bev else { return }
         headTimer?.cancel()
-        reader?.detach()
+        let pending = reader?.detach() ?? 0
         reader = nil
         bev = nil
         exchange = nil
         finishClose()
-        tunnelBuilder(b)
+        tunnelBuilder(HandedOverSocket(bev: b, pendingErrno: pending))
     }
 
     // MARK: writing

@@ -454,14 +454,12 @@ final class Exchange: UpstreamOwner {
                 self.session.respondError(status, reason, error.message, close: true)
             case .success:
                 self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
-                let address = c.address?.description
-                guard let upstreamBev = c.detachBufferevent() else { self.session.close(); return }
+                guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start
-                _ = address
-                session.handOver { clientBev in
-                    Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientBev,
-                                 upstream: upstreamBev, clientText: session.peerText, target: self.authority.description,
+                session.handOver { clientSocket in
+                    Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientSocket,
+                                 upstream: upstreamSocket, clientText: session.peerText, target: self.authority.description,
                                  status: 200, start: tunnelStart, upgrade: nil)
                 }
             }
@@ -478,13 +476,13 @@ final class Exchange: UpstreamOwner {
         clock.lastResponseByte = now()
         let upgrade = capturedValue(error: nil)
         engine.metrics.recordExchange(status: 101, duration: now() - clock.requestStart)
-        guard let upstreamBev = c.detachBufferevent() else { session.close(); return }
+        guard let upstreamSocket = c.detachBufferevent() else { session.close(); return }
         let session = self.session
         let start = clock.requestStart
         let target = url
-        session.handOver { clientBev in
-            Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientBev,
-                         upstream: upstreamBev, clientText: session.peerText, target: target,
+        session.handOver { clientSocket in
+            Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientSocket,
+                         upstream: upstreamSocket, clientText: session.peerText, target: target,
                          status: 101, start: start, upgrade: upgrade)
         }
     }

@@ -50,9 +50,12 @@ final class SocketReader {
     private var deferredErrno: Int32 = 0
 
     /// Takes over reading `bev` when it is a plain socket; reading starts as `enabled`.
-    init(loop: EventLoop, bev: OpaquePointer, enabled: Bool) {
+    /// `pendingErrno`: an error the previous owner's reader met after data and had not
+    /// reported yet (`detach`'s result); this reader reports it first.
+    init(loop: EventLoop, bev: OpaquePointer, enabled: Bool, pendingErrno: Int32 = 0) {
         self.bev = bev
         self.loop = loop
+        deferredErrno = pendingErrno
         fd = bufferevent_getfd(bev)
         if bufferevent_get_underlying(bev) == nil && fd >= 0 {
             let ctx = Unmanaged.passUnretained(self).toOpaque()
@@ -65,6 +68,8 @@ final class SocketReader {
         }
         if event != nil { bufferevent_disable(bev, Int16(EV_READ)) }
         setEnabled(enabled)
+        // The socket that failed is readable (EOF) anyway; this does not rely on it.
+        if let event, enabled, deferredErrno != 0 { event_active(event, EV_READ, 0) }
     }
 
     deinit { if let event { event_free(event) } }
@@ -113,15 +118,20 @@ final class SocketReader {
     }
 
     /// Stops reading for good and hands reading back to the bufferevent, on if
-    /// `buffereventReads` (a TLS filter reads through it), off otherwise.
-    func detach(buffereventReads: Bool = false) {
-        guard !detached else { return }
+    /// `buffereventReads` (a TLS filter reads through it), off otherwise. Returns a read
+    /// error met after data and not reported yet (0: none), for the next owner's reader:
+    /// the socket reported it once, and reading again would only find EOF.
+    @discardableResult
+    func detach(buffereventReads: Bool = false) -> Int32 {
+        guard !detached else { return 0 }
         detached = true
+        defer { deferredErrno = 0 }
         if let event {
             event_free(event)
             self.event = nil
             if buffereventReads { bufferevent_enable(bev, Int16(EV_READ)) }
         }
+        return deferredErrno
     }
 
     private func ready(_ what: Int16) {
@@ -183,4 +193,11 @@ final class SocketReader {
         errno = code
         eventCallback?(bev, Int16(what), arg)
     }
+}
+
+/// A socket's bufferevent passing from one owner to the next (a session or an upstream
+/// connection to a tunnel), with the read error its reader still owed (see `detach`).
+struct HandedOverSocket {
+    let bev: OpaquePointer
+    let pendingErrno: Int32
 }

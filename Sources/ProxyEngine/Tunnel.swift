@@ -17,7 +17,9 @@ final class Tunnel {
         var bytesRead: UInt64 = 0
         /// Set when the tunnel installs its callbacks (see `SocketReader`).
         var reader: SocketReader?
-        init(bev: OpaquePointer) { self.bev = bev }
+        /// A read error the previous owner's reader still owed; the new reader reports it.
+        let pendingErrno: Int32
+        init(_ socket: HandedOverSocket) { bev = socket.bev; pendingErrno = socket.pendingErrno }
         var input: OpaquePointer { bufferevent_get_input(bev) }
         var output: OpaquePointer { bufferevent_get_output(bev) }
     }
@@ -37,15 +39,15 @@ final class Tunnel {
     private var firstClosed: String?
     private var ended = false
 
-    private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: OpaquePointer, upstream: OpaquePointer,
+    private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
                  clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
         self.loop = loop; self.engine = engine; self.kind = kind
-        self.client = Side(bev: client); self.upstream = Side(bev: upstream)
+        self.client = Side(client); self.upstream = Side(upstream)
         self.clientText = clientText; self.target = target; self.status = status; self.start = start
         self.upgrade = upgrade
     }
 
-    static func start(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: OpaquePointer, upstream: OpaquePointer,
+    static func start(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
                       clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
         let t = Tunnel(loop: loop, engine: engine, kind: kind, client: client, upstream: upstream, clientText: clientText,
                        target: target, status: status, start: start, upgrade: upgrade)
@@ -80,7 +82,7 @@ final class Tunnel {
         bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
         bufferevent_set_timeouts(side.bev, nil, nil)
         bufferevent_enable(side.bev, Int16(EV_WRITE))  // reading: the side's SocketReader
-        side.reader = SocketReader(loop: loop, bev: side.bev, enabled: true)
+        side.reader = SocketReader(loop: loop, bev: side.bev, enabled: true, pendingErrno: side.pendingErrno)
     }
 
     private func move(from source: Side, to destination: Side) {

@@ -233,13 +233,13 @@ final class UpstreamConnection {
     func setReading(_ on: Bool) { reader?.setEnabled(on) }
 
     /// Hands the socket to a tunnel; this object no longer owns it.
-    func detachBufferevent() -> OpaquePointer? {
+    func detachBufferevent() -> HandedOverSocket? {
         let b = bev
-        reader?.detach()
+        let pending = reader?.detach() ?? 0
         reader = nil
         bev = nil
         if !isClosed { isClosed = true; loop.engine?.metrics.activeUpstreams.sub() }
-        return b
+        return b.map { HandedOverSocket(bev: $0, pendingErrno: pending) }
     }
 
     func close() {

@@ -19,6 +19,8 @@ final class SocketReaderTests: XCTestCase {
         var contentMatches = true
         /// Free the reader and the bufferevent from inside the first read callback.
         var closeOnRead = false
+        /// Inside the first read callback, hand the socket to a new reader (as a tunnel takes it over).
+        var handOverOnRead: ((OpaquePointer, Int32) -> SocketReader)?
         var bev: OpaquePointer?
         var reader: SocketReader?
         func snapshot() -> (reads: Int, received: Int, events: [Int32]) { lock.withLock { (reads, received, events) } }
@@ -52,6 +54,11 @@ final class SocketReaderTests: XCTestCase {
                 o.lock.withLock {
                     for (i, b) in bytes.enumerated() where b != SocketReaderTests.pattern(o.received + i) { o.contentMatches = false; break }
                     o.reads += 1; o.received += n; o.largestGrowth = max(o.largestGrowth, n)
+                }
+                if let handOver = o.handOverOnRead {
+                    o.handOverOnRead = nil
+                    let pending = o.reader?.detach() ?? 0
+                    o.reader = handOver(bev, pending)
                 }
                 if o.closeOnRead {
                     // As a session closing inside its read callback: the reader goes, then the bufferevent.
@@ -254,6 +261,25 @@ final class SocketReaderTests: XCTestCase {
         waitFor("data then the error", o) { !$0.events.isEmpty }
         XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes)
         XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR])
+        XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
+        release(o)
+    }
+
+    /// The same, but the socket changes owner in the read callback (a 101 answer, then a
+    /// tunnel): the error the first reader owed is reported by the next, not lost as EOF.
+    func testAnErrorOwedAtHandOverIsReportedByTheNextReader() {
+        let (ours, peer) = tcpPair()
+        let o = Observed()
+        o.handOverOnRead = { [loop] bev, pending in SocketReader(loop: loop!, bev: bev, enabled: true, pendingErrno: pending) }
+        attach(ours, o, enabled: false)
+        writeAll(peer, SocketReader.firstReadBytes)
+        usleep(50_000)
+        reset(peer)
+        usleep(50_000)
+        onLoop { o.reader?.setEnabled(true) }
+        waitFor("data then the error", o) { !$0.events.isEmpty }
+        XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes)
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR], "the reset became an EOF")
         XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
         release(o)
     }
