@@ -163,7 +163,9 @@ final class ProxyService: @unchecked Sendable {
     static func statusLine(engine: ProxyEngine, writer: LogWriter) -> String {
         let m = engine.metrics
         let s = writer.stats
-        return "\(m.activeClients.value) clients, \(m.exchanges.value) exchanges, \(s.written) records written, \(s.lost) lost"
+        let held = m.heldClients.value
+        return "\(m.activeClients.value) clients\(held > 0 ? " (\(held) held: log behind)" : ""), \(m.exchanges.value) exchanges, "
+            + "\(s.written) records written, \(s.lost) lost"
     }
 
     static func metricsText(writer: LogWriter, pipeline: ExchangePipeline) -> String {
