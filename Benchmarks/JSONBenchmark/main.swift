@@ -108,6 +108,24 @@ if CommandLine.arguments.contains("--profile-parse-small") {
     exit(0)
 }
 
+// `--profile-compact FILE N` runs the log's one-pass compactor (with the default redacted
+// keys) N times over FILE, for callgrind or `perf stat`: instructions per byte.
+if let i = CommandLine.arguments.firstIndex(of: "--profile-compact"), i + 2 < CommandLine.arguments.count,
+   let data = FileManager.default.contents(atPath: CommandLine.arguments[i + 1]), let n = Int(CommandLine.arguments[i + 2]) {
+    let bytes = [UInt8](data)
+    let keys = JSONKeySet(["password", "token", "access_token", "refresh_token"])
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count)
+    var ok = true
+    for _ in 0..<n {
+        out.removeAll(keepingCapacity: true)
+        ok = ok && JSONCompactor.append(bytes, redacting: keys, into: &out)
+    }
+    sink(out)
+    print("compacted \(bytes.count) B into \(out.count) B \(n) times, ok: \(ok)")
+    exit(0)
+}
+
 var rows: [Row] = []
 for (name, target, seed) in [("64 KB", 64 * 1024, UInt64(64)), ("1 MB", 1024 * 1024, UInt64(1024))] {
     let bytes = document(approximateBytes: target, seed: seed)
