@@ -117,17 +117,11 @@ final class WhenBehindTests: XCTestCase {
         XCTAssertTrue(writer.submit(LogTestFiles.record(0)))
         XCTAssertEqual(gate.entered.wait(timeout: .now() + 30), .success)
         for n in 1...4 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
-        let returned = DispatchSemaphore(value: 0)
-        let accepted = Atomic<Int>(-1)
-        Thread {
-            accepted.store(writer.submit(RecordBatch(lines: [LogTestFiles.record(5), LogTestFiles.record(6)]),
-                                         waitingForRoom: true), ordering: .relaxed)
-            returned.signal()
-        }.start()
-        XCTAssertEqual(returned.wait(timeout: .now() + 0.3), .timedOut, "a waiting submit returned while the queue was full")
+        let submit = WaitingSubmit(writer, records: 5...6)
+        XCTAssertEqual(submit.returned.wait(timeout: .now() + 0.3), .timedOut, "a waiting submit returned while the queue was full")
         gate.gate.signal()
-        XCTAssertEqual(returned.wait(timeout: .now() + 30), .success)
-        XCTAssertEqual(accepted.load(ordering: .relaxed), 2)
+        XCTAssertEqual(submit.returned.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(submit.accepted.load(ordering: .relaxed), 2)
         writer.flushAndStop()
         XCTAssertEqual(writer.stats.lost, 0)
         XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap(LogTestFiles.recordNumber), Array(0...6))
@@ -159,18 +153,27 @@ final class WhenBehindTests: XCTestCase {
         XCTAssertTrue(writer.submit(LogTestFiles.record(1)))
         XCTAssertEqual(injector.stalled.wait(timeout: .now() + 10), .success)
         for n in 2...5 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
-        let returned = DispatchSemaphore(value: 0)
-        let accepted = Atomic<Int>(-1)
-        Thread {
-            accepted.store(writer.submit(RecordBatch(lines: [LogTestFiles.record(6), LogTestFiles.record(7)]),
-                                         waitingForRoom: true), ordering: .relaxed)
-            returned.signal()
-        }.start()
-        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success, "a waiting submit waited on a failing disk")
-        XCTAssertEqual(accepted.load(ordering: .relaxed), 0)
+        let submit = WaitingSubmit(writer, records: 6...7)
+        XCTAssertEqual(submit.returned.wait(timeout: .now() + 10), .success, "a waiting submit waited on a failing disk")
+        XCTAssertEqual(submit.accepted.load(ordering: .relaxed), 0)
         injector.release.signal()
         writer.flushAndStop()
         XCTAssertGreaterThanOrEqual(writer.stats.lost, 3, "record 0 and the two refused")
+    }
+
+    /// A worker's `submit(_:waitingForRoom: true)` of `records` on a thread of its own.
+    final class WaitingSubmit: Sendable {
+        let returned = DispatchSemaphore(value: 0)
+        /// How many were queued; -1 until it returns.
+        let accepted = Atomic<Int>(-1)
+
+        init(_ writer: LogWriter, records: ClosedRange<Int>) {
+            Thread { [self] in
+                accepted.store(writer.submit(RecordBatch(lines: records.map { LogTestFiles.record($0) }), waitingForRoom: true),
+                               ordering: .relaxed)
+                returned.signal()
+            }.start()
+        }
     }
 
     /// Fails the first write with ENOSPC, then holds the writer inside the second one.

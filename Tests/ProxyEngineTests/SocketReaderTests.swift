@@ -250,8 +250,22 @@ final class SocketReaderTests: XCTestCase {
     /// Data and a reset met in one readiness: the data first, then the error (with its
     /// errno) on the next readiness, as the bufferevent's next read would have found it.
     func testErrorAfterDataInOneReadinessIsReportedAfterTheData() {
+        checkErrorAfterData(handOver: nil)
+    }
+
+    /// The same, but the socket changes owner in the read callback (a 101 answer, then a
+    /// tunnel): the error the first reader owed is reported by the next, not lost as EOF.
+    func testAnErrorOwedAtHandOverIsReportedByTheNextReader() {
+        checkErrorAfterData { [loop] bev, pending in SocketReader(loop: loop!, bev: bev, enabled: true, pendingErrno: pending) }
+    }
+
+    /// A full first read, then a reset, both waiting before reading starts: one readiness
+    /// meets the data and then the error.
+    private func checkErrorAfterData(handOver: ((OpaquePointer, Int32) -> SocketReader)?,
+                                     file: StaticString = #filePath, line: UInt = #line) {
         let (ours, peer) = tcpPair()
         let o = Observed()
+        o.handOverOnRead = handOver
         attach(ours, o, enabled: false)
         writeAll(peer, SocketReader.firstReadBytes)  // fills the first read: the reader reads on
         usleep(50_000)
@@ -259,28 +273,9 @@ final class SocketReaderTests: XCTestCase {
         usleep(50_000)
         onLoop { o.reader?.setEnabled(true) }
         waitFor("data then the error", o) { !$0.events.isEmpty }
-        XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes)
-        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR])
-        XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
-        release(o)
-    }
-
-    /// The same, but the socket changes owner in the read callback (a 101 answer, then a
-    /// tunnel): the error the first reader owed is reported by the next, not lost as EOF.
-    func testAnErrorOwedAtHandOverIsReportedByTheNextReader() {
-        let (ours, peer) = tcpPair()
-        let o = Observed()
-        o.handOverOnRead = { [loop] bev, pending in SocketReader(loop: loop!, bev: bev, enabled: true, pendingErrno: pending) }
-        attach(ours, o, enabled: false)
-        writeAll(peer, SocketReader.firstReadBytes)
-        usleep(50_000)
-        reset(peer)
-        usleep(50_000)
-        onLoop { o.reader?.setEnabled(true) }
-        waitFor("data then the error", o) { !$0.events.isEmpty }
-        XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes)
-        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR], "the reset became an EOF")
-        XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET)
+        XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes, file: file, line: line)
+        XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_ERROR], "the reset became an EOF", file: file, line: line)
+        XCTAssertEqual(o.lock.withLock { o.errnoAtEvent }, ECONNRESET, file: file, line: line)
         release(o)
     }
 
