@@ -29,8 +29,8 @@ final class ClientSession {
     /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
-    /// A parsed request not started because the log is behind (`ExchangeSink.isBehind`);
-    /// reading stays off until the loop releases it.
+    /// A parsed request not started because the log is behind (`ExchangeSink.isBehind`),
+    /// until the loop releases it (see `hold`).
     private var heldHead: HTTPRequestHead?
 
     var config: EngineConfiguration { engine.configuration }
@@ -187,6 +187,16 @@ final class ClientSession {
         loop.heldSessions[ObjectIdentifier(self)] = self
         engine.metrics.heldClients.add()
         engine.metrics.holds.add()
+    }
+
+    /// Forgets a held request without starting it (closing, shutting down); whether there was one.
+    @discardableResult
+    private func dropHeldRequest() -> Bool {
+        guard heldHead != nil else { return false }
+        heldHead = nil
+        engine.metrics.heldClients.sub()
+        loop.heldSessions[ObjectIdentifier(self)] = nil
+        return true
     }
 
     /// Called by the loop once the sink caught up.
@@ -494,11 +504,7 @@ final class ClientSession {
     private func finishClose() {
         guard !closed else { return }
         closed = true
-        if heldHead != nil {
-            heldHead = nil
-            engine.metrics.heldClients.sub()
-            loop.heldSessions[ObjectIdentifier(self)] = nil
-        }
+        dropHeldRequest()
         headTimer?.cancel()
         headTimer = nil
         engine.metrics.activeClients.sub()
@@ -508,10 +514,7 @@ final class ClientSession {
 
     /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
     func drain() {
-        if heldHead != nil {
-            heldHead = nil
-            engine.metrics.heldClients.sub()
-            loop.heldSessions[ObjectIdentifier(self)] = nil
+        if dropHeldRequest() {
             respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
             return
         }
