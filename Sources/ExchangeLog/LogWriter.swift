@@ -84,7 +84,7 @@ public struct RecordBatch: Sendable {
 /// Writes already-encoded JSON lines to a `RotatingFile` from one dedicated thread.
 ///
 /// Producers call `submit`, which never waits for the disk: a full queue refuses the record and
-/// counts it. The thread takes everything queued at once and writes it with as few write() calls
+/// counts it (unless the producer asks to wait for room, `log.whenBehind: wait`). The thread takes everything queued at once and writes it with as few write() calls
 /// as the batch and file limits allow, every line whole. When records are lost (queue full, disk
 /// full, I/O error) the next successful write starts with a loss record
 /// `{"kind":"loss","lost":N,"time":"…","reason":"…"}`.
