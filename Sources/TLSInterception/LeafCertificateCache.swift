@@ -1,5 +1,5 @@
 import COpenSSL
-import Synchronization
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,7 +12,7 @@ import Darwin
 /// Certificates are generated outside the lock, so a slow signature never
 /// blocks lookups of other hosts; if two threads race on the same new host,
 /// the first one stored wins and both get the same context.
-public final class LeafCertificateCache: Sendable {
+public final class LeafCertificateCache: @unchecked Sendable {
     /// A cached leaf is replaced when it has less than this left to live.
     static let renewalMarginSeconds = 86_400
 
@@ -35,22 +35,32 @@ public final class LeafCertificateCache: Sendable {
 
     public let capacity: Int
     private let authority: CertificateAuthority
-    private let state = Mutex(State())
+    // NSLock rather than Synchronization.Mutex: on Linux the thread sanitizer cannot see
+    // Mutex's futex-based locking, and reported concurrent lookups as races (see EventLoop.inbox).
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var state = State()
 
     public init(ca: CertificateAuthority, capacity: Int = 1000) {
         self.authority = ca
         self.capacity = max(1, capacity)
     }
 
-    public var count: Int { state.withLock { $0.entries.count } }
-    public var statistics: Statistics { state.withLock { $0.statistics } }
+    public var count: Int { withState { $0.entries.count } }
+    public var statistics: Statistics { withState { $0.statistics } }
+
+    private func withState<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
 
     /// The server context for `host` (a DNS name or an IP literal, IPv6 with
     /// or without brackets). Names are case-insensitive; a trailing dot is ignored.
     public func context(forHost host: String) throws(TLSSetupError) -> ServerContext {
         let name = try HostName(host)
         let now = Int(time(nil))
-        let cached: ServerContext? = state.withLock { state in
+        let cached: ServerContext? = withState { state in
             guard var entry = state.entries[name.text],
                   entry.context.notAfter - now > Self.renewalMarginSeconds else { return nil }
             state.clock += 1
@@ -62,7 +72,7 @@ public final class LeafCertificateCache: Sendable {
         if let cached { return cached }
 
         let fresh = try ServerContext(host: name, authority: authority, now: now)
-        return state.withLock { state in
+        return withState { state in
             state.clock += 1
             if var raced = state.entries[name.text], raced.context.notAfter - now > Self.renewalMarginSeconds {
                 raced.lastUse = state.clock
