@@ -21,6 +21,17 @@ final class WhenBehindTests: XCTestCase {
         for i in range { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
     }
 
+    /// A pipeline whose only worker is held inside its first batch (exchange 0) until
+    /// `gate.release`, so what the test accepts next waits in the queue.
+    private func stalledPipeline(maxPending: Int, whenBehind: WhenBehind) throws
+        -> (TemporaryDirectory, LogWriter, ExchangePipeline, ExchangePipelineSchedulingTests.FirstBatchGate) {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: maxPending, whenBehind: whenBehind)
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        accept(pipeline, 0...0)
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        return (dir, writer, pipeline, gate)
+    }
+
     private func numbers(_ dir: TemporaryDirectory) throws -> [Int] {
         try LogTestFiles.lines(dir.path + "/tapwire.jsonl").compactMap { line -> Int? in
             guard let r = line.range(of: "?n=") else { return nil }
@@ -29,13 +40,10 @@ final class WhenBehindTests: XCTestCase {
     }
 
     func testWaitQueuesPastTheBoundAndSaysItIsBehindUntilItCatchesUp() throws {
-        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .wait)
+        let (dir, writer, pipeline, gate) = try stalledPipeline(maxPending: 4, whenBehind: .wait)
         defer { dir.remove() }
         let caughtUp = Atomic<Int>(0)
         pipeline.onCaughtUp { caughtUp.add(1, ordering: .relaxed) }
-        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
-        accept(pipeline, 0...0)
-        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
         accept(pipeline, 1...3)
         XCTAssertFalse(pipeline.isBehind, "behind before the bound")
         accept(pipeline, 4...10)
@@ -54,11 +62,8 @@ final class WhenBehindTests: XCTestCase {
     }
 
     func testDropCountsWhatTheFullQueueRefusesAndIsNeverBehind() throws {
-        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .drop)
+        let (dir, writer, pipeline, gate) = try stalledPipeline(maxPending: 4, whenBehind: .drop)
         defer { dir.remove() }
-        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
-        accept(pipeline, 0...0)
-        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
         accept(pipeline, 1...10)
         XCTAssertFalse(pipeline.isBehind)
         XCTAssertEqual(pipeline.dropped, 6)
@@ -70,13 +75,10 @@ final class WhenBehindTests: XCTestCase {
     }
 
     func testSwitchingToDropReleasesHeldClientsAtOnce() throws {
-        let (dir, writer, pipeline) = try makePipeline(maxPending: 4, whenBehind: .wait)
+        let (dir, writer, pipeline, gate) = try stalledPipeline(maxPending: 4, whenBehind: .wait)
         defer { dir.remove() }
         let caughtUp = Atomic<Int>(0)
         pipeline.onCaughtUp { caughtUp.add(1, ordering: .relaxed) }
-        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
-        accept(pipeline, 0...0)
-        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
         accept(pipeline, 1...6)
         XCTAssertTrue(pipeline.isBehind)
         // SIGHUP with `log.whenBehind: drop` while the worker is still stuck.
@@ -92,11 +94,8 @@ final class WhenBehindTests: XCTestCase {
     }
 
     func testStoppingLowersBehind() throws {
-        let (dir, writer, pipeline) = try makePipeline(maxPending: 2, whenBehind: .wait)
+        let (dir, writer, pipeline, gate) = try stalledPipeline(maxPending: 2, whenBehind: .wait)
         defer { dir.remove() }
-        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
-        accept(pipeline, 0...0)
-        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
         accept(pipeline, 1...4)
         XCTAssertTrue(pipeline.isBehind)
         gate.release.signal()
