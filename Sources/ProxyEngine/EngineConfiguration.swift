@@ -33,6 +33,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var captureMaxBodyBytes: Int = 1_048_576
     /// `capture.requestBodies`: copy request bodies too.
     public var captureRequestBodies: Bool = true
+    /// `log.loopNice`: nice steps the event loop threads take below the process's other
+    /// threads, so that a saturated CPU goes first to decoding and writing the exchanges
+    /// already accepted (Linux keeps a nice value per thread). 0 leaves them equal.
+    public var loopNice: Int = 0
     /// Output buffered for a slow reader before the other side stops being read (backpressure).
     public var highWaterBytes: Int = 256 * 1024
 

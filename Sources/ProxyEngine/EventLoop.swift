@@ -76,16 +76,37 @@ final class EventLoop: @unchecked Sendable {
         return dns
     }
 
-    func start() {
+    /// Starts the loop's thread, `nice` steps nicer than the thread that calls this, and
+    /// returns once that is applied: 0, or the errno of a failed `setpriority`.
+    func start(nice: Int = 0) -> Int32 {
+        let applied = DispatchSemaphore(value: 0)
+        let niceError = Atomic<Int32>(0)
         let t = Thread { [self] in
             // Foundation applies Thread.name only to a running thread; this shows in top -H and perf.
             Thread.current.name = "tapwire-loop-\(index)"
+            if nice > 0 { niceError.store(EventLoop.lowerThreadPriority(by: nice), ordering: .relaxed) }
+            applied.signal()
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
             finished.signal()
         }
         t.stackSize = 1 << 20
         thread = t
         t.start()
+        applied.wait()
+        return niceError.load(ordering: .relaxed)
+    }
+
+    /// Raises the calling thread's nice value by `steps` (capped at 19): 0, or errno.
+    /// Linux keeps nice per thread, and `who` 0 names the calling thread (the kernel's
+    /// `current`), so the process's other threads keep theirs. Raising it needs no
+    /// privilege; lowering it again would, which is why it is set once, at start.
+    static func lowerThreadPriority(by steps: Int) -> Int32 {
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        errno = 0
+        let current = getpriority(which, 0)
+        if current == -1 && errno != 0 { return errno }
+        let target = min(19, Int(current) + steps)
+        return setpriority(which, 0, Int32(target)) == 0 ? 0 : errno
     }
 
     /// Runs `work` on the loop thread. Safe from any thread.

@@ -17,6 +17,9 @@ public final class ProxyEngine: @unchecked Sendable {
     private var listeners: [Listener] = []
     /// The addresses actually bound (port 0 resolved), in `listen` order.
     public private(set) var boundAddresses: [SocketAddress] = []
+    /// Set by `start` when a loop could not take `loopNice` (an errno): it then runs at
+    /// the process's priority, and traffic is unaffected.
+    public private(set) var loopNiceError: Int32 = 0
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
@@ -99,7 +102,10 @@ public final class ProxyEngine: @unchecked Sendable {
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
         sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
-        for loop in loops { loop.start() }
+        for loop in loops {
+            let error = loop.start(nice: configuration.loopNice)
+            if error != 0 { loopNiceError = error }
+        }
     }
 
     /// The sink caught up: each loop starts the requests it held.

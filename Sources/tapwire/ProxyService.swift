@@ -52,6 +52,8 @@ final class ProxyService: @unchecked Sendable {
                                         maxPendingBytes: config.log.decodeQueueBytes, whenBehind: config.log.whenBehind)
         var engineConfig = config.engine
         engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
+        // With nothing decoded there is nothing for the loops to yield to.
+        if !config.logEnabled { engineConfig.loopNice = 0 }
         var interception: HTTPSInterception?
         do {
             if let (i, ca) = try HTTPSInterception.make(config.tls) {
@@ -79,6 +81,9 @@ final class ProxyService: @unchecked Sendable {
             return 1
         }
         for a in engine.boundAddresses { print("listening on \(a)") }
+        if engine.loopNiceError != 0 {
+            Self.log("cannot lower the event loops' priority (log.loopNice): \(String(cString: strerror(engine.loopNiceError))); they run at the process's")
+        }
         fflush(stdout)
         if config.logEnabled {
             Self.log("logging to \(config.log.resolvedDirectory)/\(config.log.fileName); \(config.rules.count) rule(s)"

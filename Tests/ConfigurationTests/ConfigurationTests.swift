@@ -30,7 +30,12 @@ final class ConfigurationTests: XCTestCase {
 
     func testEmptyObjectGivesBuiltInDefaults() throws {
         let c = try parse("{}").get()
-        XCTAssertEqual(c.engine, EngineConfiguration())
+        // The engine alone runs its loops at the process's priority; the config's default
+        // makes them yield to logging (`log.loopNice`).
+        var engine = EngineConfiguration()
+        XCTAssertEqual(engine.loopNice, 0)
+        engine.loopNice = TapwireConfiguration.defaultLoopNice
+        XCTAssertEqual(c.engine, engine)
         XCTAssertEqual(c.log, LogSettings())
         XCTAssertEqual(c.redactHeaders, ["authorization", "proxy-authorization", "cookie", "set-cookie"])
     }
@@ -81,6 +86,15 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"log": {"decodeQueueBytes": 10}}"#).first?.hasPrefix("log.decodeQueueBytes:"), true)
         XCTAssertEqual(errors(#"{"log": {"decodeQueueCapacity": 0}}"#).first?.hasPrefix("log.decodeQueueCapacity:"), true)
         XCTAssertEqual(errors(#"{"log": {"queueBytes": "big"}}"#).first?.hasPrefix("log.queueBytes:"), true)
+    }
+
+    func testLoopNice() throws {
+        XCTAssertEqual(try parse("{}").get().engine.loopNice, 5)
+        XCTAssertEqual(try parse(#"{"log": {"loopNice": 0}}"#).get().engine.loopNice, 0)
+        XCTAssertEqual(try parse(#"{"log": {"loopNice": 19}}"#).get().engine.loopNice, 19)
+        XCTAssertEqual(errors(#"{"log": {"loopNice": 20}}"#), ["log.loopNice: must be between 0 and 19, found 20"])
+        XCTAssertEqual(errors(#"{"log": {"loopNice": -1}}"#), ["log.loopNice: must be between 0 and 19, found -1"])
+        XCTAssertEqual(errors(#"{"log": {"loopNice": 2.5}}"#).first?.hasPrefix("log.loopNice: expected an integer"), true)
     }
 
     func testWrongTypesNameWhatWasFound() {

@@ -32,6 +32,33 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         }
     }
 
+    /// `log.loopNice`: the loops run nicer than the decoding and writing threads (so a
+    /// saturated CPU finishes accepted records first), and as the others when nothing is logged.
+    func testEventLoopsRunNicerThanLogging() throws {
+        func niceByThread(_ config: [String: Any]) throws -> [String: Int] {
+            let proxy = try TapwireProcess(config: config)
+            let tasks = "/proc/\(proxy.process.processIdentifier)/task"
+            var nice: [String: Int] = [:]
+            for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+                guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
+                      let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
+                      let afterName = stat.range(of: ") ", options: .backwards) else { continue }
+                // Fields after "(comm) ": state is field 3, nice field 19.
+                let fields = stat[afterName.upperBound...].split(separator: " ")
+                if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
+            }
+            return nice
+        }
+        let byDefault = try niceByThread([:])
+        let base = try XCTUnwrap(byDefault["tapwire-writer"], "\(byDefault)")
+        XCTAssertEqual(byDefault["tapwire-ser-0"], base, "\(byDefault)")
+        XCTAssertEqual(byDefault["tapwire-loop-0"], min(19, base + 5), "\(byDefault)")
+        let equal = try niceByThread(["log": ["loopNice": 0]])
+        XCTAssertEqual(equal["tapwire-loop-0"], equal["tapwire-writer"], "\(equal)")
+        let unlogged = try niceByThread(["log": ["enabled": false]])
+        XCTAssertEqual(unlogged["tapwire-loop-0"], base, "\(unlogged)")
+    }
+
     func testNonIdempotentRequestIsNotRetried() throws {
         let origin = try OriginServer()
         let proxy = try TapwireProcess()
