@@ -100,7 +100,7 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
         }
         if let log = r.object(top["log"], "log", allowed: ["enabled", "directory", "fileName", "maxFileBytes", "maxFiles", "rotateInterval", "compress", "queueCapacity",
-                                                        "queueBytes", "decodeQueueCapacity", "decodeQueueBytes", "whenBehind", "loopNice"]) {
+                                                        "queueBytes", "decodeQueueCapacity", "decodeQueueBytes", "whenBehind", "loopNice", "syncInterval"]) {
             if let v = r.bool(log["enabled"], "log.enabled") { c.logEnabled = v }
             if let v = r.string(log["directory"], "log.directory") {
                 if v.isEmpty { r.fail("log.directory", "must not be empty") } else { c.log.directory = v }
@@ -133,6 +133,7 @@ public struct TapwireConfiguration: Sendable {
                 }
             }
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
+            if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
         if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }

@@ -74,8 +74,12 @@ public struct LogSettings: Sendable, Equatable {
     public var whenBehind: WhenBehind
     /// Upper bound for one write() call; larger batches are split at line ends.
     public var batchBytes: Int
-    /// Seconds between fsyncs of the active file while records keep arriving.
-    public var flushInterval: Double
+    /// `log.syncInterval`: seconds between fsyncs of the active file while records keep
+    /// arriving; 0 (the default) never forces the disk while running and leaves write-back
+    /// to the kernel (within ~30 s), as nginx and squid do with their access logs. Closing
+    /// the file (shutdown, reopen) and `flush` still fsync; a rotated file is gzipped and the
+    /// `.gz` fsynced before the plain one is deleted either way.
+    public var syncInterval: Double
 
     public init(directory: String = "logs",
                 fileName: String = "tapwire.jsonl",
@@ -89,7 +93,7 @@ public struct LogSettings: Sendable, Equatable {
                 decodeQueueBytes: Int = 268_435_456,
                 whenBehind: WhenBehind = .drop,
                 batchBytes: Int = 1_048_576,
-                flushInterval: Double = 1.0) {
+                syncInterval: Double = 0) {
         self.directory = directory
         self.fileName = fileName
         self.maxFileBytes = maxFileBytes
@@ -102,7 +106,7 @@ public struct LogSettings: Sendable, Equatable {
         self.decodeQueueBytes = decodeQueueBytes
         self.whenBehind = whenBehind
         self.batchBytes = batchBytes
-        self.flushInterval = flushInterval
+        self.syncInterval = syncInterval
     }
 
     /// `directory` made absolute against the current working directory.

@@ -340,7 +340,7 @@ public final class LogWriter: @unchecked Sendable {
             }
             let (written, lost) = writeBatch(batch, failures: &failures)
             let wantsSync = stop || flushGeneration > flushCompleted
-                || LogWriter.monotonicNow() - lastSync >= file.settings.flushInterval
+                || (file.settings.syncInterval > 0 && LogWriter.monotonicNow() - lastSync >= file.settings.syncInterval)
             if wantsSync && file.hasUnsyncedData {
                 do { try file.sync() } catch { failures.append(error) }
                 lastSync = LogWriter.monotonicNow()
@@ -377,8 +377,8 @@ public final class LogWriter: @unchecked Sendable {
     /// an fsync that is due, a loss record to retry, a time boundary to rotate at.
     private func housekeepingDelay() -> Double? {
         var delays: [Double] = []
-        if file.hasUnsyncedData {
-            delays.append(max(0, lastSync + file.settings.flushInterval - LogWriter.monotonicNow()))
+        if file.hasUnsyncedData && file.settings.syncInterval > 0 {
+            delays.append(max(0, lastSync + file.settings.syncInterval - LogWriter.monotonicNow()))
         }
         if unreportedLoss > 0 || retryAfterFailure {
             delays.append(1.0)

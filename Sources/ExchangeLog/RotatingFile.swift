@@ -153,7 +153,7 @@ public final class RotatingFile {
         }
     }
 
-    /// fsync, rename to `<stem>-YYYYMMDDTHHMMSS<ext>` (UTC), reopen, hand the old file to the
+    /// fsync (with `syncInterval`), rename to `<stem>-YYYYMMDDTHHMMSS<ext>` (UTC), reopen, hand the old file to the
     /// archiver. Throws with the file still open when the rename fails; throws with the file
     /// closed when the new file cannot be opened.
     public func rotate() throws(LogIOError) {
@@ -162,7 +162,12 @@ public final class RotatingFile {
     }
 
     private func rotate(now: Double) throws(LogIOError) {
-        do { try fileSystem.sync(fd, path: activePath) } catch { absorb(error) }
+        // Only when periodic syncs are asked for: with compression the plain file is read
+        // from the page cache and deleted once its .gz is synced, so forcing it to disk first
+        // wrote every byte of the log twice (64 KiB traffic: more than this disk takes).
+        if settings.syncInterval > 0 {
+            do { try fileSystem.sync(fd, path: activePath) } catch { absorb(error) }
+        }
         var rotatedPath: String?
         if isStillActivePath() {
             let target = uniqueRotatedPath(now: now)

@@ -97,6 +97,13 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"log": {"loopNice": 2.5}}"#).first?.hasPrefix("log.loopNice: expected an integer"), true)
     }
 
+    func testSyncInterval() throws {
+        XCTAssertEqual(try parse("{}").get().log.syncInterval, 0)
+        XCTAssertEqual(try parse(#"{"log": {"syncInterval": 1.5}}"#).get().log.syncInterval, 1.5)
+        XCTAssertEqual(errors(#"{"log": {"syncInterval": -1}}"#).first?.hasPrefix("log.syncInterval: must be between 0"), true)
+        XCTAssertEqual(errors(#"{"log": {"syncInterval": "1s"}}"#).first?.hasPrefix("log.syncInterval: expected a number of seconds"), true)
+    }
+
     func testWrongTypesNameWhatWasFound() {
         XCTAssertEqual(errors(#"{"capture": {"requestBodies": "yes"}}"#),
                        [#"capture.requestBodies: expected true or false, found the string "yes""#])
