@@ -75,10 +75,11 @@ public struct LogSettings: Sendable, Equatable {
     /// Upper bound for one write() call; larger batches are split at line ends.
     public var batchBytes: Int
     /// `log.syncInterval`: seconds between fsyncs of the active file while records keep
-    /// arriving; 0 (the default) never forces the disk while running and leaves write-back
-    /// to the kernel (within ~30 s), as nginx and squid do with their access logs. Closing
-    /// the file (shutdown, reopen) and `flush` still fsync; a rotated file is gzipped and the
-    /// `.gz` fsynced before the plain one is deleted either way.
+    /// arriving; 0 (the default) never forces the active file to disk while running and
+    /// leaves write-back to the kernel (within ~30 s), as nginx and squid do with their access
+    /// logs. Closing the file (shutdown, reopen) and `flush` still fsync it. A rotated file is
+    /// either gzipped, the `.gz` fsynced before the plain one is deleted (shutdown waits for
+    /// that), or, with `compress` off, fsynced when it is rotated.
     public var syncInterval: Double
 
     public init(directory: String = "logs",

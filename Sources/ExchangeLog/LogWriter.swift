@@ -250,8 +250,9 @@ public final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Blocks until every record accepted before the call has been written and fsynced (or
-    /// counted lost).
+    /// Blocks until every record accepted before the call has been written (or counted lost)
+    /// and the active file fsynced. Records in a file rotated meanwhile are durable once the
+    /// archiver has synced its `.gz` (`flushAndStop` waits for that) or, uncompressed, already.
     public func flush() {
         condition.lock()
         flushRequested += 1

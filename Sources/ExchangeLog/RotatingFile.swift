@@ -162,10 +162,11 @@ public final class RotatingFile {
     }
 
     private func rotate(now: Double) throws(LogIOError) {
-        // Only when periodic syncs are asked for: with compression the plain file is read
+        // With compression and no periodic syncs asked for, not here: the plain file is read
         // from the page cache and deleted once its .gz is synced, so forcing it to disk first
         // wrote every byte of the log twice (64 KiB traffic: more than this disk takes).
-        if settings.syncInterval > 0 {
+        // Uncompressed, the rotated file is the archive: it goes to disk now, whole.
+        if settings.syncInterval > 0 || !settings.compress {
             do { try fileSystem.sync(fd, path: activePath) } catch { absorb(error) }
         }
         var rotatedPath: String?

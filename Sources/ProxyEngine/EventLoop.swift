@@ -99,7 +99,9 @@ final class EventLoop: @unchecked Sendable {
     /// Raises the calling thread's nice value by `steps` (capped at 19): 0, or errno.
     /// Linux keeps nice per thread, and `who` 0 names the calling thread (the kernel's
     /// `current`), so the process's other threads keep theirs. Raising it needs no
-    /// privilege; lowering it again would, which is why it is set once, at start.
+    /// privilege; lowering it again would, which is why it is set once, at start. A thread
+    /// created from a loop (a Dispatch worker its async work spawns) inherits the value:
+    /// only background chores run there (the drain watcher, the idle heap trim).
     static func lowerThreadPriority(by steps: Int) -> Int32 {
         let which = __priority_which_t(PRIO_PROCESS.rawValue)
         errno = 0

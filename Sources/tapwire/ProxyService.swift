@@ -155,7 +155,7 @@ final class ProxyService: @unchecked Sendable {
                            whenBehind: fresh.log.whenBehind)
             writer.reopen()
             if fresh.engine != old.engine {
-                Self.log("SIGHUP: listeners, limits and timeouts keep their old values until a restart")
+                Self.log("SIGHUP: listeners, limits, timeouts and log.loopNice keep their old values until a restart")
             }
             Self.log("SIGHUP: config reloaded (\(fresh.summary))")
         }

@@ -11,14 +11,15 @@ final class SyncIntervalTests: XCTestCase {
     override func setUpWithError() throws { directory = try TemporaryDirectory() }
     override func tearDown() { directory.remove() }
 
-    /// The path of every fsync the writer and its file make.
-    private final class SyncRecorder: @unchecked Sendable {
+    /// Every file-system operation the writer, its file and the archiver make, in order.
+    private final class OperationRecorder: @unchecked Sendable {
         private let lock = NSLock()
-        private var synced: [String] = []
-        var paths: [String] { lock.withLock { synced } }
+        private var seen: [(LogFileOperation, String)] = []
+        var operations: [(LogFileOperation, String)] { lock.withLock { seen } }
+        func syncs(of path: String) -> Int { operations.filter { $0.0 == .sync && $0.1 == path }.count }
         var injector: LogFaultInjector {
             { [self] operation, path in
-                if operation == .sync { lock.withLock { synced.append(path) } }
+                lock.withLock { seen.append((operation, path)) }
                 return nil
             }
         }
@@ -33,46 +34,72 @@ final class SyncIntervalTests: XCTestCase {
         return condition()
     }
 
-    func testByDefaultNothingIsSyncedUntilTheFileCloses() throws {
-        let settings = LogSettings(directory: directory.path, maxFileBytes: 4096, rotateInterval: .never, compress: false)
-        XCTAssertEqual(settings.syncInterval, 0)
-        let syncs = SyncRecorder()
-        let writer = try LogWriter(settings: settings, faults: syncs.injector)
+    private var activePath: String { directory.path + "/tapwire.jsonl" }
+
+    /// Writes 300 records of 64 bytes into 4 KiB files: several rotations.
+    private func writeAcrossRotations(_ writer: LogWriter) -> Int {
         for n in 0..<300 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
         XCTAssertTrue(waitUntil { writer.stats.written == 300 })
         XCTAssertGreaterThanOrEqual(writer.stats.rotations, 3)
+        return writer.stats.rotations
+    }
+
+    func testByDefaultTheActiveFileIsNotSyncedWhileRunning() throws {
+        let settings = LogSettings(directory: directory.path, maxFileBytes: 4096, rotateInterval: .never)
+        XCTAssertEqual(settings.syncInterval, 0)
+        XCTAssertTrue(settings.compress)
+        let recorder = OperationRecorder()
+        let writer = try LogWriter(settings: settings, faults: recorder.injector)
+        _ = writeAcrossRotations(writer)
         // Longer than the old fixed 1 s period: no timer sync comes either.
         Thread.sleep(forTimeInterval: 1.3)
-        // The directory is still synced after each rename (metadata only, so cheap).
-        let fileSyncs = syncs.paths.filter { $0 != directory.path }
-        XCTAssertEqual(fileSyncs, [], "an fsync of a file while running, rotations included")
+        XCTAssertEqual(recorder.syncs(of: activePath), 0, "the active file was fsynced while running")
         writer.flushAndStop()
-        XCTAssertTrue(syncs.paths.contains(directory.path + "/tapwire.jsonl"), "closing must fsync: \(syncs.paths)")
+        XCTAssertGreaterThan(recorder.syncs(of: activePath), 0, "closing must fsync")
+
+        // Each rotated plain file goes only after its .gz was synced.
+        let operations = recorder.operations
+        let unlinked = operations.enumerated().filter { $0.element.0 == .unlink && $0.element.1.hasSuffix(".jsonl") }
+        XCTAssertGreaterThanOrEqual(unlinked.count, 3)
+        for (index, operation) in unlinked {
+            let synced = operations[..<index].contains { $0.0 == .sync && $0.1.hasPrefix(operation.1 + ".gz") }
+            XCTAssertTrue(synced, "\(operation.1) deleted before its .gz was synced")
+        }
+    }
+
+    func testUncompressedRotatedFilesAreSyncedWhenRotated() throws {
+        let settings = LogSettings(directory: directory.path, maxFileBytes: 4096, rotateInterval: .never, compress: false)
+        let recorder = OperationRecorder()
+        let writer = try LogWriter(settings: settings, faults: recorder.injector)
+        defer { writer.flushAndStop() }
+        let rotations = writeAcrossRotations(writer)
+        XCTAssertEqual(recorder.syncs(of: activePath), rotations, "an uncompressed file is the archive: synced at rotation")
     }
 
     func testAnIntervalSyncsWhileRecordsArrive() throws {
-        let settings = LogSettings(directory: directory.path, maxFileBytes: 1 << 20, rotateInterval: .never, compress: false,
-                                   syncInterval: 0.05)
-        let syncs = SyncRecorder()
-        let writer = try LogWriter(settings: settings, faults: syncs.injector)
+        let settings = LogSettings(directory: directory.path, maxFileBytes: 1 << 20, rotateInterval: .never, syncInterval: 0.05)
+        let recorder = OperationRecorder()
+        let writer = try LogWriter(settings: settings, faults: recorder.injector)
         defer { writer.flushAndStop() }
         XCTAssertTrue(writer.submit(LogTestFiles.record(0)))
-        // No further record and no flush: only the interval brings this sync.
-        XCTAssertTrue(waitUntil { syncs.paths.contains(self.directory.path + "/tapwire.jsonl") }, "no periodic fsync")
+        XCTAssertTrue(waitUntil { writer.stats.written == 1 })
+        // No further record and no flush: only the writer's timer brings a new sync.
+        let before = recorder.syncs(of: activePath)
+        XCTAssertTrue(waitUntil { recorder.syncs(of: self.activePath) > before } || before > 0, "no periodic fsync")
+        if before > 0 {
+            // The write's own cycle already synced (a slow start): the timer must not sync a clean file again.
+            Thread.sleep(forTimeInterval: 0.2)
+            XCTAssertEqual(recorder.syncs(of: activePath), before)
+        }
     }
 
     func testAnIntervalAlsoSyncsBeforeEachRotation() throws {
-        // An interval too long to come due in the test: every fsync seen is a rotation's.
-        let settings = LogSettings(directory: directory.path, maxFileBytes: 4096, rotateInterval: .never, compress: false,
-                                   syncInterval: 3600)
-        let syncs = SyncRecorder()
-        let writer = try LogWriter(settings: settings, faults: syncs.injector)
+        // An interval too long to come due in the test: every fsync of the active file is a rotation's.
+        let settings = LogSettings(directory: directory.path, maxFileBytes: 4096, rotateInterval: .never, syncInterval: 3600)
+        let recorder = OperationRecorder()
+        let writer = try LogWriter(settings: settings, faults: recorder.injector)
         defer { writer.flushAndStop() }
-        for n in 0..<300 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
-        XCTAssertTrue(waitUntil { writer.stats.written == 300 })
-        let rotations = writer.stats.rotations
-        XCTAssertGreaterThanOrEqual(rotations, 3)
-        let fileSyncs = syncs.paths.filter { $0 == self.directory.path + "/tapwire.jsonl" }.count
-        XCTAssertEqual(fileSyncs, rotations, "\(syncs.paths)")
+        let rotations = writeAcrossRotations(writer)
+        XCTAssertEqual(recorder.syncs(of: activePath), rotations)
     }
 }

@@ -68,6 +68,9 @@ final class UnitFileTests: XCTestCase {
         XCTAssertEqual(settings["ExecReload"], ["/bin/kill -HUP $MAINPID"])
         XCTAssertEqual(settings["KillSignal"], ["SIGTERM"])
         XCTAssertEqual(settings["WatchdogSec"], ["30s"])
+        // log.loopNice: the loops call setpriority, which @resources (denied above it) holds.
+        XCTAssertEqual(settings["SystemCallFilter"]?.last, "setpriority",
+                       "the service must let the event loops raise their nice value")
         XCTAssertEqual(settings["ConfigurationDirectory"], ["tapwire"])
         XCTAssertEqual(settings["LogsDirectory"], ["tapwire"])
         XCTAssertEqual(settings["StateDirectory"], ["tapwire"])
