@@ -23,11 +23,20 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
         let tasks = "/proc/\(proxy.process.processIdentifier)/task"
-        let names = Set(try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
-            try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        })
-        for name in ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"] {
+        let wanted: Set = ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"]
+        var names: Set<String> = []
+        // Each thread names itself once it first runs, which on a busy machine can come
+        // after another thread has already logged the request.
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            names = Set(try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
+                try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            })
+            if names.isSuperset(of: wanted) { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        } while Date() < deadline
+        for name in wanted.sorted() {
             XCTAssertTrue(names.contains(name), "no thread named \(name) in \(names.sorted())")
         }
     }
@@ -39,14 +48,21 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
             let proxy = try TapwireProcess(config: config)
             let tasks = "/proc/\(proxy.process.processIdentifier)/task"
             var nice: [String: Int] = [:]
-            for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
-                guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
-                      let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
-                      let afterName = stat.range(of: ") ", options: .backwards) else { continue }
-                // Fields after "(comm) ": state is field 3, nice field 19.
-                let fields = stat[afterName.upperBound...].split(separator: " ")
-                if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
-            }
+            // Threads name themselves when they first run: wait for the ones compared.
+            let deadline = Date().addingTimeInterval(5)
+            repeat {
+                nice = [:]
+                for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+                    guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
+                          let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
+                          let afterName = stat.range(of: ") ", options: .backwards) else { continue }
+                    // Fields after "(comm) ": state is field 3, nice field 19.
+                    let fields = stat[afterName.upperBound...].split(separator: " ")
+                    if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
+                }
+                if ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"].allSatisfy({ nice[$0] != nil }) { break }
+                Thread.sleep(forTimeInterval: 0.05)
+            } while Date() < deadline
             return nice
         }
         let byDefault = try niceByThread([:])
