@@ -19,18 +19,18 @@ let package = Package(
         .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        // glibc's malloc.h (malloc_trim): part of libc, nothing to install or link.
-        .systemLibrary(name: "CMalloc"),
+        // glibc's GNU extensions (malloc_trim, pthread_setname_np): part of libc, nothing to install or link.
+        .systemLibrary(name: "CGlibcExtensions"),
 
         // Pure logic: no sockets, tested and fuzzed on bytes.
         .target(name: "HTTP1"),
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
-        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CMalloc"]),
+        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization"]),
 
         // I/O: event loops, sockets, upstream pool.
-        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1"]),
+        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),
 
         // HTTPS interception: the local CA, per-host leaf certificates, origin verification.
         .target(name: "TLSInterception", dependencies: ["COpenSSL"]),

@@ -1,3 +1,4 @@
+import CGlibcExtensions
 import Foundation
 import HTTP1
 import Synchronization
@@ -91,7 +92,7 @@ public final class ExchangePipeline: @unchecked Sendable {
         for i in 0..<count {
             let role: Role = i == 0 ? .napper : .helper
             let t = Thread { [self] in
-                Thread.current.name = "tapwire-ser-\(i)"
+                _ = tapwire_name_current_thread("tapwire-ser-\(i)")
                 work(role)
             }
             t.start()

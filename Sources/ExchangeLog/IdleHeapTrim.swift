@@ -1,4 +1,4 @@
-import CMalloc
+import CGlibcExtensions
 import Foundation
 
 /// Gives memory back to the system once logging has gone quiet after a burst.

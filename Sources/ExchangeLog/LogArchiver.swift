@@ -1,3 +1,4 @@
+import CGlibcExtensions
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -45,7 +46,7 @@ public final class LogArchiver: @unchecked Sendable {
         if !threadStarted {
             threadStarted = true
             let thread = Thread { [self] in
-                Thread.current.name = "tapwire-archive"
+                _ = tapwire_name_current_thread("tapwire-archive")
                 run()
             }
             thread.start()

@@ -1,3 +1,4 @@
+import CGlibcExtensions
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -145,8 +146,8 @@ public final class LogWriter: @unchecked Sendable {
             throw error
         }
         let thread = Thread { [self] in
-            // Linux thread names hold 15 bytes; Foundation applies Thread.name only to a running thread.
-            Thread.current.name = "tapwire-writer"
+            // Linux thread names hold 15 bytes.
+            _ = tapwire_name_current_thread("tapwire-writer")
             run()
         }
         thread.start()

@@ -1,3 +1,4 @@
+import CGlibcExtensions
 import CLibevent
 import Foundation
 import Synchronization
@@ -82,8 +83,8 @@ final class EventLoop: @unchecked Sendable {
         let applied = DispatchSemaphore(value: 0)
         let niceError = Atomic<Int32>(0)
         let t = Thread { [self] in
-            // Foundation applies Thread.name only to a running thread; this shows in top -H and perf.
-            Thread.current.name = "tapwire-loop-\(index)"
+            // Shows in top -H and perf (Foundation's Thread.name sometimes never arrives: see the shim).
+            _ = tapwire_name_current_thread("tapwire-loop-\(index)")
             if nice > 0 { niceError.store(EventLoop.lowerThreadPriority(by: nice), ordering: .relaxed) }
             applied.signal()
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
