@@ -22,48 +22,41 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "\(origin.base)/json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
-        let tasks = "/proc/\(proxy.process.processIdentifier)/task"
-        let wanted: Set = ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"]
-        var names: Set<String> = []
-        // Each thread names itself once it first runs, which on a busy machine can come
-        // after another thread has already logged the request.
-        let deadline = Date().addingTimeInterval(5)
-        repeat {
-            names = Set(try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
-                try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-            })
-            if names.isSuperset(of: wanted) { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        } while Date() < deadline
-        for name in wanted.sorted() {
+        let wanted = ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"]
+        let names = Set(try niceByThreadName(of: proxy, waitingFor: wanted).keys)
+        for name in wanted {
             XCTAssertTrue(names.contains(name), "no thread named \(name) in \(names.sorted())")
         }
+    }
+
+    /// Each thread's nice value by the name it carries in the kernel, once `names` are all
+    /// there or after 5 s: a thread names itself when it first runs, which on a busy machine
+    /// can come after another thread has already logged a request.
+    private func niceByThreadName(of proxy: TapwireProcess, waitingFor names: [String]) throws -> [String: Int] {
+        let tasks = "/proc/\(proxy.process.processIdentifier)/task"
+        var nice: [String: Int] = [:]
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            nice = [:]
+            for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+                guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
+                      let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
+                      let afterName = stat.range(of: ") ", options: .backwards) else { continue }
+                // Fields after "(comm) ": state is field 3, nice field 19.
+                let fields = stat[afterName.upperBound...].split(separator: " ")
+                if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
+            }
+            if names.allSatisfy({ nice[$0] != nil }) { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        } while Date() < deadline
+        return nice
     }
 
     /// `log.loopNice`: the loops run nicer than the decoding and writing threads (so a
     /// saturated CPU finishes accepted records first), and as the others when nothing is logged.
     func testEventLoopsRunNicerThanLogging() throws {
         func niceByThread(_ config: [String: Any]) throws -> [String: Int] {
-            let proxy = try TapwireProcess(config: config)
-            let tasks = "/proc/\(proxy.process.processIdentifier)/task"
-            var nice: [String: Int] = [:]
-            // Threads name themselves when they first run: wait for the ones compared.
-            let deadline = Date().addingTimeInterval(5)
-            repeat {
-                nice = [:]
-                for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
-                    guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
-                          let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
-                          let afterName = stat.range(of: ") ", options: .backwards) else { continue }
-                    // Fields after "(comm) ": state is field 3, nice field 19.
-                    let fields = stat[afterName.upperBound...].split(separator: " ")
-                    if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
-                }
-                if ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"].allSatisfy({ nice[$0] != nil }) { break }
-                Thread.sleep(forTimeInterval: 0.05)
-            } while Date() < deadline
-            return nice
+            try niceByThreadName(of: TapwireProcess(config: config), waitingFor: ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"])
         }
         let byDefault = try niceByThread([:])
         let base = try XCTUnwrap(byDefault["tapwire-writer"], "\(byDefault)")

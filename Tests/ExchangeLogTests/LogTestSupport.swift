@@ -19,6 +19,16 @@ final class TemporaryDirectory {
     }
 }
 
+/// Whether `condition` became true within `timeout` seconds (checked every 2 ms).
+func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
 /// A wall clock the test moves by hand.
 final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()

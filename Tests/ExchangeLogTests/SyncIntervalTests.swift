@@ -25,15 +25,6 @@ final class SyncIntervalTests: XCTestCase {
         }
     }
 
-    private func waitUntil(_ condition: () -> Bool, within seconds: Double = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
-
     private var activePath: String { directory.path + "/tapwire.jsonl" }
 
     /// Writes 300 records of 64 bytes into 4 KiB files: several rotations.

@@ -192,13 +192,4 @@ final class WhenBehindTests: XCTestCase {
             }
         }
     }
-
-    private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(2_000)
-        }
-        return condition()
-    }
 }
