@@ -73,10 +73,15 @@ enum TransferCodings {
                 let trimmed = element.trimmingOWS()
                 if trimmed.isEmpty { continue }   // empty list elements are allowed (RFC 9110 §5.6.1)
                 let parts = trimmed.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
-                let name = parts[0].trimmingOWS().lowercased()
-                guard !name.isEmpty, name.utf8.allSatisfy(ByteClass.isToken) else {
+                // Checked as a token before lowercasing: Swift's lowercased() is Unicode-aware
+                // and maps U+212A KELVIN SIGN to "k", so "chun\u{212A}ed" became "chunked" here
+                // while the origin, which gets the header as sent, sees an unknown coding and
+                // may frame the body differently (a smuggling vector).
+                let raw = parts[0].trimmingOWS()
+                guard !raw.isEmpty, raw.utf8.allSatisfy(ByteClass.isToken) else {
                     throw HTTPParseError(.malformed, "invalid transfer coding")
                 }
+                let name = raw.lowercased()
                 if name == "chunked" && parts.count > 1 {
                     throw HTTPParseError(.malformed, "chunked takes no parameters")
                 }

@@ -151,6 +151,14 @@ final class BodyFramingTests: XCTestCase {
         assertRequestFramingRefused("Transfer-Encoding: chun ked\r\n", .malformed, status: 400)
     }
 
+    /// U+212A KELVIN SIGN lowercases to "k": read as "chunked" here, it reached the origin as
+    /// an unknown coding, so the two could disagree on where the body ends.
+    func testNonASCIICodingIsRefusedNotFoldedToChunked() {
+        assertRequestFramingRefused("Transfer-Encoding: chun\u{212A}ed\r\n", .malformed, status: 400)
+        assertRequestFramingRefused("Transfer-Encoding: gzip, \u{212A}chunked\r\n", .malformed, status: 400)
+        assertResponseFramingRefused("HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\n")
+    }
+
     func testTransferEncodingInHTTP10Refused() {
         assertRequestFramingRefused("Transfer-Encoding: chunked\r\n", .malformed, status: 400, version: "HTTP/1.0")
     }
