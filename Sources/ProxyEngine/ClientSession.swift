@@ -170,8 +170,10 @@ final class ClientSession {
             if framing != .none { closeWhenFlushed = true }
             answerAdmin(head: head, path: path)
         case .asterisk:
+            // Its body is not read: closing keeps the body's bytes from being parsed as the
+            // next request (as for the admin endpoints above).
             respond(status: 200, reason: "OK", body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
-                    close: head.wantsClose)
+                    close: head.wantsClose || framing != .none)
         }
     }
 

@@ -70,6 +70,7 @@ final class SmugglingEndToEndTests: XCTestCase {
             ("CL+TE", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /json HTTP/1.1\r\n\r\n"),
             ("duplicate CL", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"),
             ("xchunked", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            ("chun\u{212A}ed (KELVIN SIGN)", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\n0\r\n\r\nGET \(o)/json HTTP/1.1\r\nHost: x\r\n\r\n"),
             ("chunked, identity", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n"),
             (" chunked folded", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n"),
             ("space before colon", "POST \(o)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"),

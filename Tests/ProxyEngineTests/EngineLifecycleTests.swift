@@ -20,6 +20,30 @@ final class EngineLifecycleTests: XCTestCase {
         }
     }
 
+    /// `OPTIONS *` is answered by the proxy without reading a body; had the connection stayed
+    /// open, the body's bytes would have been parsed as the next request (a desync a front
+    /// end that frames by Content-Length would not see).
+    func testAsteriskOptionsWithABodyClosesInsteadOfParsingTheBody() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let inner = "GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n"
+        let client = try RawClient(port: proxy.port)
+        client.send("OPTIONS * HTTP/1.1\r\nHost: p\r\nContent-Length: \(inner.utf8.count)\r\n\r\n" + inner)
+        let answer = client.read(timeout: 5)
+        let text = String(decoding: answer.bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
+        XCTAssertTrue(text.contains("Connection: close\r\n"), text)
+        XCTAssertTrue(answer.eof, "closed after the answer")
+        XCTAssertEqual(RawClient.splitResponses(answer.bytes).count, 1, "the body was not answered as a request: \(text)")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(proxy.sink.events.count, 0, "no exchange started from the body")
+
+        // Without a body the connection stays open for the next request.
+        let plain = try RawClient(port: proxy.port)
+        plain.send("OPTIONS * HTTP/1.1\r\nHost: p\r\n\r\n" + inner)
+        XCTAssertEqual(plain.readResponses(2).count, 2)
+    }
+
     func testShutdownFinishesAnInFlightExchangeBeforeStopping() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.drainTimeout = 20 }
