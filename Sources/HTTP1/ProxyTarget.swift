@@ -157,7 +157,9 @@ extension HTTPResponseHead {
     /// `forwardedResponseHead(keepUpgrade: false, …)` with `connection` as an added
     /// Connection field, then `serialized()`, without building the intermediate head
     /// (that cost two field arrays and ~5k instructions per response).
-    public func forwardedWireForm(connection: String?) -> [UInt8] {
+    /// - Parameter droppingTransferEncoding: the body goes out without its chunk framing (to an
+    ///   HTTP/1.0 client, which must not be sent Transfer-Encoding: RFC 9112 §6.1).
+    public func forwardedWireForm(connection: String?, droppingTransferEncoding: Bool = false) -> [UInt8] {
         let headers = self.headers
         return HTTPHeaders.withUTF8(reason) { reason in
             HTTPHeaders.withUTF8(connection ?? "") { connectionValue in
@@ -172,7 +174,8 @@ extension HTTPResponseHead {
                             let name = UnsafeBufferPointer(rebasing: b[span.name])
                             switch HopRole(bytes: name) {
                             case .keep:
-                                break
+                                // Of the kept fields only Transfer-Encoding is 17 bytes long.
+                                if droppingTransferEncoding && name.count == 17 { continue }
                             case .connection, .upgrade, .drop:
                                 continue
                             case .other:

@@ -6,8 +6,10 @@ import HTTP1
 /// (evbuffer chain moves), through `framer` to find where the body ends; copies
 /// at most `captureLimit` payload bytes into `capture` for decoding later.
 /// Returns true once the body is complete.
+/// With `payloadOnly`, only the payload is copied to `destination` and the framing (chunk
+/// sizes, trailers) is dropped: for an HTTP/1.0 client, which cannot read chunks.
 func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
-              capture: inout CapturedBody, captureLimit: Int) throws(HTTPParseError) -> Bool {
+              capture: inout CapturedBody, captureLimit: Int, payloadOnly: Bool = false) throws(HTTPParseError) -> Bool {
     while !framer.isComplete {
         var vec = iovec()
         let n = evbuffer_peek(source, -1, nil, &vec, 1)
@@ -16,9 +18,13 @@ func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer:
         let consumed = try framer.consume(segment) { payload in
             let room = captureLimit - capture.bytes.count
             if room > 0 { capture.bytes.append(contentsOf: payload.prefix(room)) }
+            // Copied while `segment` (the source's memory) is still there: drained below.
+            if payloadOnly, let p = payload.baseAddress, payload.count > 0 { evbuffer_add(destination, p, payload.count) }
         }
         capture.totalBytes = framer.payloadBytes
-        if consumed > 0 { evbuffer_remove_buffer(source, destination, consumed) }
+        if consumed > 0 {
+            if payloadOnly { evbuffer_drain(source, consumed) } else { evbuffer_remove_buffer(source, destination, consumed) }
+        }
         if consumed < segment.count { break }
     }
     return framer.isComplete
@@ -42,6 +48,8 @@ final class Exchange: UpstreamOwner {
     private var responseHead: HTTPResponseHead?
     private var responseFramer: BodyFramer?
     private var responseBytesSeen = false
+    /// A chunked response to an HTTP/1.0 client: sent as its payload, ended by closing.
+    private var dechunkResponse = false
     private var headForwarded = false
     private var requestCapture = CapturedBody()
     private var responseCapture = CapturedBody()
@@ -271,7 +279,9 @@ final class Exchange: UpstreamOwner {
                 return
             }
             if rh.status < 200 {
-                // 100 Continue and other interim answers go to the client as they are.
+                // 100 Continue and other interim answers go to the client as they are, except
+                // to an HTTP/1.0 client, which would take one for the final answer (RFC 9110 §15.2).
+                if head.version == .http1_0 { continue }
                 var interim = rh
                 interim.headers = rh.headers.removingHopByHop(keepUpgrade: false)
                 session.write(interim.serialized())
@@ -290,11 +300,15 @@ final class Exchange: UpstreamOwner {
     }
 
     private func forwardResponseHead(_ rh: HTTPResponseHead, framing: BodyFraming) {
-        if framing == .closeDelimited || !requestDone || engine.isDraining || session.sentItsLastRequest {
+        // The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
+        // gets the payload without Transfer-Encoding and the end of the body by the close,
+        // as nginx and squid do (RFC 9112 §6.1).
+        dechunkResponse = framing == .chunked && head.version == .http1_0
+        if framing == .closeDelimited || dechunkResponse || !requestDone || engine.isDraining || session.sentItsLastRequest {
             closeClientAfter = true
         }
         let connection: String? = closeClientAfter ? "close" : head.version == .http1_0 ? "keep-alive" : nil
-        session.write(rh.forwardedWireForm(connection: connection))
+        session.write(rh.forwardedWireForm(connection: connection, droppingTransferEncoding: dechunkResponse))
         headForwarded = true
     }
 
@@ -303,7 +317,8 @@ final class Exchange: UpstreamOwner {
         let before = evbuffer_get_length(input)
         let done: Bool
         do {
-            done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes)
+            done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes,
+                                payloadOnly: dechunkResponse)
             responseFramer = framer
             session.flush()
         } catch {

@@ -121,6 +121,47 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertNil(x.error)
     }
 
+    /// The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
+    /// cannot read chunks (RFC 9112 §6.1) and gets the payload, ended by the close.
+    func testHTTP10ClientGetsAChunkedResponseAsItsPayloadEndedByClose() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/chunked")) HTTP/1.0\r\nHost: \(origin.authority)\r\nConnection: keep-alive\r\n\r\n")
+        let received = client.read(timeout: 5)
+        let text = String(decoding: received.bytes, as: UTF8.self)
+        XCTAssertTrue(received.eof, "the close ends the body: \(text)")
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
+        XCTAssertFalse(text.lowercased().contains("transfer-encoding"), text)
+        XCTAssertTrue(text.contains("Connection: close\r\n"), text)
+        XCTAssertTrue(text.hasSuffix("\r\n\r\nhello chunked world"), text)
+
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.response?.headers.first(name: "Transfer-Encoding"), "chunked", "the record keeps the origin's head")
+        XCTAssertEqual(x.responseBody.text, "hello chunked world")
+        XCTAssertNil(x.error)
+        // The upstream connection read the whole chunked body, so it is reusable.
+        XCTAssertTrue(eventually { proxy.engine.metrics.pooledUpstreams.value == 1 })
+    }
+
+    /// An HTTP/1.0 client would take an interim 1xx for the final answer (RFC 9110 §15.2).
+    func testHTTP10ClientIsNotSentInterimResponses() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let old = try RawClient(port: proxy.port)
+        old.send("GET \(origin.url("/continue")) HTTP/1.0\r\nHost: \(origin.authority)\r\n\r\n")
+        let text = String(decoding: old.read(timeout: 5).bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
+        XCTAssertFalse(text.contains("100 Continue"), text)
+        XCTAssertTrue(text.hasSuffix("\r\n\r\nok"), text)
+
+        let current = try RawClient(port: proxy.port)
+        current.send("GET \(origin.url("/continue")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let answer = current.read(timeout: 5) { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\nok") }
+        XCTAssertTrue(String(decoding: answer.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue\r\n"),
+                      "an HTTP/1.1 client still gets it")
+    }
+
     func testPipelinedRequestsAreCapturedInOrder() throws {
         let origin = try origin()
         let proxy = try RunningEngine()
