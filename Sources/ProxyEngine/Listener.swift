@@ -30,6 +30,25 @@ final class Listener {
         try adopt(l)
     }
 
+    /// Throws when something already listens on `address`. SO_REUSEPORT, which lets every
+    /// loop bind the address, would also let a second Tapwire (any process of the same user
+    /// that sets it) bind it silently and take part of the clients: a plain bind, closed at
+    /// once, fails with EADDRINUSE instead. Port 0 asks for a fresh port, so it is not checked.
+    static func checkNotInUse(_ address: SocketAddress) throws {
+        guard address.port != 0 else { return }
+        let fd = socket(Int32(address.family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw EngineError.listen(address.description, String(cString: strerror(errno))) }
+        defer { Foundation.close(fd) }
+        // As the real listeners do (TIME_WAIT connections of an earlier run do not count).
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.family == AF_INET6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        let result = address.withSockaddr { sa, len in Foundation.bind(fd, sa, socklen_t(len)) }
+        if result != 0 && errno == EADDRINUSE {
+            throw EngineError.listen(address.description, String(cString: strerror(EADDRINUSE)))
+        }
+    }
+
     /// A socket handed over by systemd (socket activation), shared by every loop;
     /// only the first loop's listener closes it.
     init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32, closeOnFree: Bool) throws {

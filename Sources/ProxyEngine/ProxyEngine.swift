@@ -85,6 +85,7 @@ public final class ProxyEngine: @unchecked Sendable {
             }
             for text in configuration.listen where configuration.inheritedListeners.isEmpty {
                 guard var address = SocketAddress(parsing: text) else { throw EngineError.badAddress(text) }
+                try Listener.checkNotInUse(address)
                 for loop in loops {
                     let l = try Listener(loop: loop, engine: self, address: address)
                     listeners.append(l)

@@ -20,6 +20,19 @@ final class EngineLifecycleTests: XCTestCase {
         }
     }
 
+    /// Every loop binds with SO_REUSEPORT, which would let a second Tapwire bind a port the
+    /// first one listens on and silently take part of its clients.
+    func testAPortAnotherTapwireListensOnIsRefused() throws {
+        let first = try RunningEngine()
+        XCTAssertThrowsError(try RunningEngine { $0.listen = ["127.0.0.1:\(first.port)"] }) { error in
+            XCTAssertTrue("\(error)".contains("Address already in use"), "\(error)")
+        }
+        // The first one still answers, alone.
+        let client = try RawClient(port: first.port)
+        client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).first.map { String(decoding: $0.body, as: UTF8.self) }, "ok\n")
+    }
+
     /// `OPTIONS *` is answered by the proxy without reading a body; had the connection stayed
     /// open, the body's bytes would have been parsed as the next request (a desync a front
     /// end that frames by Content-Length would not see).
