@@ -123,7 +123,8 @@ final class Exchange: UpstreamOwner {
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
             switch phase {
-            case .resolved: self.clock.dnsDone = self.now()
+            // metrics.dns is null when no lookup was made (a numeric host), as in the spec's example.
+            case .resolved(let lookedUp): if lookedUp { self.clock.dnsDone = self.now() }
             case .tcpConnected: self.clock.connected = self.now()
             }
         }) { [weak self] result in

@@ -14,10 +14,15 @@ enum Resolver {
     }
 
     /// `completion` runs on the loop thread, never inside this call.
+    /// The address a numeric host names (an IPv4 or IPv6 literal); nil for a name to look up.
+    static func numericAddress(host: String, port: Int) -> SocketAddress? {
+        SocketAddress(parsing: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+    }
+
     static func resolve(host: String, port: Int, on loop: EventLoop,
                         completion: @escaping (Result<[SocketAddress], TransportError>) -> Void) {
         // Numeric hosts need no resolver (and must work without one).
-        if let numeric = SocketAddress(parsing: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)") {
+        if let numeric = numericAddress(host: host, port: port) {
             loop.execute { completion(.success([numeric])) }
             return
         }

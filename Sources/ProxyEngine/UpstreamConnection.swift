@@ -33,7 +33,11 @@ final class UpstreamConnection {
     private var handshaking = false
     private var phase: ((ConnectPhase) -> Void)?
 
-    enum ConnectPhase { case resolved, tcpConnected }
+    enum ConnectPhase {
+        /// Addresses known; `lookedUp` is false for a numeric host (no DNS query was made).
+        case resolved(lookedUp: Bool)
+        case tcpConnected
+    }
 
     init(loop: EventLoop, authority: HTTPAuthority) {
         self.loop = loop
@@ -59,9 +63,10 @@ final class UpstreamConnection {
         }
         timer.schedule(after: timeout)
         deadline = timer
+        let lookedUp = Resolver.numericAddress(host: authority.host, port: authority.port) == nil
         Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result in
             guard let self, self.connectCompletion != nil else { return }
-            self.phase?(.resolved)
+            self.phase?(.resolved(lookedUp: lookedUp))
             switch result {
             case .failure(let e): self.finishConnect(.failure(e))
             case .success(let addresses):

@@ -121,6 +121,22 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertNil(x.error)
     }
 
+    /// metrics.dns is null when no lookup was made (the spec's example), a span when one was.
+    func testDNSPhaseOnlyForNamesThatAreLookedUp() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).count, 1)
+        client.send("GET http://localhost:\(origin.port)/json HTTP/1.1\r\nHost: localhost:\(origin.port)\r\nConnection: close\r\n\r\n")
+        _ = client.read(timeout: 10)
+        let xs = proxy.sink.exchanges(2)
+        guard xs.count == 2 else { return }
+        XCTAssertNil(xs[0].clock.dnsDone, "127.0.0.1 needs no lookup")
+        XCTAssertNotNil(xs[0].clock.connected)
+        XCTAssertNotNil(xs[1].clock.dnsDone, "localhost is looked up")
+    }
+
     /// The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
     /// cannot read chunks (RFC 9112 §6.1) and gets the payload, ended by the close.
     func testHTTP10ClientGetsAChunkedResponseAsItsPayloadEndedByClose() throws {
