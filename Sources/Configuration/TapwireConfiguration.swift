@@ -43,8 +43,9 @@ public struct TapwireConfiguration: Sendable {
     /// Reads and validates `path`. Every problem is reported, each with its JSON path.
     public static func load(path: String) -> Result<TapwireConfiguration, ConfigErrorList> {
         guard let data = FileManager.default.contents(atPath: path) else {
+            // Every caller prints the file's path before each error.
             let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
-            return .failure(ConfigErrorList([ConfigError(path: "", message: "\(path) \(why)")]))
+            return .failure(ConfigErrorList([ConfigError(path: "", message: why)]))
         }
         return parse(Array(data), name: path)
     }
@@ -243,7 +244,8 @@ public struct TapwireConfiguration: Sendable {
 
     /// One line for `check-config` and the start-up log.
     public var summary: String {
-        "\(engine.listen.count) listener(s) (\(engine.listen.joined(separator: ", "))), \(rules.count) rule(s), logs in \(log.directory)/\(log.fileName)"
-            + (log.whenBehind == .wait ? " (log.whenBehind: wait)" : "")
+        "\(engine.listen.count) listener(s) (\(engine.listen.joined(separator: ", "))), \(rules.count) rule(s), "
+            + (logEnabled ? "logs in \(log.directory)/\(log.fileName)" + (log.whenBehind == .wait ? " (log.whenBehind: wait)" : "")
+                          : "logging off (log.enabled: false)")
     }
 }

@@ -98,7 +98,7 @@ final class ProxyService: @unchecked Sendable {
             Self.log("SIGUSR1: reopening log files")
             writer.reopen()
         }
-        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer) }
+        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer, serving: engine.boundAddresses.map(\.description)) }
 
         // A burst's captures and record buffers go back to the system once a whole period
         // passed without traffic or logging (see IdleHeapTrim).
@@ -130,7 +130,8 @@ final class ProxyService: @unchecked Sendable {
     }
 
     /// SIGHUP: re-read the config; a bad one is refused and the old one keeps running.
-    private func reload(pipeline: ExchangePipeline, writer: LogWriter) {
+    /// - Parameter serving: the addresses the engine listens on (listeners change only at a restart).
+    private func reload(pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
         notifier?.reloading()
         defer { notifier?.ready() }
         guard let path = configPath else {
@@ -157,7 +158,10 @@ final class ProxyService: @unchecked Sendable {
             if fresh.engine != old.engine {
                 Self.log("SIGHUP: listeners, limits, timeouts and log.loopNice keep their old values until a restart")
             }
-            Self.log("SIGHUP: config reloaded (\(fresh.summary))")
+            // The summary names the addresses still served, not the file's new ones.
+            var live = fresh
+            live.engine.listen = serving
+            Self.log("SIGHUP: config reloaded (\(live.summary))")
         }
     }
 

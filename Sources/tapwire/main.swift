@@ -28,7 +28,10 @@ func flags(_ args: ArraySlice<String>, allowed: Set<String>, switches: Set<Strin
     var i = args.startIndex
     while i < args.endIndex {
         let a = args[i]
-        if switches.contains(a) {
+        if a == "-h" || a == "--help" {
+            print(usageText, terminator: "")
+            exit(0)
+        } else if switches.contains(a) {
             values[a] = ""
         } else if a.hasPrefix("-") && a != "-" {
             var name = a
@@ -105,6 +108,7 @@ case "har":
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
 
 case "ca":
+    if rest.first == "-h" || rest.first == "--help" { print(usageText, terminator: ""); exit(0) }
     guard rest.first == "export" else { fail("usage: tapwire ca export [--config FILE]", code: 2) }
     let f = flags(rest.dropFirst(), allowed: ["--config"])
     guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }

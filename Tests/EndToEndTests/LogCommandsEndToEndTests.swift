@@ -77,6 +77,31 @@ final class LogCommandsEndToEndTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("rules[2].x: unknown key"), bad.stderr)
         XCTAssertEqual(try runCommand(bin, ["check-config"]).status, 2)
         XCTAssertEqual(try runCommand(bin, ["frobnicate"]).status, 2)
+
+        // A missing file is named once.
+        let missing = dir.appendingPathComponent("missing.json").path
+        let gone = try runCommand(bin, ["check-config", missing])
+        XCTAssertEqual(gone.status, 2)
+        XCTAssertEqual(gone.stderr.components(separatedBy: missing).count - 1, 2, "once per line, two lines: \(gone.stderr)")
+        XCTAssertTrue(gone.stderr.contains("\(missing): does not exist\n"), gone.stderr)
+
+        let off = dir.appendingPathComponent("off.json")
+        try Data(#"{"log": {"enabled": false}}"#.utf8).write(to: off)
+        let offResult = try runCommand(bin, ["check-config", off.path])
+        XCTAssertEqual(offResult.status, 0, offResult.stderr)
+        XCTAssertTrue(offResult.text.contains("logging off"), offResult.text)
+    }
+
+    /// `--help` after any command prints the usage and succeeds, as users try it.
+    func testHelpAfterEveryCommand() throws {
+        let bin = try tapwireBinary()
+        for command in [["run"], ["check-config"], ["tail"], ["har"], ["env"], ["ca"], ["ca", "export"], []] {
+            for flag in ["--help", "-h"] {
+                let r = try runCommand(bin, command + [flag])
+                XCTAssertEqual(r.status, 0, "\(command) \(flag): \(r.stderr)")
+                XCTAssertTrue(r.text.hasPrefix("usage: tapwire run"), "\(command) \(flag): \(r.text)")
+            }
+        }
     }
 }
 

@@ -160,7 +160,10 @@ final class ReloadEndToEndTests: XCTestCase {
         good["upstream"] = ["readTimeout": 5]
         try JSONSerialization.data(withJSONObject: good).write(to: configURL)
         kill(proxy.process.processIdentifier, SIGHUP)
-        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("config reloaded") })
+        // The summary names the listener still serving, not the file's 127.0.0.1:0.
+        let reloaded = proxy.stderr.waitFor { $0.contains("config reloaded") }
+        XCTAssertNotNil(reloaded)
+        XCTAssertFalse(reloaded?.contains("127.0.0.1:0)") ?? true, reloaded ?? "")
         let rec = try logged("c")
         XCTAssertEqual(rec["rule"] as? String, "second")
         XCTAssertEqual(rec["serializer"] as? String, "data")
