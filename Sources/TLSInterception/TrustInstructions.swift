@@ -1,8 +1,14 @@
+import Foundation
+
 /// What `tapwire ca export` prints after the PEM. The PEM goes to stdout so
 /// `tapwire ca export > tapwire.pem` yields a clean file; this text is meant
 /// for stderr.
 public enum TrustInstructions {
+    /// - Parameter caPath: made absolute against the current directory, since the exports
+    ///   are pasted into shells and services that run elsewhere.
     public static func text(caPath: String) -> String {
+        let caPath = caPath.hasPrefix("/") ? caPath
+            : URL(fileURLWithPath: caPath, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
         let quoted = shellQuoted(caPath)
         return """
         Tapwire CA certificate: \(caPath)

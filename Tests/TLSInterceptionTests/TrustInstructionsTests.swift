@@ -17,6 +17,15 @@ final class TrustInstructionsTests: XCTestCase {
         XCTAssertFalse(text.contains("BEGIN"))
     }
 
+    /// `ca export` with the default `tls.caDirectory` ("ca") gave relative exports, which
+    /// break when the client runs from another directory.
+    func testARelativePathIsMadeAbsolute() {
+        let text = TrustInstructions.text(caPath: "ca/ca.pem")
+        let cwd = FileManager.default.currentDirectoryPath
+        XCTAssertTrue(text.contains("NODE_EXTRA_CA_CERTS=\(cwd)/ca/ca.pem") || text.contains("NODE_EXTRA_CA_CERTS='\(cwd)/ca/ca.pem'"), text)
+        XCTAssertFalse(text.contains("=ca/ca.pem"), text)
+    }
+
     func testPathsWithSpacesOrQuotesAreShellQuoted() {
         let text = TrustInstructions.text(caPath: "/home/me/it's here/ca.pem")
         XCTAssertTrue(text.contains("curl --cacert '/home/me/it'\\''s here/ca.pem'"), text)
