@@ -88,9 +88,11 @@ final class Exchange: UpstreamOwner {
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
         // Upgrades inside an intercepted TLS stream are not tunnelled (the tunnel code
-        // works on plain sockets): the request goes on without its Upgrade fields.
+        // works on plain sockets): the request goes on without its Upgrade fields. So does
+        // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
+        // reach the origin as an HTTP/1.1 upgrade request.
         wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && session.interceptedAuthority == nil
+            && session.interceptedAuthority == nil && head.version != .http1_0
         closeClientAfter = head.wantsClose
     }
 

@@ -160,6 +160,19 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertTrue(eventually { proxy.engine.metrics.pooledUpstreams.value == 1 })
     }
 
+    /// A server must ignore Upgrade in an HTTP/1.0 request (RFC 9110 §7.8); forwarded, it
+    /// would reach the origin as an HTTP/1.1 upgrade request.
+    func testHTTP10UpgradeIsNotForwarded() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/echo")) HTTP/1.0\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        let text = String(decoding: client.read(timeout: 5).bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
+        let seen = text.split(separator: "\r\n").first { $0.hasPrefix("X-Seen-Headers:") } ?? ""
+        XCTAssertFalse(seen.contains("upgrade"), String(seen))
+    }
+
     /// An HTTP/1.0 client would take an interim 1xx for the final answer (RFC 9110 §15.2).
     func testHTTP10ClientIsNotSentInterimResponses() throws {
         let origin = try origin()
