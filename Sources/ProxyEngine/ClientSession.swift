@@ -84,6 +84,13 @@ final class ClientSession {
 
     private func headTimedOut() {
         guard exchange == nil, !closed else { return }
+        if let authority = interceptedAuthority, !tlsEstablished {
+            // A client that stalls mid-handshake leaves a record too, like one that refuses it.
+            recordInterceptionFailure(authority, TransportError("clientTLSFailed",
+                "TLS handshake with the client for \(authority.host) failed: not completed within \(config.clientIdleTimeout) s"))
+            close()
+            return
+        }
         if let input, evbuffer_get_length(input) > 0 {
             respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
         } else {
@@ -454,9 +461,15 @@ final class ClientSession {
             if e & BEV_EVENT_CONNECTED != 0 { tlsEstablished = true; return }
             let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
             let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-            let why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+            var why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+            // A hint for the two usual causes, from OpenSSL's reason text.
+            if why.contains("alert") {
+                why += " (the client does not trust Tapwire's CA, or pins certificates)"
+            } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
+                why += " (the client did not speak TLS after CONNECT)"
+            }
             recordInterceptionFailure(authority, TransportError("clientTLSFailed",
-                "the client refused the TLS handshake for \(authority.host) (certificate not trusted or pinned?): \(why)"))
+                "TLS handshake with the client for \(authority.host) failed: \(why)"))
             close()
             return
         }

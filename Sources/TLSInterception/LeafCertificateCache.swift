@@ -95,46 +95,61 @@ public final class LeafCertificateCache: @unchecked Sendable {
     }
 
     /// A new server-side `SSL` for a client that asked (by CONNECT) for
-    /// `host`, owned by the caller. If the client's ClientHello names a
-    /// different valid host in SNI, that host's certificate is presented
-    /// instead, since that is the name the client will verify. The SSL keeps
-    /// this cache alive until it is freed.
+    /// `host`, owned by the caller, presenting `host`'s certificate. A ClientHello
+    /// whose SNI names another host is refused (see `followClientSNI`). The SSL
+    /// keeps this cache alive until it is freed.
     public func makeSSL(forHost host: String) throws(TLSSetupError) -> OpaquePointer {
+        let name = try HostName(host)
         let ssl = try context(forHost: host).makeSSL()
-        let retained = Unmanaged.passRetained(self)
-        guard cacheSlot >= 0, SSL_set_ex_data(ssl, cacheSlot, retained.toOpaque()) == 1 else {
+        let retained = Unmanaged.passRetained(SSLBinding(cache: self, host: name.text))
+        guard bindingSlot >= 0, SSL_set_ex_data(ssl, bindingSlot, retained.toOpaque()) == 1 else {
             retained.release()
             SSL_free(ssl)
             throw .openSSL(operation: "SSL_set_ex_data", details: drainOpenSSLErrors())
         }
         return ssl
     }
+
+    /// The SNI name a handshake on `ssl` was refused for, if that is why it failed.
+    public static func refusedServerName(_ ssl: OpaquePointer) -> String? {
+        guard bindingSlot >= 0, let pointer = SSL_get_ex_data(ssl, bindingSlot) else { return nil }
+        return Unmanaged<SSLBinding>.fromOpaque(pointer).takeUnretainedValue().refusedServerName
+    }
 }
 
-/// The ex_data slot where `makeSSL(forHost:)` leaves a retained reference to
-/// its cache; OpenSSL calls the free function when the SSL is freed.
+/// What `makeSSL(forHost:)` attaches to each SSL: the CONNECT host (canonical) and
+/// the cache. Touched only by the SSL's own handshake, on one loop thread.
+final class SSLBinding {
+    let cache: LeafCertificateCache
+    let host: String
+    var refusedServerName: String?
+    init(cache: LeafCertificateCache, host: String) { self.cache = cache; self.host = host }
+}
+
+/// The ex_data slot where `makeSSL(forHost:)` leaves a retained `SSLBinding`;
+/// OpenSSL calls the free function when the SSL is freed.
 /// (A global `let` is initialised once, thread-safely.)
-private let cacheSlot: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil) {
+private let bindingSlot: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil) {
     _, pointer, _, _, _, _ in
     guard let pointer else { return }
-    Unmanaged<LeafCertificateCache>.fromOpaque(pointer).release()
+    Unmanaged<SSLBinding>.fromOpaque(pointer).release()
 }
 
-/// Servername callback of every ServerContext: switches the SSL to the SNI
-/// host's context when the SSL came from `makeSSL(forHost:)`. An SNI name we
-/// cannot make a certificate for keeps the CONNECT host's certificate, and
-/// the client's own verification then decides.
+/// Servername callback of every ServerContext. A ClientHello without SNI, or with the
+/// CONNECT host (case and a trailing dot aside), goes on with that host's certificate.
+/// Any other name is refused with `unrecognized_name`: Tapwire connects to and verifies
+/// the CONNECT host, so a certificate for the SNI name would vouch for a host nobody
+/// checked (a client that CONNECTs to an address it resolved itself, a poisoned
+/// resolver, a CONNECT target chosen by a dependency). It also kept `tls.ignore` from
+/// applying to the SNI name.
 func followClientSNI(_ ssl: OpaquePointer?, _ alert: UnsafeMutablePointer<Int32>?,
                      _ argument: UnsafeMutableRawPointer?) -> Int32 {
-    guard let ssl, cacheSlot >= 0, let cachePointer = SSL_get_ex_data(ssl, cacheSlot),
+    guard let ssl, bindingSlot >= 0, let pointer = SSL_get_ex_data(ssl, bindingSlot),
           let serverName = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else { return SSL_TLSEXT_ERR_OK }
-    let cache = Unmanaged<LeafCertificateCache>.fromOpaque(cachePointer).takeUnretainedValue()
-    guard let context = try? cache.context(forHost: String(cString: serverName)) else { return SSL_TLSEXT_ERR_OK }
-    withExtendedLifetime(context) {
-        if SSL_get_SSL_CTX(ssl) != context.sslContext {
-            // SSL_set_SSL_CTX takes its own reference to the new context.
-            if SSL_set_SSL_CTX(ssl, context.sslContext) == nil { _ = drainOpenSSLErrors() }
-        }
-    }
-    return SSL_TLSEXT_ERR_OK
+    let binding = Unmanaged<SSLBinding>.fromOpaque(pointer).takeUnretainedValue()
+    let requested = String(cString: serverName)
+    if let name = try? HostName(requested), name.text == binding.host { return SSL_TLSEXT_ERR_OK }
+    binding.refusedServerName = requested
+    alert?.pointee = SSL_AD_UNRECOGNIZED_NAME
+    return SSL_TLSEXT_ERR_ALERT_FATAL
 }

@@ -37,6 +37,9 @@ struct HTTPSInterception: TLSInterceptor {
 
     func failureDescription(ssl: OpaquePointer?, error: UInt) -> String {
         if let ssl {
+            if let sni = LeafCertificateCache.refusedServerName(ssl) {
+                return "the client asked (SNI) for \(sni), not the CONNECT host; refused, since only the CONNECT host is verified upstream"
+            }
             let verify = UpstreamTLSContext.describeVerifyError(ssl)
             if verify != "ok" { return verify }
         }

@@ -111,6 +111,35 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""code":"tlsFailed""#), line)
     }
 
+    /// CONNECT names one host, SNI another: a certificate for the SNI name would vouch for a
+    /// host Tapwire never verified (it connects to the CONNECT host), so the handshake is refused.
+    func testSNIOtherThanTheConnectHostIsRefused() throws {
+        let tapwireCA = try exportCA()
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["*"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate]])
+        // curl CONNECTs to 127.0.0.1 but sends SNI bank.example and checks that name.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", tapwireCA.path,
+                                                  "--connect-to", "bank.example:443:127.0.0.1:\(origin.port)",
+                                                  "https://bank.example/json"])
+        XCTAssertNotEqual(r.status, 0, "the handshake must fail: \(r.text)")
+        XCTAssertFalse(r.text.contains("\"ok\":true"), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("clientTLSFailed") })
+        XCTAssertTrue(line.contains("bank.example"), line)
+        XCTAssertTrue(line.contains("\"target\":\"127.0.0.1:\(origin.port)\""), line)
+    }
+
+    /// A client that stalls in the handshake leaves a record too.
+    func testAStalledClientHandshakeLeavesARecord() throws {
+        _ = try exportCA()
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory],
+                                                "limits": ["clientIdleTimeout": 1]])
+        let c = try RawClient(port: proxy.port)
+        c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+        XCTAssertTrue(c.read(timeout: 5) { $0.contains("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("clientTLSFailed") })
+        XCTAssertTrue(line.contains("not completed within"), line)
+    }
+
     func testClientRejectingTheCertificateLeavesARecord() throws {
         _ = try exportCA()
         let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,

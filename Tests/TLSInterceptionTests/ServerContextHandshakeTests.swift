@@ -83,19 +83,39 @@ final class ServerContextHandshakeTests: XCTestCase {
         XCTAssertFalse(outcome.serverSucceeded)
     }
 
-    func testSSLFromTheCacheFollowsTheClientsSNI() throws {
+    /// Tapwire connects to and verifies the CONNECT host only, so a certificate for another
+    /// SNI name would vouch for a host nobody checked: such a ClientHello is refused.
+    func testSSLFromTheCacheRefusesAnSNIOtherThanTheConnectHost() throws {
         let clientContext = try XCTUnwrap(makeClientContext(trusting: authority.certificatePEM))
         defer { SSL_CTX_free(clientContext) }
         let client = try XCTUnwrap(SSL_new(clientContext))
         XCTAssertEqual(tw_SSL_set_tlsext_host_name(client, "example.test"), 1)
         XCTAssertEqual(SSL_set1_host(client, "example.test"), 1)
         offerHTTP11(client)
-        // CONNECT named an address; the client's SNI names the host it will verify.
-        let outcome = runHandshake(client: client, server: try cache.makeSSL(forHost: "127.0.0.1"))
+        // CONNECT named an address; the client's SNI names another host.
+        let server = try cache.makeSSL(forHost: "127.0.0.1")
+        SSL_up_ref(server)
+        defer { SSL_free(server) }
+        let outcome = runHandshake(client: client, server: server)
+        XCTAssertFalse(outcome.clientSucceeded)
+        XCTAssertFalse(outcome.serverSucceeded)
+        XCTAssertEqual(LeafCertificateCache.refusedServerName(server), "example.test")
+        XCTAssertEqual(cache.count, 1, "no certificate was made for the SNI name")
+    }
+
+    /// The same host in SNI, whatever its case or a trailing dot, is no mismatch.
+    func testSSLFromTheCacheAcceptsTheConnectHostInSNI() throws {
+        let clientContext = try XCTUnwrap(makeClientContext(trusting: authority.certificatePEM))
+        defer { SSL_CTX_free(clientContext) }
+        let client = try XCTUnwrap(SSL_new(clientContext))
+        XCTAssertEqual(tw_SSL_set_tlsext_host_name(client, "Example.TEST."), 1)
+        XCTAssertEqual(SSL_set1_host(client, "example.test"), 1)
+        offerHTTP11(client)
+        let outcome = runHandshake(client: client, server: try cache.makeSSL(forHost: "example.test"))
         XCTAssertTrue(outcome.clientSucceeded && outcome.serverSucceeded)
         XCTAssertEqual(outcome.clientVerifyResult, Int(X509_V_OK))
         XCTAssertEqual(outcome.clientALPN, "http/1.1")
-        XCTAssertEqual(cache.count, 2)
+        XCTAssertEqual(cache.count, 1)
     }
 
     func testSSLFromTheCacheWithoutSNIPresentsTheConnectHost() throws {
