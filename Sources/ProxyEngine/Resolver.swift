@@ -30,13 +30,18 @@ enum Resolver {
             loop.execute { completion(.failure(TransportError("upstreamDNSFailed", "no resolver available for \(host)"))) }
             return
         }
+        // An absolute name ("localhost.", "example.com.") names the same host, but evdns
+        // matched it against /etc/hosts as given and found nothing: "localhost." failed. A name
+        // with another dot is tried as given before any search domain anyway (ndots 1); a single
+        // label ("intranet.") may now also meet the search domains, as it would without the dot.
+        let lookup = host.count > 1 && host.hasSuffix(".") ? String(host.dropLast()) : host
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_protocol = Int32(IPPROTO_TCP)
         let request = Request(host: host) { result in loop.execute { completion(result) } }
         let ctx = Unmanaged.passRetained(request).toOpaque()
-        _ = evdns_getaddrinfo(dns, host, String(port), &hints, { result, list, ctx in
+        _ = evdns_getaddrinfo(dns, lookup, String(port), &hints, { result, list, ctx in
             guard let ctx else { return }
             let request = Unmanaged<Request>.fromOpaque(ctx).takeRetainedValue()
             defer { if let list { evutil_freeaddrinfo(list) } }

@@ -24,7 +24,10 @@ struct HTTPSInterception: TLSInterceptor {
     }
 
     func intercepts(host: String) -> Bool {
-        intercept.contains { $0.matches(host) } && !ignore.contains { $0.matches(host) }
+        // One trailing dot names the same host (the certificate code drops it too): matched
+        // as given, "localhost." escaped tls.ignore ["localhost"] and was decrypted.
+        let name = host.hasSuffix(".") ? String(host.dropLast()) : host
+        return intercept.contains { $0.matches(name) } && !ignore.contains { $0.matches(name) }
     }
 
     func serverSSL(forHost host: String) throws -> OpaquePointer {

@@ -111,6 +111,15 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""code":"tlsFailed""#), line)
     }
 
+    /// A trailing dot names the same host, so it must not escape `tls.ignore`.
+    func testIgnoredHostWithATrailingDotStaysABlindTunnel() throws {
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["*"], "ignore": ["localhost"], "caDirectory": caDirectory]])
+        // Trusting only the origin's CA: a decrypted connection would fail verification.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--cacert", pki.caCertificate, "https://localhost.:\(origin.port)/json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("hunter2"), r.text)
+    }
+
     /// CONNECT names one host, SNI another: a certificate for the SNI name would vouch for a
     /// host Tapwire never verified (it connects to the CONNECT host), so the handshake is refused.
     func testSNIOtherThanTheConnectHostIsRefused() throws {
