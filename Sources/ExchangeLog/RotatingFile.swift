@@ -59,6 +59,17 @@ public final class RotatingFile {
         if fd >= 0 { Glibc.close(fd) }
     }
 
+    /// Creates the directory `settings` name if needed and opens (then closes) their active
+    /// file: SIGHUP checks a new log location this way before switching to it, since the
+    /// writer closes the old file first and a location it cannot open would lose every
+    /// record until the next reload.
+    public static func checkCanOpen(_ settings: LogSettings) throws(LogIOError) {
+        let layout = LogFileLayout(settings: settings)
+        let fileSystem = LogFileSystem(faults: nil)
+        try fileSystem.makeDirectories(layout.directory)
+        Glibc.close(try fileSystem.openAppend(layout.activePath))
+    }
+
     /// Creates the directory if needed and opens the active file.
     public func open() throws(LogIOError) {
         guard fd < 0 else { return }

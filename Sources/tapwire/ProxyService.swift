@@ -149,6 +149,13 @@ final class ProxyService: @unchecked Sendable {
                 for e in errors { Self.log("SIGHUP: refusing the new config: \(e)") }
                 return
             }
+            if fresh.logEnabled && (fresh.log.resolvedDirectory != current.withLock({ $0.log.resolvedDirectory })
+                                    || fresh.log.fileName != current.withLock({ $0.log.fileName })) {
+                do { try RotatingFile.checkCanOpen(fresh.log) } catch {
+                    Self.log("SIGHUP: refusing the new config, the old one keeps running: cannot write logs in \(fresh.log.resolvedDirectory): \(error)")
+                    return
+                }
+            }
             let old = current.withLock { c -> TapwireConfiguration in let o = c; c = fresh; return o }
             pipeline.replace(processor: Self.processor(for: fresh))
             writer.apply(fresh.log)

@@ -167,6 +167,15 @@ final class ReloadEndToEndTests: XCTestCase {
         let rec = try logged("c")
         XCTAssertEqual(rec["rule"] as? String, "second")
         XCTAssertEqual(rec["serializer"] as? String, "data")
+
+        // A log directory that cannot be made is refused like a bad value: the writer would
+        // close the old file first and lose every record until the next reload.
+        var unusable = good
+        unusable["log"] = ["directory": "/proc/tapwire-no-such-dir/logs"]
+        try JSONSerialization.data(withJSONObject: unusable).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("cannot write logs in /proc/tapwire-no-such-dir/logs") })
+        XCTAssertEqual(try logged("d")["rule"] as? String, "second", "the old config keeps logging")
         XCTAssertEqual(proxy.stop(), 0)
     }
 }
