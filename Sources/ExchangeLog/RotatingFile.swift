@@ -128,6 +128,9 @@ public final class RotatingFile {
                 }
             }
             lastError = error
+            // Records written before the failure are counted as written; shutdown's flush
+            // fsyncs only an open file, and this one is about to be closed.
+            if unsynced || written > 0 { try? fileSystem.sync(fd, path: activePath) }
             closeDescriptor()
             throw error
         }

@@ -27,12 +27,41 @@ final class SyncIntervalTests: XCTestCase {
 
     private var activePath: String { directory.path + "/tapwire.jsonl" }
 
+    private final class Flag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored = false
+        var value: Bool {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue } }
+        }
+    }
+
     /// Writes 300 records of 64 bytes into 4 KiB files: several rotations.
     private func writeAcrossRotations(_ writer: LogWriter) -> Int {
         for n in 0..<300 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
         XCTAssertTrue(waitUntil { writer.stats.written == 300 })
         XCTAssertGreaterThanOrEqual(writer.stats.rotations, 3)
         return writer.stats.rotations
+    }
+
+    /// A failed write closes the file; what was written to it before must still be forced to
+    /// disk, since shutdown only fsyncs an open file.
+    func testAFailedWriteSyncsWhatTheFileAlreadyHeld() throws {
+        let settings = LogSettings(directory: directory.path, maxFileBytes: 1 << 20, rotateInterval: .never)
+        let recorder = OperationRecorder()
+        let failing = Flag()
+        let writer = try LogWriter(settings: settings, faults: { [injector = recorder.injector] operation, path in
+            _ = injector(operation, path)
+            return operation == .write && failing.value ? ENOSPC : nil
+        })
+        for n in 0..<5 { XCTAssertTrue(writer.submit(LogTestFiles.record(n))) }
+        XCTAssertTrue(waitUntil { writer.stats.written == 5 })
+        XCTAssertEqual(recorder.syncs(of: activePath), 0)
+        failing.value = true
+        XCTAssertTrue(writer.submit(LogTestFiles.record(5)))
+        XCTAssertTrue(waitUntil { writer.stats.lost == 1 })
+        XCTAssertEqual(recorder.syncs(of: activePath), 1, "the five records written before were not synced")
+        writer.flushAndStop()
     }
 
     func testByDefaultTheActiveFileIsNotSyncedWhileRunning() throws {
