@@ -105,7 +105,15 @@ public final class LogArchiver: @unchecked Sendable {
         case .retain(let layout, let maxFiles):
             failures += retain(layout, maxFiles: maxFiles)
         case .recover(let layout, let compress, let maxFiles):
-            failures += recover(layout, compress: compress)
+            // Files rotated since the recovery was queued have their own compress job waiting:
+            // recovery leaves them to it (it compressed them first, and a failure counted twice).
+            let queued = condition.withLock {
+                Set(jobs.compactMap { job -> String? in
+                    if case .compress(let path, _, _) = job { return path }
+                    return nil
+                })
+            }
+            failures += recover(layout, compress: compress, skipping: queued)
             failures += retain(layout, maxFiles: maxFiles)
         }
         return failures
@@ -129,12 +137,13 @@ public final class LogArchiver: @unchecked Sendable {
         try? fileSystem.syncDirectory(directory)
     }
 
-    private func recover(_ layout: LogFileLayout, compress: Bool) -> [LogIOError] {
+    private func recover(_ layout: LogFileLayout, compress: Bool, skipping queued: Set<String>) -> [LogIOError] {
         var failures: [LogIOError] = []
         let entries = fileSystem.listDirectory(layout.directory).compactMap(layout.parseRotated)
         let completed = Set(entries.filter { $0.compressed && !$0.temporary }.map(\.baseName))
         for entry in LogFileLayout.oldestFirst(entries) {
             let path = layout.directory + "/" + entry.name
+            if queued.contains(path) { continue }
             do {
                 if entry.temporary {
                     try fileSystem.unlink(path)

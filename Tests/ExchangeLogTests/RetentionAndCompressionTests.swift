@@ -148,6 +148,31 @@ final class CompressionTests: XCTestCase {
         XCTAssertTrue(lines.compactMap(LogTestFiles.recordNumber) == Array(0..<2970), "records out of order or missing")
     }
 
+    /// A recovery queued before a rotation leaves the new file to its own compress job: it
+    /// used to compress it first, so a failing compression counted twice (and the test below
+    /// failed that way when the archiver thread started late, under the sanitizers).
+    func testRecoveryLeavesAFileWithAQueuedCompressJobToThatJob() throws {
+        let layout = LogFileLayout(directory: directory.path, fileName: "tapwire.jsonl")
+        let first = directory.path + "/tapwire-20261203T000000.jsonl"
+        let second = directory.path + "/tapwire-20261203T000001.jsonl"
+        for path in [first, second] { XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("{}\n".utf8))) }
+        let gate = DispatchSemaphore(value: 0)
+        let archiver = LogArchiver(faults: { operation, path in
+            // The first job stalls until the others are queued; the second file's .gz never lands.
+            if operation == .open && path == first { gate.wait() }
+            return operation == .rename && path == second + ".gz.tmp" ? ENOSPC : nil
+        })
+        archiver.enqueue(.compress(path: first, layout: layout, maxFiles: 10))
+        archiver.enqueue(.recover(layout: layout, compress: true, maxFiles: 10))
+        archiver.enqueue(.compress(path: second, layout: layout, maxFiles: 10))
+        gate.signal()
+        archiver.waitUntilIdle()
+        archiver.stop()
+        XCTAssertEqual(archiver.failures, 1, archiver.lastFailure ?? "")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: first + ".gz"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: second), "kept for a later retry")
+    }
+
     func testFailedCompressionKeepsThePlainFileAndNoPartialGzip() throws {
         let faults = FaultSwitch()
         faults.fail([.rename], with: ENOSPC)  // the .gz.tmp → .gz step; rotation itself must still work
