@@ -169,8 +169,11 @@ public struct ExchangeProcessor: Sendable {
         case .success(let value):
             var value = value
             if ExchangeProcessor.producesJSON(spec.kind), let rule {
-                if !rule.select.isEmpty { value = value.selecting(rule.select) }
+                // Redact first: both lists point into the document as received, and select
+                // closes up arrays (`/items/2` kept alone becomes `/items/0`), so a redact
+                // pointer applied afterwards could miss the value it names.
                 if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
+                if !rule.select.isEmpty { value = value.selecting(rule.select) }
             }
             value = keyRedactor.redacting(value)
             recordResult = .success(value)

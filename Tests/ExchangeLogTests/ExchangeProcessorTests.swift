@@ -342,6 +342,23 @@ final class ExchangeProcessorTests: XCTestCase {
         ]))
     }
 
+    /// Both pointer lists name places in the document as received; select closes up arrays,
+    /// so redacting after it missed `/items/2/card` (it had become `/items/0/card`).
+    func testRedactPointersIntoArraysHoldWhatSelectKeeps() throws {
+        let rule = RecordFixture.rule("cards") {
+            $0.select = [try! JSONPointer("/items/2")]
+            $0.redact = [try! JSONPointer("/items/2/card")]
+        }
+        let body = #"{"items":[{"card":"A"},{"card":"B"},{"card":"SECRET-CARD"}]}"#
+        let line = String(decoding: RecordFixture.processor(ProcessorSettings(rules: [rule]))
+            .record(for: RecordFixture.exchange(body: Array(body.utf8)), id: "x"), as: UTF8.self)
+        XCTAssertFalse(line.contains("SECRET-CARD"), line)
+        let record = try ParsedRecord(Array(line.utf8))
+        XCTAssertEqual(record["/result/success"], .object([
+            JSON.Member("items", .array([.object([JSON.Member("card", .string("[redacted]"))])])),
+        ]))
+    }
+
     func testRedactedHeadersNeverReachTheLine() throws {
         let exchange = RecordFixture.exchange(
             requestHeaders: [("Host", "h"), ("Authorization", "Bearer SECRET-TOKEN-1"), ("cookie", "sid=SECRET-COOKIE-2"),
