@@ -175,7 +175,7 @@ public struct ExchangeProcessor: Sendable {
                 if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
                 if !rule.select.isEmpty { value = value.selecting(rule.select) }
             }
-            value = keyRedactor.redacting(value)
+            value = redactingKeys(value)
             recordResult = .success(value)
         case .failure(let error):
             recordResult = .failure(ErrorLogFields(error))
@@ -272,13 +272,32 @@ public struct ExchangeProcessor: Sendable {
         }
         switch serialize(completed, spec, charset: fields.knownCharset ?? .isoLatin1).0 {
         case .success(let value):
-            return .value(keyRedactor.redacting(value))
+            return .value(redactingKeys(value))
         case .failure(let error):
             return .failure(ErrorLogFields(error))
         }
     }
 
     // MARK: Pieces
+
+    /// `redact.jsonKeys` applied to a serializer's value. A string value that is itself a JSON
+    /// document gets them too: JSON posted as text/plain (fetch's default) or as a form
+    /// (`curl -d`) is logged by the string serializer, and its secrets were written as sent.
+    /// Such a string is replaced by the compact, redacted document only when a key matched,
+    /// so other text keeps its exact form.
+    func redactingKeys(_ value: JSON) -> JSON {
+        guard case .string(let text) = value else { return keyRedactor.redacting(value) }
+        guard !keyRedactor.isEmpty,
+              let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }),
+              first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return value }
+        let bytes = Array(text.utf8)
+        var plain: [UInt8] = [], redacted: [UInt8] = []
+        let parsed = bytes.withUnsafeBytes { raw in
+            JSONCompactor.append(raw, into: &plain) && JSONCompactor.append(raw, redacting: keyRedactor, into: &redacted)
+        }
+        guard parsed, plain != redacted else { return value }
+        return .string(String(decoding: redacted, as: UTF8.self))
+    }
 
     static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {

@@ -427,6 +427,30 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(badRecord["/result/success"], .object([]))
     }
 
+    /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
+    /// string serializer; its secrets were written as sent.
+    func testJSONInAStringValueHasItsKeysRedacted() throws {
+        let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["password"]))
+        for contentType in ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"] {
+            let x = RecordFixture.exchange(
+                method: "POST", requestHeaders: [("Content-Type", contentType)],
+                requestBody: Array(#"{"user":"u","Password":"SECRET-1"}"#.utf8),
+                responseHeaders: [("Content-Type", "text/plain")], body: Array(#" [ {"password" : "SECRET-2"} ] "#.utf8))
+            let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+            XCTAssertFalse(line.contains("SECRET"), line)
+            let record = try ParsedRecord(Array(line.utf8))
+            XCTAssertEqual(record["/request/body"], .string(#"{"user":"u","Password":"[redacted]"}"#))
+            XCTAssertEqual(record["/result/success"], .string(#"[{"password":"[redacted]"}]"#))
+        }
+        // Text that is not JSON, or JSON without such a key, keeps its exact form.
+        let plain = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Content-Type", "text/plain")], requestBody: Array(#"{ "a" : 1 }"#.utf8),
+            responseHeaders: [("Content-Type", "text/plain")], body: Array("{password: not json".utf8))
+        let record = try ParsedRecord(processor.record(for: plain, id: "x"))
+        XCTAssertEqual(record["/request/body"], .string(#"{ "a" : 1 }"#))
+        XCTAssertEqual(record["/result/success"], .string("{password: not json"))
+    }
+
     /// Request bodies take the one-pass compactor (only key redaction applies to them):
     /// the record must hold exactly what parse, redact and write gave before.
     func testRequestJSONBodiesAreWrittenAsParseRedactWriteWouldWriteThem() throws {
