@@ -149,8 +149,10 @@ final class ProxyService: @unchecked Sendable {
                 for e in errors { Self.log("SIGHUP: refusing the new config: \(e)") }
                 return
             }
-            if fresh.logEnabled && (fresh.log.resolvedDirectory != current.withLock({ $0.log.resolvedDirectory })
-                                    || fresh.log.fileName != current.withLock({ $0.log.fileName })) {
+            // Checked whether or not the new file enables logging: log.enabled applies only at
+            // a restart, so the running writer would switch to the new location either way.
+            if fresh.log.resolvedDirectory != current.withLock({ $0.log.resolvedDirectory })
+                || fresh.log.fileName != current.withLock({ $0.log.fileName }) {
                 do { try RotatingFile.checkCanOpen(fresh.log) } catch {
                     Self.log("SIGHUP: refusing the new config, the old one keeps running: cannot write logs in \(fresh.log.resolvedDirectory): \(error)")
                     return
@@ -162,8 +164,18 @@ final class ProxyService: @unchecked Sendable {
             pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
                            whenBehind: fresh.log.whenBehind)
             writer.reopen()
-            if fresh.engine != old.engine {
-                Self.log("SIGHUP: listeners, limits, timeouts and log.loopNice keep their old values until a restart")
+            // Named one by one: a reload that says "config reloaded" must not leave a narrowed
+            // access.allow or a tightened tls.insecureUpstream silently unapplied.
+            var restartOnly: [String] = []
+            if fresh.engine.listen != old.engine.listen { restartOnly.append("listen") }
+            if fresh.engine.allow != old.engine.allow { restartOnly.append("access.allow") }
+            var oldLimits = old.engine, newLimits = fresh.engine
+            oldLimits.listen = []; newLimits.listen = []; oldLimits.allow = []; newLimits.allow = []
+            if newLimits != oldLimits { restartOnly.append("limits, timeouts, capture and log.loopNice") }
+            if fresh.tls != old.tls { restartOnly.append("tls") }
+            if fresh.logEnabled != old.logEnabled { restartOnly.append("log.enabled") }
+            if !restartOnly.isEmpty {
+                Self.log("SIGHUP: \(restartOnly.joined(separator: ", ")) keep their old values until a restart")
             }
             // The summary names the addresses still served, not the file's new ones.
             var live = fresh

@@ -180,6 +180,26 @@ final class ReloadEndToEndTests: XCTestCase {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// Settings that apply only at a restart are named in the reload's log line: a narrowed
+    /// access.allow or a changed tls block must not pass as "config reloaded" alone.
+    func testSIGHUPNamesTheSettingsThatWaitForARestart() throws {
+        let proxy = try TapwireProcess(config: [:])
+        let configURL = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        let changed: [String: Any] = ["listen": ["127.0.0.1:0"], "log": ["directory": proxy.logDirectory.path, "enabled": false],
+                                      "access": ["allow": ["127.0.0.1/32"]], "tls": ["insecureUpstream": true]]
+        try JSONSerialization.data(withJSONObject: changed).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        let line = proxy.stderr.waitFor { $0.contains("keep their old values until a restart") }
+        XCTAssertNotNil(line)
+        for name in ["access.allow", "tls", "log.enabled"] {
+            XCTAssertTrue(line?.contains(name) ?? false, "\(name) missing: \(line ?? "")")
+        }
+        XCTAssertFalse(line?.contains("listen,") ?? true, line ?? "")
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
