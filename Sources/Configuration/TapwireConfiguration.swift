@@ -71,8 +71,22 @@ public struct TapwireConfiguration: Sendable {
         }
         if let listen = r.stringOrStrings(top["listen"], "listen") {
             if listen.isEmpty { r.fail("listen", "needs at least one address") }
-            for (i, a) in listen.enumerated() where SocketAddress(parsing: a) == nil {
-                r.fail("listen[\(i)]", "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
+            var seen: [SocketAddress] = []
+            for (i, a) in listen.enumerated() {
+                guard let address = SocketAddress(parsing: a) else {
+                    r.fail("listen[\(i)]", "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
+                    continue
+                }
+                // Caught here so check-config says so (exit 2), not `run` with "Address already in
+                // use" from its own first listener (exit 1). A wildcard covers its family's port.
+                let wildcard: (SocketAddress) -> Bool = { $0.host == "0.0.0.0" || $0.host == "::" }
+                if address.port != 0, let j = seen.firstIndex(where: {
+                    $0.port == address.port && $0.family == address.family
+                        && ($0.host == address.host || wildcard($0) || wildcard(address))
+                }) {
+                    r.fail("listen[\(i)]", "\(a) overlaps listen[\(j)] (\(listen[j])): the same port twice")
+                }
+                seen.append(address)
             }
             c.engine.listen = listen
         }
@@ -108,7 +122,9 @@ public struct TapwireConfiguration: Sendable {
                 if v.isEmpty { r.fail("log.directory", "must not be empty") } else { c.log.directory = v }
             }
             if let v = r.string(log["fileName"], "log.fileName") {
-                if v.isEmpty || v.contains("/") { r.fail("log.fileName", "expected a plain file name, found \"\(v)\"") } else { c.log.fileName = v }
+                if v.isEmpty || v.contains("/") || v == "." || v == ".." {
+                    r.fail("log.fileName", "expected a plain file name, found \"\(v)\"")
+                } else { c.log.fileName = v }
             }
             if let v = r.int(log["maxFileBytes"], "log.maxFileBytes", min: 4096) { c.log.maxFileBytes = v }
             if let v = r.int(log["maxFiles"], "log.maxFiles", min: 1, max: 100_000) { c.log.maxFiles = v }
@@ -144,6 +160,10 @@ public struct TapwireConfiguration: Sendable {
             if case .some(let v) = r.optionalString(tls["upstreamCAFile"], "tls.upstreamCAFile") { c.tls.upstreamCAFile = v }
             if let v = r.bool(tls["insecureUpstream"], "tls.insecureUpstream") { c.tls.insecureUpstream = v }
             if c.tls.caDirectory.isEmpty { r.fail("tls.caDirectory", "must not be empty") }
+            // Read at start only when something is intercepted; a missing file then stops `run`.
+            if !c.tls.intercept.isEmpty, let file = c.tls.upstreamCAFile, !FileManager.default.isReadableFile(atPath: file) {
+                r.fail("tls.upstreamCAFile", "\(file) does not exist or cannot be read")
+            }
         }
         if let red = r.object(top["redact"], "redact", allowed: ["headers", "jsonKeys"]) {
             if let v = r.strings(red["headers"], "redact.headers") { c.redactHeaders = v.map { $0.lowercased() } }

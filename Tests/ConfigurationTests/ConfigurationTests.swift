@@ -66,6 +66,21 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(e.count, 9, "\(e) \(paths)")
     }
 
+    /// What `run` would refuse at start-up (exit 1) check-config now refuses with a path (exit 2).
+    func testConfigsThatCouldNotRunAreRefused() throws {
+        XCTAssertEqual(errors(#"{"listen": ["127.0.0.1:8080", "127.0.0.1:8080"]}"#),
+                       ["listen[1]: 127.0.0.1:8080 overlaps listen[0] (127.0.0.1:8080): the same port twice"])
+        XCTAssertEqual(errors(#"{"listen": ["0.0.0.0:8080", "127.0.0.1:8080"], "access": {"allow": ["10.0.0.0/8"]}}"#).count, 1)
+        // Other ports, other families, and ports chosen by the kernel do not overlap.
+        XCTAssertEqual(errors(#"{"listen": ["127.0.0.1:8080", "127.0.0.1:8081", "[::1]:8080", "127.0.0.1:0", "127.0.0.1:0"]}"#), [])
+        for name in [".", ".."] {
+            XCTAssertEqual(errors(#"{"log": {"fileName": "\#(name)"}}"#), [#"log.fileName: expected a plain file name, found "\#(name)""#])
+        }
+        XCTAssertEqual(errors(#"{"tls": {"intercept": ["*"], "upstreamCAFile": "/nonexistent/ca.pem"}}"#),
+                       ["tls.upstreamCAFile: /nonexistent/ca.pem does not exist or cannot be read"])
+        XCTAssertEqual(errors(#"{"tls": {"upstreamCAFile": "/nonexistent/ca.pem"}}"#), [], "not read without interception")
+    }
+
     func testLogQueueBoundsAndWhenBehind() throws {
         let c = try parse(#"""
         {"log": {"queueCapacity": 100, "queueBytes": 1048576, "decodeQueueCapacity": 200,
