@@ -232,8 +232,14 @@ public struct TapwireConfiguration: Sendable {
         if let val = r.object(o["validate"], "\(path).validate", allowed: ["statusCode", "contentType"]) {
             var vs = ValidationSpec()
             vs.statusCodes = r.parsed(val["statusCode"], "\(path).validate.statusCode", expected: "a status such as 200, 2xx or 200-299", StatusPattern.init)
-            vs.contentTypes = r.parsed(val["contentType"], "\(path).validate.contentType", expected: "a media type such as application/json", { t in
-                MediaTypePattern(t) != nil ? t : nil
+            // Validation is Alamofire's validate(contentType:): a `*` stands only for a whole type
+            // or subtype. `application/*+json` (fine in match.contentType) never matched there,
+            // so every response failed validation; it is refused here instead.
+            vs.contentTypes = r.parsed(val["contentType"], "\(path).validate.contentType",
+                                       expected: "a media type such as application/json or application/* (a * only as a whole part)", { t in
+                guard MediaTypePattern(t) != nil else { return nil }
+                let parts = t.split(separator: ";")[0].split(separator: "/").map { $0.trimmingCharacters(in: .whitespaces) }
+                return parts.allSatisfy({ $0 == "*" || !$0.contains("*") }) ? t : nil
             })
             validation = vs
         }

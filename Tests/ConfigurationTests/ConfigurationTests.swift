@@ -81,6 +81,18 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"tls": {"upstreamCAFile": "/nonexistent/ca.pem"}}"#), [], "not read without interception")
     }
 
+    /// validate.contentType follows Alamofire: `*` only as a whole part. A partial wildcard
+    /// never matched at run time, so every response failed validation.
+    func testValidateContentTypeTakesOnlyWholePartWildcards() throws {
+        let rule = { (t: String) in #"{"rules": [{"name": "r", "serializer": {"type": "json"}, "validate": {"contentType": ["\#(t)"]}}]}"# }
+        for ok in ["application/json", "application/*", "*/*", "text/plain; charset=utf-8"] {
+            XCTAssertEqual(errors(rule(ok)), [], ok)
+        }
+        let e = errors(rule("application/*+json"))
+        XCTAssertEqual(e.count, 1, "\(e)")
+        XCTAssertTrue(e.first?.hasPrefix("rules[0].validate.contentType[0]:") ?? false, "\(e)")
+    }
+
     func testLogQueueBoundsAndWhenBehind() throws {
         let c = try parse(#"""
         {"log": {"queueCapacity": 100, "queueBytes": 1048576, "decodeQueueCapacity": 200,
