@@ -13,6 +13,9 @@ public struct TapwireConfiguration: Sendable {
     /// `log.enabled`: false turns decoding and record writing off (the proxy only forwards);
     /// there for benchmarks that measure what logging costs.
     public var logEnabled = true
+    /// `capture.maxDecodedBytes`: at most this much of a body is produced when undoing its
+    /// Content-Encoding (a gzip bomb stops there); applies at reload.
+    public var maxDecodedBytes = ProcessorSettings.defaultDecodeLimit
     public var tls = TLSConfig()
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
@@ -96,7 +99,8 @@ public struct TapwireConfiguration: Sendable {
                 c.accessGiven = true
             }
         }
-        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "proxy"]) {
+        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "maxIdlePerOrigin", "proxy"]) {
+            if let v = r.int(up["maxIdlePerOrigin"], "upstream.maxIdlePerOrigin", min: 0, max: 100_000) { c.engine.maxIdlePerOrigin = v }
             if let v = r.seconds(up["connectTimeout"], "upstream.connectTimeout") { c.engine.connectTimeout = v }
             if let v = r.seconds(up["idleTimeout"], "upstream.idleTimeout") { c.engine.upstreamIdleTimeout = v }
             if let v = r.seconds(up["readTimeout"], "upstream.readTimeout") { c.engine.upstreamReadTimeout = v }
@@ -104,14 +108,17 @@ public struct TapwireConfiguration: Sendable {
                 r.fail("upstream.proxy", "forwarding to a parent proxy is not supported yet (found \"\(proxy)\"); use null")
             }
         }
-        if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout", "tunnelIdleTimeout"]) {
+        if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
+                                                              "tunnelIdleTimeout", "highWaterBytes"]) {
+            if let v = r.int(lim["highWaterBytes"], "limits.highWaterBytes", min: 16 << 10, max: 64 << 20) { c.engine.highWaterBytes = v }
             if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
             if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
             if let v = r.seconds(lim["clientIdleTimeout"], "limits.clientIdleTimeout") { c.engine.clientIdleTimeout = v }
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
         }
-        if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies"]) {
+        if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes"]) {
+            if let v = r.int(cap["maxDecodedBytes"], "capture.maxDecodedBytes", min: 1024, max: 1 << 30) { c.maxDecodedBytes = v }
             if let v = r.int(cap["maxBodyBytes"], "capture.maxBodyBytes", min: 0, max: 1 << 30) { c.engine.captureMaxBodyBytes = v }
             if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
         }

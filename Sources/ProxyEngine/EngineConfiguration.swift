@@ -37,8 +37,12 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// threads, so that a saturated CPU goes first to decoding and writing the exchanges
     /// already accepted (Linux keeps a nice value per thread). 0 leaves them equal.
     public var loopNice: Int = 0
-    /// Output buffered for a slow reader before the other side stops being read (backpressure).
+    /// `limits.highWaterBytes`: output buffered for a slow reader before the other side stops
+    /// being read (backpressure).
     public var highWaterBytes: Int = 256 * 1024
+    /// `upstream.maxIdlePerOrigin`: idle keep-alive connections kept per origin and loop, so one
+    /// busy origin cannot hold every descriptor; 0 turns pooling off.
+    public var maxIdlePerOrigin: Int = 64
 
     /// Bytes one read may take from a socket (libevent's default is 16 KiB). Larger
     /// reads mean fewer syscalls per streamed megabyte.

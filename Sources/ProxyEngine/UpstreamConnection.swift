@@ -266,10 +266,13 @@ final class UpstreamPool {
     /// Loops live as long as the process, so the cycle through `EventLoop.pool` is harmless.
     let loop: EventLoop
     private var idle: [HTTPAuthority: [UpstreamConnection]] = [:]
-    /// Bound per origin so one busy origin cannot hold every descriptor.
-    var maxIdlePerOrigin = 64
+    /// Bound per origin so one busy origin cannot hold every descriptor (`upstream.maxIdlePerOrigin`).
+    var maxIdlePerOrigin: Int
 
-    init(loop: EventLoop) { self.loop = loop }
+    init(loop: EventLoop) {
+        self.loop = loop
+        maxIdlePerOrigin = loop.engine?.configuration.maxIdlePerOrigin ?? EngineConfiguration().maxIdlePerOrigin
+    }
 
     /// A pooled connection for `authority`, newest first. The list is changed in place
     /// through one dictionary index: copying it out and back made every take copy the
@@ -287,7 +290,7 @@ final class UpstreamPool {
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
         let i = idle.index(forKey: c.authority)
-        guard c.bev != nil, i.map({ idle.values[$0].count < maxIdlePerOrigin }) ?? true,
+        guard c.bev != nil, (i.map { idle.values[$0].count } ?? 0) < maxIdlePerOrigin,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)

@@ -35,7 +35,7 @@ final class ProxyService: @unchecked Sendable {
 
     static func processor(for c: TapwireConfiguration) -> ExchangeProcessor {
         ExchangeProcessor(settings: ProcessorSettings(rules: c.rules, redactHeaders: Set(c.redactHeaders),
-                                                      redactJSONKeys: Set(c.redactJSONKeys)))
+                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes))
     }
 
     func run() -> Int32 {

@@ -93,6 +93,23 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(e.first?.hasPrefix("rules[0].validate.contentType[0]:") ?? false, "\(e)")
     }
 
+    func testDecodePoolAndBackpressureLimits() throws {
+        let defaults = try parse("{}").get()
+        XCTAssertEqual(defaults.maxDecodedBytes, 8 << 20)
+        XCTAssertEqual(defaults.engine.maxIdlePerOrigin, 64)
+        XCTAssertEqual(defaults.engine.highWaterBytes, 256 << 10)
+        let c = try parse(#"""
+        {"capture": {"maxDecodedBytes": 1048576}, "upstream": {"maxIdlePerOrigin": 0},
+         "limits": {"highWaterBytes": 65536}}
+        """#).get()
+        XCTAssertEqual(c.maxDecodedBytes, 1 << 20)
+        XCTAssertEqual(c.engine.maxIdlePerOrigin, 0)
+        XCTAssertEqual(c.engine.highWaterBytes, 64 << 10)
+        let e = errors(#"{"capture": {"maxDecodedBytes": 10}, "upstream": {"maxIdlePerOrigin": -1}, "limits": {"highWaterBytes": 1}}"#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
+                       ["capture.maxDecodedBytes", "limits.highWaterBytes", "upstream.maxIdlePerOrigin"], "\(e)")
+    }
+
     func testLogQueueBoundsAndWhenBehind() throws {
         let c = try parse(#"""
         {"log": {"queueCapacity": 100, "queueBytes": 1048576, "decodeQueueCapacity": 200,

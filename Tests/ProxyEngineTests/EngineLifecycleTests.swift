@@ -20,6 +20,21 @@ final class EngineLifecycleTests: XCTestCase {
         }
     }
 
+    /// `upstream.maxIdlePerOrigin` 0 keeps no idle upstream connection; the default keeps one.
+    func testMaxIdlePerOriginBoundsThePool() throws {
+        let origin = try origin()
+        for (limit, pooled) in [(0, 0), (64, 1)] {
+            let proxy = try RunningEngine(loops: 1) { $0.maxIdlePerOrigin = limit }
+            let client = try RawClient(port: proxy.port)
+            client.send("GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+            XCTAssertEqual(client.readResponses(1).count, 1)
+            // The answer can reach the client a moment before the upstream is pooled or closed.
+            XCTAssertTrue(eventually {
+                proxy.engine.metrics.activeUpstreams.value == pooled && proxy.engine.metrics.pooledUpstreams.value == pooled
+            }, "limit \(limit): \(proxy.engine.metrics.activeUpstreams.value) open, \(proxy.engine.metrics.pooledUpstreams.value) pooled")
+        }
+    }
+
     /// Every loop binds with SO_REUSEPORT, which would let a second Tapwire bind a port the
     /// first one listens on and silently take part of its clients.
     func testAPortAnotherTapwireListensOnIsRefused() throws {
