@@ -175,7 +175,7 @@ public struct ExchangeProcessor: Sendable {
                 if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
                 if !rule.select.isEmpty { value = value.selecting(rule.select) }
             }
-            value = redactingKeys(value)
+            value = redactingKeys(value, form: spec.kind == .form || contentType.mediaType == ExchangeProcessor.formType)
             recordResult = .success(value)
         case .failure(let error):
             recordResult = .failure(ErrorLogFields(error))
@@ -272,7 +272,7 @@ public struct ExchangeProcessor: Sendable {
         }
         switch serialize(completed, spec, charset: fields.knownCharset ?? .isoLatin1).0 {
         case .success(let value):
-            return .value(redactingKeys(value))
+            return .value(redactingKeys(value, form: fields.mediaType == ExchangeProcessor.formType))
         case .failure(let error):
             return .failure(ErrorLogFields(error))
         }
@@ -280,12 +280,42 @@ public struct ExchangeProcessor: Sendable {
 
     // MARK: Pieces
 
+    static let formType = "application/x-www-form-urlencoded"
+
+    /// `a=1&password=x` with the value of each field named in `redact.jsonKeys` (its name
+    /// percent-decoded, any case) replaced by `[redacted]`; nil when none is.
+    func redactingFormFields(_ text: String) -> String? {
+        var changed = false
+        let fields = text.split(separator: "&", omittingEmptySubsequences: false).map { field -> String in
+            guard let equals = field.firstIndex(of: "=") else { return String(field) }
+            let rawName = String(field[..<equals])
+            let name = rawName.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? rawName
+            guard settings.redactJSONKeys.contains(name.lowercased()) else { return String(field) }
+            changed = true
+            return rawName + "=[redacted]"
+        }
+        return changed ? fields.joined(separator: "&") : nil
+    }
+
     /// `redact.jsonKeys` applied to a serializer's value. A string value that is itself a JSON
     /// document gets them too: JSON posted as text/plain (fetch's default) or as a form
     /// (`curl -d`) is logged by the string serializer, and its secrets were written as sent.
     /// Such a string is replaced by the compact, redacted document only when a key matched,
     /// so other text keeps its exact form.
-    func redactingKeys(_ value: JSON) -> JSON {
+    ///
+    /// With `form` (an urlencoded body), fields named in `redact.jsonKeys` are redacted too:
+    /// in the `form` serializer's `[name, value]` pairs, and in the body logged as a string.
+    func redactingKeys(_ value: JSON, form: Bool = false) -> JSON {
+        if form && !settings.redactJSONKeys.isEmpty {
+            if case .string(let text) = value, let redacted = redactingFormFields(text) { return .string(redacted) }
+            if case .array(let pairs) = value {
+                return .array(pairs.map { pair in
+                    guard case .array(let items) = pair, items.count == 2, case .string(let name) = items[0],
+                          settings.redactJSONKeys.contains(name.lowercased()) else { return pair }
+                    return .array([items[0], .string("[redacted]")])
+                })
+            }
+        }
         guard case .string(let text) = value else { return keyRedactor.redacting(value) }
         guard !keyRedactor.isEmpty,
               let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }),

@@ -427,6 +427,25 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(badRecord["/result/success"], .object([]))
     }
 
+    /// Urlencoded fields named in redact.jsonKeys: in the body logged as a string (request
+    /// bodies by default) and in the form serializer's pairs.
+    func testFormFieldsNamedInJSONKeysAreRedacted() throws {
+        let processor = RecordFixture.processor(ProcessorSettings(
+            rules: [RecordFixture.rule("forms", .form)], redactJSONKeys: ["password", "token"]))
+        let x = RecordFixture.exchange(
+            method: "POST", requestHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
+            requestBody: Array("user=u&Password=SECRET-1&pass%77ord=SECRET-2&flag&token=".utf8),
+            responseHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("a=1&TOKEN=SECRET-3".utf8))
+        let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+        XCTAssertFalse(line.contains("SECRET"), line)
+        let record = try ParsedRecord(Array(line.utf8))
+        XCTAssertEqual(record["/request/body"], .string("user=u&Password=[redacted]&pass%77ord=[redacted]&flag&token=[redacted]"))
+        XCTAssertEqual(record["/result/success"], .array([
+            .array([.string("a"), .string("1")]), .array([.string("TOKEN"), .string("[redacted]")]),
+        ]))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {
