@@ -175,7 +175,8 @@ public struct ExchangeProcessor: Sendable {
                 if !rule.redact.isEmpty { value = value.redacting(rule.redact) }
                 if !rule.select.isEmpty { value = value.selecting(rule.select) }
             }
-            value = redactingKeys(value, form: spec.kind == .form || contentType.mediaType == ExchangeProcessor.formType)
+            value = redactingKeys(value, form: spec.kind == .form || contentType.mediaType == ExchangeProcessor.formType,
+                                  eventStream: spec.kind == .eventStream)
             recordResult = .success(value)
         case .failure(let error):
             recordResult = .failure(ErrorLogFields(error))
@@ -305,7 +306,19 @@ public struct ExchangeProcessor: Sendable {
     ///
     /// With `form` (an urlencoded body), fields named in `redact.jsonKeys` are redacted too:
     /// in the `form` serializer's `[name, value]` pairs, and in the body logged as a string.
-    func redactingKeys(_ value: JSON, form: Bool = false) -> JSON {
+    ///
+    /// With `eventStream`, each event's `data` text gets the same treatment as a string value
+    /// (`data: {"access_token": …}` is JSON more often than not).
+    func redactingKeys(_ value: JSON, form: Bool = false, eventStream: Bool = false) -> JSON {
+        if eventStream, !keyRedactor.isEmpty, case .array(let events) = value {
+            return .array(events.map { event in
+                guard case .object(var members) = keyRedactor.redacting(event) else { return event }
+                for i in members.indices where members[i].key == "data" {
+                    members[i].value = redactingKeys(members[i].value)
+                }
+                return .object(members)
+            })
+        }
         if form && !settings.redactJSONKeys.isEmpty {
             if case .string(let text) = value, let redacted = redactingFormFields(text) { return .string(redacted) }
             if case .array(let pairs) = value {

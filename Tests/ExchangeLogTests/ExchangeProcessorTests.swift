@@ -446,6 +446,19 @@ final class ExchangeProcessorTests: XCTestCase {
         ]))
     }
 
+    /// Server-sent events carry JSON in their data lines more often than not.
+    func testJSONInEventStreamDataHasItsKeysRedacted() throws {
+        let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["access_token"]))
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/event-stream")],
+                                       body: Array("event: auth\ndata: {\"access_token\":\"SECRET-1\",\"n\":1}\n\ndata: plain text\n\n".utf8))
+        let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+        XCTAssertFalse(line.contains("SECRET"), line)
+        let record = try ParsedRecord(Array(line.utf8))
+        XCTAssertEqual(record["/serializer"], .string("eventStream"))
+        XCTAssertEqual(record["/result/success/0/data"], .string(#"{"access_token":"[redacted]","n":1}"#))
+        XCTAssertEqual(record["/result/success/1/data"], .string("plain text"))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {
