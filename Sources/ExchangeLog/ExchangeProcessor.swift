@@ -66,7 +66,24 @@ public struct ExchangeProcessor: Sendable {
     /// Appends the `http` record to `buffer` (a worker encodes its whole batch into one).
     func encodeRecord(for exchange: CapturedExchange, id: String, into buffer: inout RecordBuffer) {
         let outcome = self.outcome(for: exchange)
+        if let url = redactingQuery(exchange.url) {
+            // Copied only when a query parameter is redacted (rare): a copy retains every field.
+            var redacted = exchange
+            redacted.url = url
+            encoder.encodeHTTPRecord(id: id, exchange: redacted, outcome: outcome, into: &buffer)
+            return
+        }
         encoder.encodeHTTPRecord(id: id, exchange: exchange, outcome: outcome, into: &buffer)
+    }
+
+    /// `url` with the value of each query parameter named in `redact.jsonKeys` replaced by
+    /// `[redacted]` (`?access_token=…`, common for OAuth and WebSocket auth); nil when none is.
+    func redactingQuery(_ url: String) -> String? {
+        guard !settings.redactJSONKeys.isEmpty, let question = url.firstIndex(of: "?") else { return nil }
+        let end = url[question...].firstIndex(of: "#") ?? url.endIndex
+        let query = String(url[url.index(after: question)..<end])
+        guard let redacted = redactingFormFields(query) else { return nil }
+        return String(url[...question]) + redacted + String(url[end...])
     }
 
     /// One `tunnel` or `websocket` record, without the newline.
@@ -77,6 +94,14 @@ public struct ExchangeProcessor: Sendable {
     }
 
     func encodeRecord(for tunnel: CapturedTunnel, id: String, into buffer: inout RecordBuffer) {
+        // A websocket's target is its URL (with the upgrade request's query).
+        if tunnel.upgrade != nil, let target = redactingQuery(tunnel.target) {
+            var redacted = tunnel
+            redacted.target = target
+            if let url = redacted.upgrade.flatMap({ redactingQuery($0.url) }) { redacted.upgrade?.url = url }
+            encoder.encodeTunnelRecord(id: id, tunnel: redacted, into: &buffer)
+            return
+        }
         encoder.encodeTunnelRecord(id: id, tunnel: tunnel, into: &buffer)
     }
 

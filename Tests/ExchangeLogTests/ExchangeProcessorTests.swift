@@ -446,6 +446,24 @@ final class ExchangeProcessorTests: XCTestCase {
         ]))
     }
 
+    /// `?access_token=…` (OAuth, WebSocket auth) in the logged URL.
+    func testQueryParametersNamedInJSONKeysAreRedacted() throws {
+        let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["access_token"]))
+        let x = RecordFixture.exchange(url: "http://api.local/v1?x=1&Access_Token=SECRET-1&y#frag")
+        let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+        XCTAssertFalse(line.contains("SECRET"), line)
+        XCTAssertEqual(try ParsedRecord(Array(line.utf8))["/request/url"], .string("http://api.local/v1?x=1&Access_Token=[redacted]&y#frag"))
+        // Without such a parameter the URL is written as it came.
+        let plain = RecordFixture.exchange(url: "http://api.local/v1?x=1&token_type=a")
+        XCTAssertEqual(try ParsedRecord(processor.record(for: plain, id: "x"))["/request/url"], .string("http://api.local/v1?x=1&token_type=a"))
+
+        let ws = CapturedTunnel(kind: .websocket, client: "c", target: "http://h/ws?access_token=SECRET-2", status: 101,
+                                bytesFromClient: 0, bytesFromUpstream: 0, start: 1, end: 2, closedBy: "client",
+                                upgrade: RecordFixture.exchange(url: "http://h/ws?access_token=SECRET-2"))
+        let wsLine = String(decoding: processor.record(for: ws, id: "w"), as: UTF8.self)
+        XCTAssertFalse(wsLine.contains("SECRET"), wsLine)
+    }
+
     /// Server-sent events carry JSON in their data lines more often than not.
     func testJSONInEventStreamDataHasItsKeysRedacted() throws {
         let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["access_token"]))
