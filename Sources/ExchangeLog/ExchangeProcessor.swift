@@ -347,11 +347,13 @@ public struct ExchangeProcessor: Sendable {
         if form && !settings.redactJSONKeys.isEmpty {
             if case .string(let text) = value, let redacted = redactingFormFields(text) { return .string(redacted) }
             if case .array(let pairs) = value {
-                return .array(pairs.map { pair in
+                // Then the usual key redaction as well: a rule may have parsed a form-typed
+                // body as JSON, whose objects the pairs pass leaves alone.
+                return keyRedactor.redacting(.array(pairs.map { pair in
                     guard case .array(let items) = pair, items.count == 2, case .string(let name) = items[0],
                           settings.redactJSONKeys.contains(name.lowercased()) else { return pair }
                     return .array([items[0], .string("[redacted]")])
-                })
+                }))
             }
         }
         guard case .string(let text) = value else { return keyRedactor.redacting(value) }

@@ -444,6 +444,14 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/result/success"], .array([
             .array([.string("a"), .string("1")]), .array([.string("TOKEN"), .string("[redacted]")]),
         ]))
+
+        // A JSON document sent with the form type and parsed by a json rule keeps key redaction.
+        let json = RecordFixture.processor(ProcessorSettings(rules: [RecordFixture.rule("j", .json) { $0.select = [try! JSONPointer("")] }],
+                                                             redactJSONKeys: ["password"]))
+        let y = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
+                                       body: Array(#"[{"password":"SECRET-4"}]"#.utf8))
+        let jsonLine = String(decoding: json.record(for: y, id: "y"), as: UTF8.self)
+        XCTAssertFalse(jsonLine.contains("SECRET"), jsonLine)
     }
 
     /// `?access_token=…` (OAuth, WebSocket auth) in the logged URL.
