@@ -199,7 +199,18 @@ public struct TapwireConfiguration: Sendable {
     private static func readRule(_ v: JSON, _ path: String, _ r: ConfigReader) -> Rule? {
         guard let o = r.object(v, path, allowed: ["name", "match", "serializer", "validate", "select", "redact"]) else { return nil }
         let before = r.errors.count
-        guard let name = r.string(o["name"], "\(path).name") ?? { r.fail("\(path).name", "required"); return nil }() else { return nil }
+        // A missing or bad name is one error, and the rest of the rule is still checked, so
+        // check-config lists everything at once (the rule is dropped by the count below).
+        let name: String
+        if let given = r.string(o["name"], "\(path).name") {
+            name = given
+            if given == RuleSet.defaultRuleName {
+                r.fail("\(path).name", "\"\(given)\" is the name records give the built-in default; choose another")
+            }
+        } else {
+            if o["name"] == nil { r.fail("\(path).name", "required") }
+            name = ""
+        }
         var match = RuleMatch()
         if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers"]) {
             let mp = "\(path).match"

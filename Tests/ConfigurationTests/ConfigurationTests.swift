@@ -93,6 +93,13 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(e.first?.hasPrefix("rules[0].validate.contentType[0]:") ?? false, "\(e)")
     }
 
+    /// A rule with a missing or bad name still has the rest of it checked, each error once.
+    func testARuleWithoutANameIsStillCheckedWhole() throws {
+        let e = errors(#"{"rules": [{"name": 5, "serializer": {"type": "yaml"}}, {"match": {"status": ["abc"]}, "serializer": {"type": "json"}}, {"name": "default", "serializer": {"type": "json"}}]}"#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
+                       ["rules[0].name", "rules[0].serializer.type", "rules[1].match.status[0]", "rules[1].name", "rules[2].name"], "\(e)")
+    }
+
     func testDecodePoolAndBackpressureLimits() throws {
         let defaults = try parse("{}").get()
         XCTAssertEqual(defaults.maxDecodedBytes, 8 << 20)
