@@ -163,11 +163,26 @@ public final class HARWriter {
     private static func postData(_ request: JSON, headers: [(String, String)], bodySize: Int?) -> JSON? {
         let mimeType = headerValue("content-type", headers) ?? ""
         var members: [JSON.Member] = [.init("mimeType", .string(mimeType))]
+        // The data serializer's shape, {"size":N} or {"base64":…,"size":N}; only for a body
+        // that is not JSON, whose own members could look the same (a JSON body with a "text"
+        // or "base64" member was once taken for its text).
+        let dataShape: [JSON.Member]? = {
+            guard !mimeType.lowercased().contains("json"), case .object(let m)? = request[member: "body"],
+                  m.contains(where: { $0.key == "size" }), m.allSatisfy({ $0.key == "size" || $0.key == "base64" }) else { return nil }
+            return m
+        }()
         if let text = request[member: "body"]?.stringValue {
             members.append(.init("text", .string(text)))
-        } else if let text = request[path: "body", "text"]?.stringValue {
-            members.append(.init("text", .string(text)))
-        } else if let base64 = request[member: "bodyBase64"]?.stringValue ?? request[path: "body", "base64"]?.stringValue {
+        } else if let shape = dataShape {
+            if case .string(let base64)? = shape.first(where: { $0.key == "base64" })?.value {
+                members.append(.init("text", .string(base64)))
+                members.append(.init("_encoding", .string("base64")))
+                members.append(.init("comment", .string("the first bytes only (serializer base64Bytes)")))
+            } else {
+                members.append(.init("text", .string("")))
+                members.append(.init("comment", .string("request body not captured (binary; logged by size)")))
+            }
+        } else if let base64 = request[member: "bodyBase64"]?.stringValue {
             members.append(.init("text", .string(base64)))
             members.append(.init("_encoding", .string("base64")))
         } else if let value = request[member: "body"], value != .null {
@@ -295,8 +310,10 @@ public final class HARWriter {
                 .init("value", .string(String(first[first.index(after: equals)...]))),
             ]
             for attribute in parts.dropFirst() {
+                // `a=b; Path=/; ` leaves an empty attribute, which split() turns into no parts.
                 let split = attribute.split(separator: "=", maxSplits: 1).map(String.init)
-                let key = split[0].lowercased()
+                guard let name = split.first else { continue }
+                let key = name.lowercased()
                 let value = split.count > 1 ? split[1] : ""
                 switch key {
                 case "path": members.append(.init("path", .string(value)))

@@ -206,6 +206,32 @@ final class HARWriterTests: XCTestCase {
         XCTAssertEqual(upgrade["_bytesFromUpstream"] as? Int, 35328)
     }
 
+    /// postData follows the request's Content-Type: a JSON body is its JSON even when it has a
+    /// "text" member; a binary body logged by size is "not captured", not the text {"size":N};
+    /// and a Set-Cookie with an empty attribute does not stop the export.
+    func testPostDataByContentTypeAndLenientCookies() throws {
+        func withBody(_ n: Int, _ contentType: String, _ body: String) -> String {
+            Fixture.http(n, method: "POST", requestHeaders: #"[["Content-Type","\#(contentType)"]]"#,
+                         responseHeaders: #"[["Set-Cookie","a=b; Path=/; "],["Set-Cookie","c=d; ; HttpOnly"]]"#, requestBody: "PLACEHOLDER")
+                .replacingOccurrences(of: #""body":"PLACEHOLDER""#, with: #""body":\#(body)"#)
+        }
+        directory.write("tapwire.jsonl", Fixture.lines([
+            withBody(1, "application/json", #"{"text":"hi","lang":"en"}"#),
+            withBody(2, "application/octet-stream", #"{"size":12345}"#),
+            withBody(3, "application/octet-stream", #"{"base64":"AAEC","size":3}"#),
+        ]))
+        let list = entries(try object(try export().bytes))
+        XCTAssertEqual(list.count, 3)
+        let post = list.map { ($0["request"] as? [String: Any])?["postData"] as? [String: Any] }
+        XCTAssertEqual(post[0]?["text"] as? String, #"{"text":"hi","lang":"en"}"#)
+        XCTAssertEqual(post[1]?["text"] as? String, "")
+        XCTAssertNotNil(post[1]?["comment"])
+        XCTAssertEqual(post[2]?["text"] as? String, "AAEC")
+        XCTAssertEqual(post[2]?["_encoding"] as? String, "base64")
+        let cookies = (list[0]["response"] as? [String: Any])?["cookies"] as? [[String: Any]]
+        XCTAssertEqual(cookies?.map { $0["name"] as? String }, ["a", "c"])
+    }
+
     func testFiltersChooseTheEntries() throws {
         try writeMixedLog()
         let (bytes, count) = try export(["status=3xx,4xx"])
