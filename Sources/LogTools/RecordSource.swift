@@ -126,10 +126,15 @@ public final class RecordSource {
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw LogReadError(path: layout.directory, message: "not a directory")
         }
+        // Listing it would otherwise give nothing, and the command print nothing and exit 0
+        // (a user without read access to /var/log/tapwire).
+        guard access(layout.directory, R_OK | X_OK) == 0 else {
+            throw LogReadError.errno(layout.directory, "cannot read log directory", errno)
+        }
         // The active file is opened before the rotated files are listed: a rotation in between
         // then shows up as a listed file with the active file's inode, which is skipped here and
         // read through the open descriptor instead, so no record is lost or read twice.
-        let active = try? PlainFileReader(path: layout.activePath)
+        let active = try RecordSource.openActive(layout.activePath)
         let rotated = rotatedFiles(excludingFileOf: active)
         pendingPaths = rotated.map { layout.directory + "/" + $0.name } + [layout.activePath]
         seenRotated = Set(rotated.map(\.baseName))
@@ -165,7 +170,7 @@ public final class RecordSource {
                 adoptActive(preopened)
                 return
             }
-            if let reader = try? PlainFileReader(path: path) {
+            if let reader = try RecordSource.openActive(path) {
                 adoptActive(reader)
                 if follow { seenRotated = Set(rotatedFiles(excludingFileOf: reader).map(\.baseName)) }
                 return
@@ -193,6 +198,18 @@ public final class RecordSource {
             } else {
                 throw error
             }
+        }
+    }
+
+    /// The active file, or nil when there is none (yet: between a rotation's rename and the
+    /// new file, or before the writer started). Any other failure, such as no permission, is
+    /// an error naming the file, not an empty log.
+    private static func openActive(_ path: String) throws(LogReadError) -> PlainFileReader? {
+        do {
+            return try PlainFileReader(path: path)
+        } catch {
+            if access(path, F_OK) != 0 && errno == ENOENT { return nil }
+            throw error
         }
     }
 

@@ -52,6 +52,18 @@ final class RecordSourceTests: XCTestCase {
         XCTAssertNil(try source.nextLine(), "a finished source stays finished")
     }
 
+    /// Only a missing active file means "no records yet": one that cannot be opened (here a
+    /// symlink loop, since root ignores permissions) is an error naming it, not an empty log.
+    func testAnActiveFileThatCannotBeOpenedIsAnError() throws {
+        let active = directory.path + "/tapwire.jsonl"
+        XCTAssertEqual(symlink(active, active), 0)
+        XCTAssertThrowsError(try numbers(RecordSource(directory: directory.path))) { error in
+            XCTAssertTrue("\(error)".contains("tapwire.jsonl"), "\(error)")
+        }
+        XCTAssertEqual(unlink(active), 0)
+        XCTAssertEqual(try numbers(RecordSource(directory: directory.path)), [], "no active file yet: no records, no error")
+    }
+
     func testAPartialLastLineOfTheActiveFileIsNotARecord() throws {
         directory.write("tapwire.jsonl", records(1...2) + String(Fixture.http(3).prefix(40)))
         XCTAssertEqual(try numbers(RecordSource(directory: directory.path)), [1, 2])
