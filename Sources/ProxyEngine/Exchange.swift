@@ -171,7 +171,10 @@ final class Exchange: UpstreamOwner {
         if requestFraming != .none { upstream?.setReadTimeout(config.upstreamReadTimeout) }
     }
 
-    var isRequestComplete: Bool { requestDone }
+    /// A request without a body is complete from its head on: `requestDone` waits for the
+    /// upstream to attach, and until then (DNS, connect: up to connectTimeout) whatever the
+    /// client sent after the head was read without bound.
+    var isRequestComplete: Bool { requestDone || requestFraming == .none }
 
     // MARK: request body
 

@@ -45,3 +45,52 @@ final class FlowControlTests: XCTestCase {
         XCTAssertNil(x.error)
     }
 }
+
+
+/// While the upstream connects, a request without a body is complete: what the client sends
+/// after it (pipelined requests, or junk) is read only up to a head's worth.
+final class ConnectWindowTests: XCTestCase {
+    func testBytesAfterABodylessRequestAreNotReadWithoutBoundWhileConnecting() throws {
+        // A listener whose accept queue is full: further SYNs are dropped, so a connect to it
+        // hangs until upstream.connectTimeout.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(listener, $0, len)
+                _ = getsockname(listener, $0, &len)
+            }
+        }
+        XCTAssertEqual(listen(listener, 0), 0)
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        // Non-blocking connects fill the queue without waiting for it.
+        let fillers: [Int32] = (0..<4).map { _ in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var target = addr
+            _ = withUnsafePointer(to: &target) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            return fd
+        }
+        defer { fillers.forEach { close($0) } }
+        Thread.sleep(forTimeInterval: 0.2)
+
+        let proxy = try RunningEngine { $0.connectTimeout = 5 }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET http://127.0.0.1:\(port)/ HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
+        var sent = 0
+        let deadline = Date().addingTimeInterval(1.5)
+        while Date() < deadline && sent < 64 << 20 {
+            let n = chunk.withUnsafeBytes { Foundation.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if n > 0 { sent += n } else { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        // Socket buffers take a few MiB; without the bound the proxy took all 64.
+        XCTAssertLessThan(sent, 24 << 20, "the proxy kept reading while connecting")
+    }
+}
