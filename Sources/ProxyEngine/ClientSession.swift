@@ -423,30 +423,31 @@ final class ClientSession {
     }
 
     func closeAfterFlush() {
-        guard let bev else { return }
+        guard bev != nil else { return }
         closeWhenFlushed = true
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
-        if bufferevent_get_underlying(bev) != nil {
-            pollUntilFlushed(deadline: EventLoop.monotonicNow() + 10)
-        } else {
-            // A client that stops reading must not keep its slot forever.
-            let t = LoopTimer(loop: loop) { [weak self] in self?.close() }
-            t.schedule(after: config.clientIdleTimeout)
-            flushPoll = t
-        }
+        pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
     }
 
-    /// A TLS filter reports its own buffer drained while the socket below still holds
-    /// the tail of the answer, and the socket's drain is not reported to us: look again
-    /// shortly until it is out (or give up after a while).
-    private func pollUntilFlushed(deadline: Double) {
+    /// Closes once the answer is out, or once the client has taken none of it for
+    /// `limits.clientIdleTimeout` (a client that stops reading must not keep its slot).
+    /// Before, the limit ran from the end of the exchange whatever the progress (10 s with
+    /// TLS), so a slow but steady reader lost the end of a long answer that the record
+    /// called complete. Polled, because a TLS filter reports its own buffer drained while
+    /// the socket below still holds the tail, and that drain is not reported to us; the
+    /// interval grows from 5 ms to 250 ms.
+    private func pollUntilFlushed(lastLength: Int, idleSince: Double, interval: Double) {
         let t = LoopTimer(loop: loop) { [weak self] in
             guard let self, !self.closed else { return }
-            if self.outputLength == 0 || EventLoop.monotonicNow() > deadline { self.close() }
-            else { self.pollUntilFlushed(deadline: deadline) }
+            let length = self.outputLength
+            if length == 0 { self.close(); return }
+            let now = EventLoop.monotonicNow()
+            let since = length < lastLength ? now : idleSince
+            if now - since > self.config.clientIdleTimeout { self.close(); return }
+            self.pollUntilFlushed(lastLength: length, idleSince: since, interval: min(interval * 2, 0.25))
         }
-        t.schedule(after: 0.005)
+        t.schedule(after: interval)
         flushPoll = t
     }
 

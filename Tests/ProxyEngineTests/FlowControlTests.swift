@@ -94,3 +94,39 @@ final class ConnectWindowTests: XCTestCase {
         XCTAssertLessThan(sent, 24 << 20, "the proxy kept reading while connecting")
     }
 }
+
+
+/// A client that must be closed after its answer (Connection: close) but reads it slowly
+/// gets all of it: the limit counts time without progress, not time since the exchange ended.
+final class SlowCloseTests: XCTestCase {
+    func testASlowButSteadyReaderGetsTheWholeAnswerBeforeTheClose() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.clientIdleTimeout = 0.5 }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var small: Int32 = 16 << 10
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(proxy.port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        XCTAssertEqual(rc, 0)
+        let size = 512 << 10
+        let request = Array("GET \(origin.url("/big?size=\(size)")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n".utf8)
+        XCTAssertEqual(request.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, 0) }, request.count)
+        // About 160 KiB/s: the answer takes ~3 s, six times the idle limit, with progress every 0.1 s.
+        var received = 0
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let n = buffer.withUnsafeMutableBytes { Foundation.recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += n
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertGreaterThan(received, size, "the body (\(size) B) and its head, not cut at the close")
+    }
+}
