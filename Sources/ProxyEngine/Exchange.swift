@@ -60,6 +60,11 @@ final class Exchange: UpstreamOwner {
     private var closeClientAfter = false
     private var upstreamPaused = false
     private var clientPaused = false
+    /// While one side waits for the other to drain (backpressure) no read timeout runs on
+    /// either, so a peer that stopped reading held both sockets and a connection slot for
+    /// good. Armed at each pause, cancelled at the resume; `stallError` says which side.
+    private var stallTimer: LoopTimer?
+    private var stallError: TransportError?
     /// See `clientEndedWhileHeld`.
     private var clientEnded = false
     private var finished = false
@@ -205,6 +210,8 @@ final class Exchange: UpstreamOwner {
             clientPaused = true
             session.pauseReading()
             bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+            armStallTimer(after: config.upstreamReadTimeout, TransportError("upstreamTimeout",
+                "the origin took none of the request body for \(config.upstreamReadTimeout) s"))
         }
         if clientEnded && evbuffer_get_length(input) == 0 {
             // Everything the client sent before its half-close is forwarded and the body is
@@ -224,6 +231,7 @@ final class Exchange: UpstreamOwner {
     func upstreamWritable(_ connection: UpstreamConnection) {
         guard clientPaused, let bev = connection.bev else { return }
         clientPaused = false
+        stallTimer?.cancel()
         bufferevent_setwatermark(bev, Int16(EV_WRITE), 0, 0)
         session.resumeReading()
         pumpRequest()
@@ -344,12 +352,31 @@ final class Exchange: UpstreamOwner {
             upstreamPaused = true
             c.setReading(false)
             bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+            armStallTimer(after: config.clientIdleTimeout, TransportError("clientTimeout",
+                "the client took none of the answer for \(config.clientIdleTimeout) s"))
         }
+    }
+
+    private func armStallTimer(after seconds: Double, _ error: TransportError) {
+        stallError = error
+        let timer = stallTimer ?? LoopTimer(loop: session.loop) { [weak self] in self?.stalled() }
+        timer.schedule(after: seconds)
+        stallTimer = timer
+    }
+
+    /// The paused side took nothing for its whole limit: the exchange fails and the client
+    /// connection closes at once (what is queued for it would never be read).
+    private func stalled() {
+        guard !finished, upstreamPaused || clientPaused, let error = stallError else { return }
+        closeClientAfter = true
+        finish(error: error, respond: nil)
+        session.close()
     }
 
     func clientWritable() {
         guard upstreamPaused, let c = upstream, let cbev = session.bev else { return }
         upstreamPaused = false
+        stallTimer?.cancel()
         bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
         c.setReading(true)
         pumpResponse()
@@ -412,6 +439,7 @@ final class Exchange: UpstreamOwner {
     private func finish(error: TransportError?, respond: (Int, String, String)?) {
         guard !finished else { return }
         finished = true
+        stallTimer?.cancel()
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
             c.owner = nil

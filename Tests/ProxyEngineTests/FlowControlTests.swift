@@ -130,3 +130,56 @@ final class SlowCloseTests: XCTestCase {
         XCTAssertGreaterThan(received, size, "the body (\(size) B) and its head, not cut at the close")
     }
 }
+
+
+/// A peer that stops reading while the other side waits for it (backpressure) ends the
+/// exchange after its limit; before, no timeout ran on either side and both sockets stayed.
+final class StallTests: XCTestCase {
+    func testAClientThatStopsReadingEndsTheExchangeAfterClientIdleTimeout() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.clientIdleTimeout = 1 }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/big?size=\(64 << 20)")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        // Never read.
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.error?.code, "clientTimeout", "\(String(describing: x.error))")
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 0 && proxy.engine.metrics.activeClients.value == 0 })
+    }
+
+    func testAnOriginThatStopsReadingTheBodyEndsTheExchangeAfterReadTimeout() throws {
+        // A listener that never accepts: the kernel takes the first bytes, then nothing.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(listener, $0, len)
+                _ = getsockname(listener, $0, &len)
+            }
+        }
+        XCTAssertEqual(listen(listener, 8), 0)
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+
+        let proxy = try RunningEngine { $0.upstreamReadTimeout = 1 }
+        let client = try RawClient(port: proxy.port)
+        let size = 256 << 20
+        client.send("POST http://127.0.0.1:\(port)/ HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(size)\r\n\r\n")
+        let sender = Thread {
+            let chunk = [UInt8](repeating: 0x42, count: 1 << 20)
+            var sent = 0
+            while sent < size {
+                let n = chunk.withUnsafeBytes { Foundation.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+        sender.start()
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.error?.code, "upstreamTimeout", "\(String(describing: x.error))")
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 0 })
+        client.resetOnClose()
+    }
+}
