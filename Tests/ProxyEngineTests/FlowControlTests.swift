@@ -47,25 +47,32 @@ final class FlowControlTests: XCTestCase {
 }
 
 
+/// A loopback listener that never accepts (the kernel completes connections into its queue
+/// until `backlog` is full, then drops SYNs), and its address.
+func unacceptedListener(backlog: Int32) throws -> (fd: Int32, address: sockaddr_in) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+    }
+    guard bound, listen(fd, backlog) == 0 else {
+        close(fd)
+        throw NSError(domain: "listener", code: Int(errno))
+    }
+    return (fd, addr)
+}
+
 /// While the upstream connects, a request without a body is complete: what the client sends
 /// after it (pipelined requests, or junk) is read only up to a head's worth.
 final class ConnectWindowTests: XCTestCase {
     func testBytesAfterABodylessRequestAreNotReadWithoutBoundWhileConnecting() throws {
         // A listener whose accept queue is full: further SYNs are dropped, so a connect to it
         // hangs until upstream.connectTimeout.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, addr) = try unacceptedListener(backlog: 0)
         defer { close(listener) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(listener, $0, len)
-                _ = getsockname(listener, $0, &len)
-            }
-        }
-        XCTAssertEqual(listen(listener, 0), 0)
         let port = Int(UInt16(bigEndian: addr.sin_port))
         // Non-blocking connects fill the queue without waiting for it.
         let fillers: [Int32] = (0..<4).map { _ in
@@ -148,19 +155,8 @@ final class StallTests: XCTestCase {
 
     func testAnOriginThatStopsReadingTheBodyEndsTheExchangeAfterReadTimeout() throws {
         // A listener that never accepts: the kernel takes the first bytes, then nothing.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, addr) = try unacceptedListener(backlog: 8)
         defer { close(listener) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(listener, $0, len)
-                _ = getsockname(listener, $0, &len)
-            }
-        }
-        XCTAssertEqual(listen(listener, 8), 0)
         let port = Int(UInt16(bigEndian: addr.sin_port))
 
         let proxy = try RunningEngine { $0.upstreamReadTimeout = 1 }
