@@ -195,6 +195,10 @@ public final class RecordSource {
             if !path.hasSuffix(".gz"), let gz = try? GzipFileReader(path: path + ".gz") {
                 current = gz
                 currentIsActive = false
+            } else if access(path, F_OK) != 0 && errno == ENOENT && (path.hasSuffix(".gz") || access(path + ".gz", F_OK) != 0) {
+                // Retention deleted it since it was listed: its records are gone by design, and
+                // the export goes on with the next file instead of ending half-written.
+                return
             } else {
                 throw error
             }

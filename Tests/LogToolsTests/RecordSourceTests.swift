@@ -52,6 +52,22 @@ final class RecordSourceTests: XCTestCase {
         XCTAssertNil(try source.nextLine(), "a finished source stays finished")
     }
 
+    /// A rotated file that retention deletes between the listing and its turn is skipped;
+    /// `har` used to stop there with an unterminated document.
+    func testARotatedFileDeletedBeforeItsTurnIsSkipped() throws {
+        try directory.writeGzip("tapwire-20261201T000000.jsonl.gz", records(1...1))
+        directory.write("tapwire-20261201T000001.jsonl", records(2...2))
+        directory.write("tapwire.jsonl", records(3...3))
+        let source = RecordSource(directory: directory.path)
+        let first = try XCTUnwrap(source.nextLine())
+        XCTAssertTrue(String(decoding: first, as: UTF8.self).contains("000001"), String(decoding: first, as: UTF8.self))
+        XCTAssertEqual(unlink(directory.path + "/tapwire-20261201T000001.jsonl"), 0)
+        var rest: [String] = []
+        while let line = try source.nextLine() { rest.append(String(decoding: line, as: UTF8.self)) }
+        XCTAssertEqual(rest.count, 1, "\(rest)")
+        XCTAssertTrue(rest.first?.contains("000003") ?? false, "\(rest)")
+    }
+
     /// Only a missing active file means "no records yet": one that cannot be opened (here a
     /// symlink loop, since root ignores permissions) is an error naming it, not an empty log.
     func testAnActiveFileThatCannotBeOpenedIsAnError() throws {
