@@ -265,16 +265,25 @@ public final class RecordSource {
         compactBuffer()
         if try reader.read(into: &buffer) > 0 { return .moreData }
         let rest = takeRest()
+        // The new active file is opened now, before the listing, as `start` does: opened only
+        // after the newer rotated files were read, it could itself have been rotated by then,
+        // and its records were skipped (its rotated name was counted as seen). A rotation
+        // after this point shows up as a listed file with its inode, excluded here and read
+        // through the descriptor.
+        let active = try RecordSource.openActive(layout.activePath)
+        let listed = rotatedFiles(excludingFileOf: active)
         // Several rotations may have happened since the last poll: the oldest new rotated file is
         // the one just finished through the descriptor, the others are still to be read.
-        var newer = layout.rotatedFiles().filter { !seenRotated.contains($0.baseName) }
+        var newer = listed.filter { !seenRotated.contains($0.baseName) }
         if let first = newer.first {
             let other = RecordSource.identity(of: layout.directory + "/" + first.name)
             let isOldFile = first.compressed || other == nil
                 || (other?.device == opened.device && other?.inode == opened.inode)
             if isOldFile { newer.removeFirst() }
         }
+        seenRotated = Set(listed.map(\.baseName))
         closeCurrent()
+        preopenedActive = active
         pendingPaths = newer.map { layout.directory + "/" + $0.name } + [layout.activePath]
         return .switched(rest: rest)
     }
