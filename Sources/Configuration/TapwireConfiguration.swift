@@ -95,6 +95,8 @@ public struct TapwireConfiguration: Sendable {
         }
         if let access = r.object(top["access"], "access", allowed: ["allow"]) {
             if let allow = r.parsed(access["allow"], "access.allow", expected: "an address range such as 127.0.0.1/32", AddressRange.init) {
+                // An empty list refuses every client, loopback included: surely not meant.
+                if allow.isEmpty { r.fail("access.allow", "is empty, which refuses every client; list at least one range") }
                 c.engine.allow = allow
                 c.accessGiven = true
             }
@@ -220,6 +222,13 @@ public struct TapwireConfiguration: Sendable {
             match.status = r.parsed(m["status"], "\(mp).status", expected: "a status such as 404, 4xx or 200-299", StatusPattern.init)
             match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*", MediaTypePattern.init)
             if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") { match.headers = hs }
+            // An empty list would make the rule match nothing (or, for headers, everything)
+            // without a word; leaving the key out is how to say "any".
+            for key in ["method", "status", "contentType", "headers"] {
+                if case .array(let items)? = m[key], items.isEmpty {
+                    r.fail("\(mp).\(key)", "is empty; leave the key out to match any")
+                }
+            }
         }
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",

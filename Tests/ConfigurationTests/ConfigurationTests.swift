@@ -100,6 +100,14 @@ final class ConfigurationTests: XCTestCase {
                        ["rules[0].name", "rules[0].serializer.type", "rules[1].match.status[0]", "rules[1].name", "rules[2].name"], "\(e)")
     }
 
+    /// Empty lists that silently refuse every client or make a rule match nothing (or all).
+    func testEmptyListsThatWouldSilentlyChangeBehaviourAreRefused() throws {
+        XCTAssertEqual(errors(#"{"access": {"allow": []}}"#), ["access.allow: is empty, which refuses every client; list at least one range"])
+        let e = errors(#"{"rules": [{"name": "r", "match": {"method": [], "status": [], "contentType": [], "headers": []}, "serializer": {"type": "json"}}]}"#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
+                       ["rules[0].match.contentType", "rules[0].match.headers", "rules[0].match.method", "rules[0].match.status"], "\(e)")
+    }
+
     func testDecodePoolAndBackpressureLimits() throws {
         let defaults = try parse("{}").get()
         XCTAssertEqual(defaults.maxDecodedBytes, 8 << 20)
