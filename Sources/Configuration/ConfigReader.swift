@@ -6,7 +6,20 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var path: String
     public var message: String
     public init(path: String, message: String) { self.path = path; self.message = message }
-    public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+    /// One line: a control character quoted from the file (a newline inside a value) is
+    /// written escaped, so scripts can read one error per line.
+    public var description: String {
+        let text = path.isEmpty ? message : "\(path): \(message)"
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        return text.unicodeScalars.map { scalar in
+            switch scalar {
+            case "\n": return "\\n"
+            case "\r": return "\\r"
+            case "\t": return "\\t"
+            default: return scalar.value < 0x20 || scalar.value == 0x7F ? String(format: "\\u%04X", scalar.value) : String(scalar)
+            }
+        }.joined()
+    }
 }
 
 /// Every problem found in one config file.

@@ -100,6 +100,14 @@ final class ConfigurationTests: XCTestCase {
                        ["rules[0].name", "rules[0].serializer.type", "rules[1].match.status[0]", "rules[1].name", "rules[2].name"], "\(e)")
     }
 
+    /// One error per line, whatever the file quoted: a newline in a value is shown escaped.
+    func testAnErrorQuotingANewlineStaysOnOneLine() throws {
+        let e = errors(#"{"listen": ["bad\naddress"]}"#)
+        XCTAssertEqual(e.count, 1)
+        XCTAssertFalse(e[0].contains("\n"), e[0])
+        XCTAssertTrue(e[0].contains(#"bad\naddress"#), e[0])
+    }
+
     /// Empty lists that silently refuse every client or make a rule match nothing (or all).
     func testEmptyListsThatWouldSilentlyChangeBehaviourAreRefused() throws {
         XCTAssertEqual(errors(#"{"access": {"allow": []}}"#), ["access.allow: is empty, which refuses every client; list at least one range"])
