@@ -23,6 +23,9 @@ final class ClientSession {
     /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
     private(set) var interceptedAuthority: HTTPAuthority?
     private var tlsEstablished = false
+    /// Between the 200 answer to an intercepted CONNECT and the client's first byte: a TLS
+    /// ClientHello (0x16) is decrypted, anything else goes through as a blind tunnel.
+    private var awaitingClientHello: (head: HTTPRequestHead, authority: HTTPAuthority, ssl: OpaquePointer)?
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
@@ -84,6 +87,12 @@ final class ClientSession {
 
     private func headTimedOut() {
         guard exchange == nil, !closed else { return }
+        if let waiting = awaitingClientHello {
+            recordInterceptionFailure(waiting.authority, TransportError("clientTLSFailed",
+                "TLS handshake with the client for \(waiting.authority.host) failed: nothing sent within \(config.clientIdleTimeout) s"))
+            close()
+            return
+        }
         if let authority = interceptedAuthority, !tlsEstablished {
             // A client that stalls mid-handshake leaves a record too, like one that refuses it.
             recordInterceptionFailure(authority, TransportError("clientTLSFailed",
@@ -106,6 +115,10 @@ final class ClientSession {
             if evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
             return
         }
+        if awaitingClientHello != nil {
+            firstBytesAfterConnect(input)
+            return
+        }
         if let ex = exchange {
             ex.clientReadable()
             // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
@@ -117,7 +130,7 @@ final class ClientSession {
 
     /// Parses and starts the next request if a whole head is buffered.
     func parseNextHead(_ firstInput: OpaquePointer) {
-        while exchange == nil && heldHead == nil && !closed && !closeWhenFlushed {
+        while exchange == nil && heldHead == nil && !closed && !closeWhenFlushed && awaitingClientHello == nil {
             // Re-read each pass: an intercepted CONNECT replaces the bufferevent.
             guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
@@ -253,7 +266,7 @@ final class ClientSession {
             return
         }
         if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
-            startInterception(authority: authority, interceptor: interceptor)
+            startInterception(head: head, authority: authority, interceptor: interceptor)
             return
         }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
@@ -261,10 +274,12 @@ final class ClientSession {
         ex.beginConnectTunnel()
     }
 
-    /// Answers the CONNECT, then speaks TLS to the client with a leaf certificate for
-    /// the host and proxies the decrypted requests like any others (to https://host).
-    private func startInterception(authority: HTTPAuthority, interceptor: TLSInterceptor) {
-        guard let plain = bev else { return }
+    /// Answers the CONNECT, then, once the client's first byte shows a TLS ClientHello,
+    /// speaks TLS to it with a leaf certificate for the host and proxies the decrypted
+    /// requests like any others (to https://host). Anything else (plain HTTP to port 80,
+    /// SSH) goes through as a blind tunnel: wrapped in TLS it failed, recorded as a
+    /// certificate problem.
+    private func startInterception(head: HTTPRequestHead, authority: HTTPAuthority, interceptor: TLSInterceptor) {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
@@ -274,6 +289,29 @@ final class ClientSession {
         }
         write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
         flush()
+        awaitingClientHello = (head, authority, ssl)
+        armHeadTimer()
+        if let input, evbuffer_get_length(input) > 0 { firstBytesAfterConnect(input) }
+    }
+
+    private func firstBytesAfterConnect(_ input: OpaquePointer) {
+        guard let waiting = awaitingClientHello, evbuffer_get_length(input) > 0 else { return }
+        var first: UInt8 = 0
+        _ = evbuffer_copyout(input, &first, 1)
+        awaitingClientHello = nil
+        if first == 0x16 {
+            beginTLS(authority: waiting.authority, ssl: waiting.ssl)
+            return
+        }
+        engine.tlsInterceptor?.free(ssl: waiting.ssl)
+        headTimer?.cancel()
+        let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
+        exchange = ex
+        ex.beginConnectTunnel(answered: true)
+    }
+
+    private func beginTLS(authority: HTTPAuthority, ssl: OpaquePointer) {
+        guard let plain = bev else { engine.tlsInterceptor?.free(ssl: ssl); return }
         guard let filter = bufferevent_openssl_filter_new(loop.base, plain, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
             close()
@@ -458,6 +496,12 @@ final class ClientSession {
 
     private func event(_ events: Int16) {
         let e = Int32(events)
+        if let waiting = awaitingClientHello, e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 {
+            recordInterceptionFailure(waiting.authority, TransportError("clientTLSFailed",
+                "TLS handshake with the client for \(waiting.authority.host) failed: the connection closed before it began"))
+            close()
+            return
+        }
         if let authority = interceptedAuthority, !tlsEstablished {
             if e & BEV_EVENT_CONNECTED != 0 { tlsEstablished = true; return }
             let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
@@ -509,6 +553,10 @@ final class ClientSession {
 
     func close() {
         guard !closed else { return }
+        if let waiting = awaitingClientHello {
+            awaitingClientHello = nil
+            engine.tlsInterceptor?.free(ssl: waiting.ssl)
+        }
         exchange?.abandon()
         exchange = nil
         reader?.detach()

@@ -481,7 +481,9 @@ final class Exchange: UpstreamOwner {
 
     // MARK: tunnels
 
-    func beginConnectTunnel() {
+    /// - Parameter answered: the client already got its 200 (an intercepted CONNECT that
+    ///   turned out not to speak TLS): none is sent, and a failure can only close.
+    func beginConnectTunnel(answered: Bool = false) {
         session.pauseReading()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
@@ -500,9 +502,9 @@ final class Exchange: UpstreamOwner {
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: "error", error: error, upgrade: nil)))
-                self.session.respondError(status, reason, error.message, close: true)
+                if answered { self.session.close() } else { self.session.respondError(status, reason, error.message, close: true) }
             case .success:
-                self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+                if !answered { self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

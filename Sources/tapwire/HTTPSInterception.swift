@@ -38,6 +38,8 @@ struct HTTPSInterception: TLSInterceptor {
         try upstream.makeSSL(host: host)
     }
 
+    func free(ssl: OpaquePointer) { SSL_free(ssl) }
+
     func failureDescription(ssl: OpaquePointer?, error: UInt) -> String {
         if let ssl {
             if let sni = LeafCertificateCache.refusedServerName(ssl) {
