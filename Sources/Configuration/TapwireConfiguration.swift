@@ -59,8 +59,14 @@ public struct TapwireConfiguration: Sendable {
             document = try bytes.withUnsafeBytes { raw throws(JSONParseError) in
                 try JSONParser.parse(raw, allowFragments: false)
             }
+        } catch let error as JSONParseError {
+            // Line and column, as an editor shows them (callers print the file's name first).
+            let before = bytes.prefix(min(error.offset, bytes.count))
+            let line = before.reduce(1) { $1 == 0x0A ? $0 + 1 : $0 }
+            let column = before.count - (before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) + 1
+            return .failure(ConfigErrorList([ConfigError(path: "", message: "not valid JSON: \(error.message) at line \(line), column \(column)")]))
         } catch {
-            return .failure(ConfigErrorList([ConfigError(path: "", message: "\(name) is not valid JSON: \(error)")]))
+            return .failure(ConfigErrorList([ConfigError(path: "", message: "not valid JSON: \(error)")]))
         }
         let r = ConfigReader()
         let config = read(document, r)

@@ -177,11 +177,15 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"listen": 8080}"#), ["listen: expected an array, found the number 8080"])
     }
 
-    func testInvalidJSONNamesTheOffset() {
+    /// Where an editor shows it: line and column (it was a byte offset, after the file's
+    /// name repeated).
+    func testInvalidJSONNamesTheLineAndColumn() {
         let e = errors(#"{"listen": [}"#)
         XCTAssertEqual(e.count, 1)
-        XCTAssertTrue(e[0].contains("not valid JSON"), e[0])
-        XCTAssertTrue(e[0].contains("byte 12"), e[0])
+        XCTAssertTrue(e[0].hasPrefix("not valid JSON: "), e[0])
+        XCTAssertTrue(e[0].hasSuffix("at line 1, column 13"), e[0])
+        let multi = errors("{\n  \"listen\": [\"127.0.0.1:8080\"],\n  \"log\": {\"directory\": \"x\",}\n}\n")
+        XCTAssertTrue(multi.first?.hasSuffix("at line 3, column 28") ?? false, "\(multi)")
     }
 
     func testNonLoopbackListenerNeedsAnExplicitAllowList() {
