@@ -108,8 +108,15 @@ final class ConfigReader {
         guard case .number(let t) = v, let d = Double(t) else {
             fail(path, "expected a number of seconds, found \(Self.describe(v))"); return nil
         }
-        guard d >= min && d <= max else { fail(path, "must be between \(min) and \(max) seconds, found \(t)"); return nil }
+        guard d >= min && d <= max else {
+            fail(path, "must be between \(Self.plain(min)) and \(Self.plain(max)) seconds, found \(t)"); return nil
+        }
         return d
+    }
+
+    /// 31536000, not 31536000.0; 0.001 stays as it is.
+    static func plain(_ d: Double) -> String {
+        d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
     }
 
     func array(_ v: JSON?, _ path: String) -> [(String, JSON)]? {

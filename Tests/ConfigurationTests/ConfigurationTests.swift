@@ -177,6 +177,11 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"listen": 8080}"#), ["listen: expected an array, found the number 8080"])
     }
 
+    func testSecondsBoundsPrintAsWrittenNumbers() {
+        XCTAssertEqual(errors(#"{"limits": {"clientIdleTimeout": 40000000}}"#),
+                       ["limits.clientIdleTimeout: must be between 0.001 and 31536000 seconds, found 40000000"])
+    }
+
     /// Where an editor shows it: line and column (it was a byte offset, after the file's
     /// name repeated).
     func testInvalidJSONNamesTheLineAndColumn() {
