@@ -13,21 +13,17 @@ enum Resolver {
         }
     }
 
-    /// `completion` runs on the loop thread, never inside this call.
-    /// The address a numeric host names (an IPv4 or IPv6 literal); nil for a name to look up.
-    static func numericAddress(host: String, port: Int) -> SocketAddress? {
-        SocketAddress(parsing: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
-    }
-
+    /// `completion` runs on the loop thread, never inside this call; `lookedUp` is false for a
+    /// numeric host, which needs no DNS query (its record's `metrics.dns` is null).
     static func resolve(host: String, port: Int, on loop: EventLoop,
-                        completion: @escaping (Result<[SocketAddress], TransportError>) -> Void) {
+                        completion: @escaping (_ result: Result<[SocketAddress], TransportError>, _ lookedUp: Bool) -> Void) {
         // Numeric hosts need no resolver (and must work without one).
-        if let numeric = numericAddress(host: host, port: port) {
-            loop.execute { completion(.success([numeric])) }
+        if let numeric = SocketAddress(parsing: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)") {
+            loop.execute { completion(.success([numeric]), false) }
             return
         }
         guard let dns = loop.dns else {
-            loop.execute { completion(.failure(TransportError("upstreamDNSFailed", "no resolver available for \(host)"))) }
+            loop.execute { completion(.failure(TransportError("upstreamDNSFailed", "no resolver available for \(host)")), true) }
             return
         }
         // An absolute name ("localhost.", "example.com.") names the same host, but evdns
@@ -39,7 +35,7 @@ enum Resolver {
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_protocol = Int32(IPPROTO_TCP)
-        let request = Request(host: host) { result in loop.execute { completion(result) } }
+        let request = Request(host: host) { result in loop.execute { completion(result, true) } }
         let ctx = Unmanaged.passRetained(request).toOpaque()
         _ = evdns_getaddrinfo(dns, lookup, String(port), &hints, { result, list, ctx in
             guard let ctx else { return }

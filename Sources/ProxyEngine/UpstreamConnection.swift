@@ -63,8 +63,7 @@ final class UpstreamConnection {
         }
         timer.schedule(after: timeout)
         deadline = timer
-        let lookedUp = Resolver.numericAddress(host: authority.host, port: authority.port) == nil
-        Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result in
+        Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result, lookedUp in
             guard let self, self.connectCompletion != nil else { return }
             self.phase?(.resolved(lookedUp: lookedUp))
             switch result {

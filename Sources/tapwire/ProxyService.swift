@@ -151,8 +151,8 @@ final class ProxyService: @unchecked Sendable {
             }
             // Checked whether or not the new file enables logging: log.enabled applies only at
             // a restart, so the running writer would switch to the new location either way.
-            if fresh.log.resolvedDirectory != current.withLock({ $0.log.resolvedDirectory })
-                || fresh.log.fileName != current.withLock({ $0.log.fileName }) {
+            let running = current.withLock { $0.log }
+            if fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName {
                 do { try RotatingFile.checkCanOpen(fresh.log) } catch {
                     Self.log("SIGHUP: refusing the new config, the old one keeps running: cannot write logs in \(fresh.log.resolvedDirectory): \(error)")
                     return
