@@ -79,8 +79,12 @@ public struct ExchangeProcessor: Sendable {
     /// `url` with the value of each query parameter named in `redact.jsonKeys` replaced by
     /// `[redacted]` (`?access_token=…`, common for OAuth and WebSocket auth); nil when none is.
     func redactingQuery(_ url: String) -> String? {
-        guard !settings.redactJSONKeys.isEmpty, let question = url.firstIndex(of: "?") else { return nil }
-        let end = url[question...].firstIndex(of: "#") ?? url.endIndex
+        // Searched as UTF-8: `String.firstIndex(of:)` walks Characters (grapheme breaking),
+        // which cost ~12k instructions per record on a 30-byte URL without a query, a third of
+        // the worker's time (callgrind). An ASCII byte's index is a valid String index.
+        guard !settings.redactJSONKeys.isEmpty, let question = url.utf8.firstIndex(of: UInt8(ascii: "?"))
+        else { return nil }
+        let end = url.utf8[question...].firstIndex(of: UInt8(ascii: "#")) ?? url.endIndex
         let query = String(url[url.index(after: question)..<end])
         guard let redacted = redactingFormFields(query) else { return nil }
         return String(url[...question]) + redacted + String(url[end...])
