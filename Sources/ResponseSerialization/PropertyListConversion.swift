@@ -58,9 +58,19 @@ public enum PropertyListConversion {
         }
     }
 
+    /// The first second of year 1 and the last of year 9999: RFC 3339 has four year digits.
+    static let rfc3339Range: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799
+
+    /// `date` as RFC 3339 UTC. A binary plist stores a date as a raw double, so a response
+    /// can hold NaN, infinity or 1e300: converting those to `time_t` trapped and took the
+    /// whole proxy down. Outside years 1...9999 the value is logged as its seconds since
+    /// 1970 in text (`"nan"`, `"inf"`, `"1e+300"`), as the plist's reals are.
     static func rfc3339(_ date: Date) -> String {
         let interval = date.timeIntervalSince1970
+        if interval.isNaN { return "nan" }
+        if interval.isInfinite { return interval < 0 ? "-inf" : "inf" }
         let whole = interval.rounded(.down)
+        guard rfc3339Range.contains(whole) else { return "\(interval)" }
         var seconds = time_t(whole)
         var parts = tm()
         gmtime_r(&seconds, &parts)

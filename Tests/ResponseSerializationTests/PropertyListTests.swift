@@ -38,6 +38,31 @@ final class PropertyListTests: XCTestCase {
         XCTAssertEqual(try serialize(binary), .object([JSON.Member("d", .string("2020-09-13T12:26:40.25Z"))]))
     }
 
+    /// A binary plist's date is a raw double: NaN, infinity and 1e300 are one hostile
+    /// response away, and converting them to `time_t` trapped (the proxy's worker crashed).
+    func testBinaryDatesOutsideRFC3339AreLoggedAsNumberText() throws {
+        // {"d": <date>}; the 8 bytes after 0x33 are the date's seconds since 2001, big-endian.
+        func plist(_ seconds: Double) -> Data {
+            var bytes: [UInt8] = Array("bplist00".utf8) + [0xD1, 0x01, 0x02, 0x51, 0x64, 0x33]
+            bytes += withUnsafeBytes(of: seconds.bitPattern.bigEndian, Array.init)
+            bytes += [0x08, 0x0B, 0x0D] + [UInt8](repeating: 0, count: 6) + [0x01, 0x01]
+            bytes += [UInt8](repeating: 0, count: 7) + [0x03] + [UInt8](repeating: 0, count: 15) + [0x16]
+            return Data(bytes)
+        }
+        XCTAssertEqual(try serialize(plist(0)), .object([JSON.Member("d", .string("2001-01-01T00:00:00Z"))]))
+        XCTAssertEqual(try serialize(plist(.nan)), .object([JSON.Member("d", .string("nan"))]))
+        XCTAssertEqual(try serialize(plist(.infinity)), .object([JSON.Member("d", .string("inf"))]))
+        XCTAssertEqual(try serialize(plist(-.infinity)), .object([JSON.Member("d", .string("-inf"))]))
+        XCTAssertEqual(try serialize(plist(1e300)), .object([JSON.Member("d", .string("1e+300"))]))
+        // Year 10000 has five digits: RFC 3339 cannot say it.
+        XCTAssertEqual(try serialize(plist(253_402_300_800 - 978_307_200)),
+                       .object([JSON.Member("d", .string("253402300800.0"))]))
+        XCTAssertEqual(try serialize(plist(253_402_300_799 - 978_307_200)),
+                       .object([JSON.Member("d", .string("9999-12-31T23:59:59Z"))]))
+        XCTAssertEqual(try serialize(plist(-62_135_596_800 - 978_307_200)),
+                       .object([JSON.Member("d", .string("0001-01-01T00:00:00Z"))]))
+    }
+
     func testTopLevelArrayAndString() throws {
         let binary = try PropertyListSerialization.data(fromPropertyList: ["x", ["y": "z"]] as [Any], format: .binary, options: 0)
         XCTAssertEqual(try serialize(binary), .array([.string("x"), .object([JSON.Member("y", .string("z"))])]))
