@@ -108,6 +108,41 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
         return String(data: data, encoding: encoding)
     }
 
+    /// The text of a body cut at a byte limit: `decode`, else the same without the bytes
+    /// the cut left of a character (an incomplete UTF-8 sequence, an odd byte or a lone
+    /// leading surrogate in UTF-16, a partial UTF-32 unit, half a Shift_JIS or EUC-JP pair).
+    /// Bytes invalid before those still fail; single-byte charsets have nothing to drop.
+    public func decodePrefix(_ data: Data) -> String? {
+        if let whole = decode(data) { return whole }
+        for cut in partialCharacterLengths(data) where cut > 0 && cut <= data.count {
+            if let prefix = decode(data.dropLast(cut)) { return prefix }
+        }
+        return nil
+    }
+
+    /// How many trailing bytes may be a character the cut split, the likelier first.
+    private func partialCharacterLengths(_ data: Data) -> [Int] {
+        switch encoding {
+        case .utf8: [Charset.incompleteUTF8Tail(data)]
+        case .utf16, .utf16LittleEndian, .utf16BigEndian: [data.count % 2, data.count % 2 + 2]
+        case .utf32, .utf32LittleEndian, .utf32BigEndian: [data.count % 4]
+        case .shiftJIS, .japaneseEUC, .iso2022JP: [1, 2]
+        default: []
+        }
+    }
+
+    /// The length of the UTF-8 sequence at the end of `data` when it lacks bytes, else 0.
+    static func incompleteUTF8Tail(_ data: Data) -> Int {
+        var have = 0
+        for byte in data.reversed().prefix(3) {
+            have += 1
+            if byte & 0xC0 == 0x80 { continue }  // a continuation byte: the lead is further back
+            let need = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+            return need > have ? have : 0
+        }
+        return 0
+    }
+
     /// Every byte is the code point of the same value, so this never fails.
     /// Transcoded to UTF-8 bytes first: appending scalars one by one is 20x slower.
     static func decodeLatin1(_ data: Data) -> String {

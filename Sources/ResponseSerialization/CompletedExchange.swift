@@ -195,7 +195,9 @@ public final class CompletedExchange: @unchecked Sendable {
     }
 
     private func serialize<S: DataResponseSerializerProtocol>(with serializer: S, error: Error?) -> DataResponse<S.SerializedObject> {
-        let result = serializer.serializeResponse(request, response, data, error)
+        // A cut body reaches a serializer here only when it accepts one (`errorFor`).
+        let result = capture.truncated ? serializer.serializeCapturedPrefix(request, response, data, error)
+                                       : serializer.serializeResponse(request, response, data, error)
         return DataResponse(request: request, response: response, data: data, result: result,
                             timeline: timeline(serializationCompletedTime: stamp()), metrics: metrics)
     }

@@ -9,10 +9,20 @@ public protocol DataResponseSerializerProtocol {
     /// Whether a body cut at the capture limit may be serialized as it is. When
     /// false the exchange hands the serializer `inputDataTruncated` as its error.
     var acceptsTruncatedInput: Bool { get }
+    /// What `serializeResponse` does, for a body cut at the capture or decode limit (called
+    /// only when `acceptsTruncatedInput`): a cut can end inside a multi-byte character,
+    /// which must not fail a prefix that is otherwise good text.
+    func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
+                                 _ data: Data?, _ error: Error?) -> Result<SerializedObject, Error>
 }
 
 extension DataResponseSerializerProtocol {
     public var acceptsTruncatedInput: Bool { false }
+
+    public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
+                                        _ data: Data?, _ error: Error?) -> Result<SerializedObject, Error> {
+        serializeResponse(request, response, data, error)
+    }
 }
 
 /// A serializer built from a closure; the built-ins are static factories on it
@@ -23,11 +33,26 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
     public typealias SerializedObject = Value
     public let serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>
     public let acceptsTruncatedInput: Bool
+    /// `serializeResponse` for a cut body, when it differs (the string serializer's).
+    let serializePrefix: ((HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>)?
 
     public init(acceptsTruncatedInput: Bool = false,
                 serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>) {
         self.acceptsTruncatedInput = acceptsTruncatedInput
         self.serializeResponse = serializeResponse
+        self.serializePrefix = nil
+    }
+
+    init(serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>,
+         serializeCapturedPrefix: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>) {
+        self.acceptsTruncatedInput = true
+        self.serializeResponse = serializeResponse
+        self.serializePrefix = serializeCapturedPrefix
+    }
+
+    public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
+                                        _ data: Data?, _ error: Error?) -> Result<Value, Error> {
+        (serializePrefix ?? serializeResponse)(request, response, data, error)
     }
 }
 
@@ -80,22 +105,27 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Da
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<String> {
     /// Text in `encoding`, else the Content-Type charset, else ISO-8859-1.
-    /// Fails only on nil data or bytes invalid in the chosen charset; accepts a truncated body.
+    /// Fails only on nil data or bytes invalid in the chosen charset; accepts a truncated
+    /// body, without the character the cut split (`Charset.decodePrefix`).
     public static func string(encoding: Charset? = nil,
                               emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                               emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<String> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
-        return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success("") }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            if data.isEmpty { return .success("") }
-            let charset = Charset.forResponse(explicit: encoding, response: response)
-            guard let string = charset.decode(data) else {
-                return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+        func serialize(prefix: Bool) -> (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<String, Error> {
+            return { request, response, data, error in
+                if let error { return .failure(error) }
+                if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success("") }
+                guard let data else { return .failure(serializationFailure(.inputDataNil)) }
+                if data.isEmpty { return .success("") }
+                let charset = Charset.forResponse(explicit: encoding, response: response)
+                guard let string = prefix ? charset.decodePrefix(data) : charset.decode(data) else {
+                    return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+                }
+                return .success(string)
             }
-            return .success(string)
         }
+        return DataResponseSerializer(serializeResponse: serialize(prefix: false),
+                                      serializeCapturedPrefix: serialize(prefix: true))
     }
 }
 

@@ -240,6 +240,35 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(text["/response/charset"], .string("iso-8859-1"))
     }
 
+    /// The default string serializer decodes with the Content-Type's charset (else
+    /// ISO-8859-1), and a page cut inside a character keeps the text before it.
+    func testTextIsDecodedWithTheContentTypeCharsetAndCutBetweenCharacters() throws {
+        let page = Array("<p>café 😀</p>".utf8)
+        let headers = [("Content-Type", "text/html; charset=utf-8")]
+        let whole = try ParsedRecord(RecordFixture.processor().record(
+            for: RecordFixture.exchange(responseHeaders: headers, body: page), id: "x"))
+        XCTAssertEqual(whole["/serializer"], .string("string"))
+        XCTAssertEqual(whole["/result/success"], .string("<p>café 😀</p>"))
+        XCTAssertEqual(whole["/response/charset"], .string("utf-8"))
+
+        let latin1 = try ParsedRecord(RecordFixture.processor().record(
+            for: RecordFixture.exchange(responseHeaders: [("Content-Type", "text/html")], body: Array("é".utf8)), id: "x"))
+        XCTAssertEqual(latin1["/result/success"], .string("Ã©"))
+        XCTAssertEqual(latin1["/response/charset"], .string("iso-8859-1"))
+
+        // Cut two bytes into the four-byte emoji: the capture limit, then the decode limit.
+        let cut = Array(page.prefix(11))
+        let captured = try ParsedRecord(RecordFixture.processor().record(
+            for: RecordFixture.exchange(responseHeaders: headers, body: cut, totalBytes: UInt64(page.count)), id: "x"))
+        XCTAssertEqual(captured["/result/success"], .string("<p>café "))
+        XCTAssertEqual(captured["/data/truncated"], .bool(true))
+        let decodeLimited = try ParsedRecord(RecordFixture.processor(ProcessorSettings(decodeLimit: 11)).record(
+            for: RecordFixture.exchange(responseHeaders: headers + [("Content-Encoding", "gzip")],
+                                        body: RecordFixture.gzip(page)), id: "x"))
+        XCTAssertEqual(decodeLimited["/result/success"], .string("<p>café "))
+        XCTAssertEqual(decodeLimited["/data/truncated"], .bool(true))
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(

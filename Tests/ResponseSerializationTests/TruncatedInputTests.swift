@@ -50,6 +50,27 @@ final class TruncatedInputTests: XCTestCase {
         XCTAssertEqual(response.value, "partial ")
     }
 
+    /// A cut can fall inside a character. The prefix loses that character, not its text;
+    /// bytes invalid before the cut, or in a body that was not cut, still fail.
+    func testStringDropsTheCharacterTheCutSplit() {
+        let utf8 = httpResponse(200, contentType: "text/plain; charset=utf-8")
+        let cutInE = exchange(response: utf8, data: Data([0x61, 0xC3]), capture: BodyCapture(captured: 2, total: 3))
+        XCTAssertEqual(cutInE.serialize(with: .string()).value, "a")
+        let onlyHalf = exchange(response: utf8, data: Data([0xE2, 0x82]), capture: BodyCapture(captured: 2, total: 3))
+        XCTAssertEqual(onlyHalf.serialize(with: .string()).value, "")
+        let cutEmoji = Data("ok 😀".utf8.dropLast(1))
+        XCTAssertEqual(exchange(response: utf8, data: cutEmoji, capture: cut).serialize(with: .string()).value, "ok ")
+        let utf16 = exchange(data: Data([0x00, 0x68, 0xD8, 0x3D, 0xDE]), capture: cut)
+        XCTAssertEqual(utf16.serialize(with: .string(encoding: .utf16BE)).value, "h")
+
+        let invalidEarlier = exchange(response: utf8, data: Data([0x61, 0xFF, 0x62, 0xC3]), capture: cut)
+        guard case .stringSerializationFailed(let name)? = serializationReason(invalidEarlier.serialize(with: .string()).result)
+        else { return XCTFail("an invalid byte before the cut was accepted") }
+        XCTAssertEqual(name, "utf-8")
+        let whole = exchange(response: utf8, data: Data([0x61, 0xC3]))
+        XCTAssertNotNil(serializationReason(whole.serialize(with: .string()).result), "a whole body ending mid-character")
+    }
+
     func testCustomSerializerChoosesWhetherItAcceptsTruncation() {
         let counting = DataResponseSerializer<Int>.custom(acceptsTruncatedInput: true) { _, _, data in data?.count ?? 0 }
         XCTAssertEqual(exchange(data: bytes("12345678"), capture: cut).serialize(with: counting).value, 8)
