@@ -130,6 +130,8 @@ final class ProxyService: @unchecked Sendable {
     }
 
     /// SIGHUP: re-read the config; a bad one is refused and the old one keeps running.
+    /// The log files are reopened either way: logrotate's `postrotate` reload follows a
+    /// rename, whether or not the config file has a broken edit pending.
     /// - Parameter serving: the addresses the engine listens on (listeners change only at a restart).
     private func reload(pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
         notifier?.reloading()
@@ -139,14 +141,18 @@ final class ProxyService: @unchecked Sendable {
             writer.reopen()
             return
         }
+        func refuse(_ lines: [String]) {
+            Self.log("SIGHUP: refusing the new config, the old one keeps running (log files reopened):")
+            for line in lines { Self.log("  \(line)") }
+            writer.reopen()
+        }
         switch TapwireConfiguration.load(path: path) {
         case .failure(let list):
-            Self.log("SIGHUP: refusing the new config, the old one keeps running:")
-            for e in list.errors { Self.log("  \(path): \(e)") }
+            refuse(list.errors.map { "\(path): \($0)" })
         case .success(var fresh):
             let errors = fresh.override(listen: flags.listen, logDirectory: flags.logDirectory)
             guard errors.isEmpty else {
-                for e in errors { Self.log("SIGHUP: refusing the new config: \(e)") }
+                refuse(errors.map { "\($0)" })
                 return
             }
             // Checked whether or not the new file enables logging: log.enabled applies only at
@@ -154,7 +160,7 @@ final class ProxyService: @unchecked Sendable {
             let running = current.withLock { $0.log }
             if fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName {
                 do { try RotatingFile.checkCanOpen(fresh.log) } catch {
-                    Self.log("SIGHUP: refusing the new config, the old one keeps running: cannot write logs in \(fresh.log.resolvedDirectory): \(error)")
+                    refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
                     return
                 }
             }

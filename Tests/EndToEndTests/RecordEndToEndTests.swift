@@ -200,6 +200,34 @@ extension ReloadEndToEndTests {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// logrotate's `postrotate systemctl reload` sends SIGHUP after renaming the file: with a
+    /// broken edit pending in the config, the refusal must still reopen the log files, or
+    /// every later record goes into the renamed one.
+    func testSIGHUPRefusingAConfigStillReopensTheLogFiles() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: [:])
+        let configURL = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=before"])
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("step=before") })
+        let active = proxy.logDirectory.appendingPathComponent("tapwire.jsonl")
+        try FileManager.default.moveItem(at: active, to: proxy.logDirectory.appendingPathComponent("rotated.old"))
+        try Data(#"{"log": {"maxFiles": "many"}}"#.utf8).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("log.maxFiles") })
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=after"])
+        let deadline = Date().addingTimeInterval(10)
+        var text = ""
+        while Date() < deadline {
+            text = (try? String(contentsOf: active, encoding: .utf8)) ?? ""
+            if text.contains("step=after") { break }
+            usleep(50_000)
+        }
+        XCTAssertTrue(text.contains("step=after"), "the record went to the renamed file")
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
