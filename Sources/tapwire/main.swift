@@ -37,7 +37,7 @@ func flags(_ args: ArraySlice<String>, allowed: Set<String>, switches: Set<Strin
             var name = a
             var value: String?
             if let eq = a.firstIndex(of: "=") { name = String(a[..<eq]); value = String(a[a.index(after: eq)...]) }
-            guard allowed.contains(name) else { fail("unknown option \(name)\n\(usageText)", code: 2) }
+            guard allowed.contains(name) else { fail("unknown option \(name) (see tapwire --help)", code: 2) }
             if value == nil {
                 i += 1
                 guard i < args.endIndex else { fail("\(name) needs a value", code: 2) }
@@ -85,8 +85,10 @@ case "check-config":
         print("\(path): ok: \(c.summary)")
         exit(0)
     case .failure(let list):
+        // stderr holds one line per error (interfaces.md), so scripts can count them; the
+        // count is a summary, on stdout like the success line.
         for e in list.errors { FileHandle.standardError.write(Data("\(path): \(e)\n".utf8)) }
-        FileHandle.standardError.write(Data("\(path): \(list.errors.count) error(s)\n".utf8))
+        print("\(path): \(list.errors.count) error(s)")
         exit(2)
     }
 
@@ -126,5 +128,5 @@ case "-h", "--help", "help":
     print(usageText, terminator: "")
 
 default:
-    fail("unknown command \(arguments[1])\n\(usageText)", code: 2)
+    fail("unknown command \(arguments[1]) (see tapwire --help)", code: 2)
 }

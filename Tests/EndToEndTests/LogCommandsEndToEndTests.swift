@@ -75,14 +75,21 @@ final class LogCommandsEndToEndTests: XCTestCase {
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("rules[1].match.status[0]: expected a status"), bad.stderr)
         XCTAssertTrue(bad.stderr.contains("rules[2].x: unknown key"), bad.stderr)
+        // One line per error on stderr (interfaces.md); the count goes to stdout.
+        XCTAssertEqual(bad.stderr.split(separator: "\n").count, 2, bad.stderr)
+        XCTAssertEqual(bad.text, "\(cfg.path): 2 error(s)\n")
         XCTAssertEqual(try runCommand(bin, ["check-config"]).status, 2)
-        XCTAssertEqual(try runCommand(bin, ["frobnicate"]).status, 2)
+        for wrong in [["frobnicate"], ["run", "--frobnicate"]] {
+            let usage = try runCommand(bin, wrong)
+            XCTAssertEqual(usage.status, 2)
+            XCTAssertEqual(usage.stderr.split(separator: "\n").count, 1, usage.stderr)
+        }
 
         // A missing file is named once.
         let missing = dir.appendingPathComponent("missing.json").path
         let gone = try runCommand(bin, ["check-config", missing])
         XCTAssertEqual(gone.status, 2)
-        XCTAssertEqual(gone.stderr.components(separatedBy: missing).count - 1, 2, "once per line, two lines: \(gone.stderr)")
+        XCTAssertEqual(gone.stderr.components(separatedBy: missing).count - 1, 1, "once: \(gone.stderr)")
         XCTAssertTrue(gone.stderr.contains("\(missing): does not exist\n"), gone.stderr)
 
         let off = dir.appendingPathComponent("off.json")
