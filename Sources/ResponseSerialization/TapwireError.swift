@@ -132,6 +132,9 @@ extension TapwireError.ResponseSerializationFailureReason {
             return "PropertyList could not be serialized because of error:\n\(describe(error))"
         case .customSerializationFailed(let error):
             return "Custom response serializer failed with error:\n\(describe(error))"
+        case .inputDataTruncated(let captured, let total) where captured >= total:
+            // Every byte was captured, so the cut was in decoding (the decode limit).
+            return "Response could not be serialized, input data was truncated at the decode limit: its \(captured) captured bytes decode to more."
         case .inputDataTruncated(let captured, let total):
             return "Response could not be serialized, input data was truncated at the capture limit: captured \(captured) of \(total) bytes."
         case .contentDecodingFailed(let encoding, let message):
