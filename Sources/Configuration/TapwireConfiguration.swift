@@ -252,8 +252,14 @@ public struct TapwireConfiguration: Sendable {
                 else if Charset(ianaName: e) == nil { r.fail("\(sp).encoding", "unknown charset \"\(e)\"") }
                 else { spec.encoding = e }
             }
-            if let a = r.bool(s["allowFragments"], "\(sp).allowFragments") { spec.allowFragments = a }
-            if let b = r.int(s["base64Bytes"], "\(sp).base64Bytes", min: 0, max: 1 << 20) { spec.base64Bytes = b }
+            // An option of another serializer is refused, like `encoding` above: accepted
+            // silently it would suggest an effect it never has.
+            if let a = r.bool(s["allowFragments"], "\(sp).allowFragments") {
+                if spec.kind != .json { r.fail("\(sp).allowFragments", "only applies to the json serializer") } else { spec.allowFragments = a }
+            }
+            if let b = r.int(s["base64Bytes"], "\(sp).base64Bytes", min: 0, max: 1 << 20) {
+                if spec.kind != .data { r.fail("\(sp).base64Bytes", "only applies to the data serializer") } else { spec.base64Bytes = b }
+            }
             if let codes = r.array(s["emptyResponseCodes"], "\(sp).emptyResponseCodes") {
                 spec.emptyResponseCodes = Set(codes.compactMap { r.int($0.1, $0.0, min: 100, max: 999) })
             }

@@ -66,6 +66,19 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(e.count, 9, "\(e) \(paths)")
     }
 
+    /// Each serializer option belongs to one serializer; on another it is an error, not a no-op.
+    func testSerializerOptionsOfAnotherSerializerAreRefused() {
+        XCTAssertEqual(errors(#"""
+        {"rules": [{"name": "a", "serializer": {"type": "json", "base64Bytes": 16}},
+                   {"name": "b", "serializer": {"type": "string", "allowFragments": false}},
+                   {"name": "c", "serializer": {"type": "data", "encoding": "utf-8"}},
+                   {"name": "d", "serializer": {"type": "data", "base64Bytes": 16}},
+                   {"name": "e", "serializer": {"type": "json", "allowFragments": false}}]}
+        """#), ["rules[0].serializer.base64Bytes: only applies to the data serializer",
+                "rules[1].serializer.allowFragments: only applies to the json serializer",
+                "rules[2].serializer.encoding: only applies to the string serializer"])
+    }
+
     /// What `run` would refuse at start-up (exit 1) check-config now refuses with a path (exit 2).
     func testConfigsThatCouldNotRunAreRefused() throws {
         XCTAssertEqual(errors(#"{"listen": ["127.0.0.1:8080", "127.0.0.1:8080"]}"#),
