@@ -39,6 +39,15 @@ final class SpecBehaviourTests: XCTestCase {
         XCTAssertEqual(try result.get(), Data())
     }
 
+    /// Check 3: Data and String fail only on nil data; zero-length data on a plain 200
+    /// is an empty value, where JSON and property lists fail (test 10).
+    func test04b_dataAndStringZeroLengthOn200AreEmptyValues() {
+        XCTAssertEqual(try DataResponseSerializer<Data>.data().serializeResponse(getRequest(), httpResponse(200), Data(), nil).get(), Data())
+        XCTAssertEqual(try DataResponseSerializer<String>.string().serializeResponse(getRequest(), httpResponse(200), Data(), nil).get(), "")
+        let utf8 = httpResponse(200, contentType: "text/plain; charset=utf-8")
+        XCTAssertEqual(try DataResponseSerializer<String>.string().serializeResponse(getRequest(), utf8, Data(), nil).get(), "")
+    }
+
     func test05_stringNilDataFailsOn200AndIsEmptyFor204_205AndHEAD() {
         let serializer = DataResponseSerializer<String>.string()
         let on200 = serializer.serializeResponse(getRequest(), httpResponse(200), nil, nil)
