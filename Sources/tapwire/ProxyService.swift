@@ -39,6 +39,11 @@ final class ProxyService: @unchecked Sendable {
     }
 
     func run() -> Int32 {
+        // SIGHUP's and SIGUSR1's default action ends the process, and logrotate may send
+        // either at any moment: ignored until the first loop installs their handlers (one
+        // arriving in between is lost, not fatal).
+        signal(SIGHUP, SIG_IGN)
+        signal(SIGUSR1, SIG_IGN)
         let config = current.withLock { $0 }
         let writer: LogWriter
         do {
@@ -80,6 +85,7 @@ final class ProxyService: @unchecked Sendable {
             writer.flushAndStop()
             return 1
         }
+        installSignalHandlers(engine: engine, pipeline: pipeline, writer: writer)
         for a in engine.boundAddresses { print("listening on \(a)") }
         if engine.loopNiceError != 0 {
             Self.log("cannot lower the event loops' priority (log.loopNice): \(String(cString: strerror(engine.loopNiceError))); they run at the process's")
@@ -91,14 +97,6 @@ final class ProxyService: @unchecked Sendable {
         } else {
             Self.log("log.enabled is false: forwarding only, nothing is decoded or logged")
         }
-
-        engine.onSignal(SIGTERM) { [self] in notifier?.stopping(); engine.shutdown() }
-        engine.onSignal(SIGINT) { [self] in notifier?.stopping(); engine.shutdown() }
-        engine.onSignal(SIGUSR1) {
-            Self.log("SIGUSR1: reopening log files")
-            writer.reopen()
-        }
-        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer, serving: engine.boundAddresses.map(\.description)) }
 
         // A burst's captures and record buffers go back to the system once a whole period
         // passed without traffic or logging (see IdleHeapTrim).
@@ -127,6 +125,17 @@ final class ProxyService: @unchecked Sendable {
         let stats = writer.stats
         Self.log("stopped: \(stats.written) record(s) written, \(stats.lost) lost")
         return 0
+    }
+
+    /// Before "listening on": whoever waits for that line may signal at once.
+    private func installSignalHandlers(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter) {
+        engine.onSignal(SIGTERM) { [self] in notifier?.stopping(); engine.shutdown() }
+        engine.onSignal(SIGINT) { [self] in notifier?.stopping(); engine.shutdown() }
+        engine.onSignal(SIGUSR1) {
+            Self.log("SIGUSR1: reopening log files")
+            writer.reopen()
+        }
+        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer, serving: engine.boundAddresses.map(\.description)) }
     }
 
     /// SIGHUP: re-read the config; a bad one is refused and the old one keeps running.

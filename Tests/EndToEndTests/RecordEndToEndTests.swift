@@ -228,6 +228,24 @@ extension ReloadEndToEndTests {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// logrotate can send SIGHUP or SIGUSR1 at any moment, also just as the proxy starts:
+    /// once it says "listening on", neither may kill it (the default action) any more.
+    func testSignalsRightAfterStartDoNotKill() throws {
+        let origin = try OriginServer()
+        for signo in [SIGHUP, SIGUSR1] {
+            let proxy = try TapwireProcess(config: [:])
+            kill(proxy.process.processIdentifier, signo)
+            usleep(200_000)
+            XCTAssertTrue(proxy.process.isRunning, "signal \(signo) killed it")
+            guard proxy.process.isRunning else { continue }
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&signal=\(signo)"])
+            XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("signal=\(signo)") })
+            XCTAssertEqual(proxy.stop(), 0)
+        }
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
