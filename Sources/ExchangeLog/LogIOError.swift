@@ -15,7 +15,10 @@ public struct LogIOError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "log \(operation.rawValue) \(path): \(String(cString: strerror(code)))"
+        if operation == .lock && code == EWOULDBLOCK {
+            return "log \(path) is held: another tapwire process writes this log"
+        }
+        return "log \(operation.rawValue) \(path): \(String(cString: strerror(code)))"
     }
 
     /// Fits in the `reason` of a loss record: `write failed: ENOSPC`.
@@ -44,7 +47,7 @@ public struct LogIOError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The file system calls the writer and archiver make; each one is a point where a test can
 /// inject a failure, since root ignores permission bits and disks rarely fail on cue.
 public enum LogFileOperation: String, Sendable {
-    case mkdir, open, write, sync, rename, unlink, read
+    case mkdir, open, write, sync, rename, unlink, read, lock
 }
 
 /// Called before each operation with the path concerned; returning an errno makes the operation

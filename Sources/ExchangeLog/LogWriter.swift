@@ -120,6 +120,8 @@ public final class LogWriter: @unchecked Sendable {
 
     // Writer-thread state.
     private var file: RotatingFile
+    /// The lock on `file`'s location; the writer thread swaps both, `flushAndStop` releases it.
+    private var locationLock: LogLocationLock
     private var unreportedLoss = 0
     private var lossReasons: [String] = []
     private var lastSync: Double
@@ -136,6 +138,9 @@ public final class LogWriter: @unchecked Sendable {
         self.faults = faults
         self.capacity = settings.queueCapacity
         self.byteCapacity = settings.queueByteCapacity
+        // Before the file queues its start-up recovery, which must not run in another
+        // process's log.
+        self.locationLock = try LogLocationLock(LogFileLayout(settings: settings), fileSystem: LogFileSystem(faults: faults))
         self.archiver = LogArchiver(faults: faults)
         self.file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults)
         self.lastSync = LogWriter.monotonicNow()
@@ -272,6 +277,7 @@ public final class LogWriter: @unchecked Sendable {
         while !finished { condition.wait() }
         condition.unlock()
         archiver.stop()
+        locationLock.release()
     }
 
     /// Blocks until the archiver has compressed and pruned everything rotated so far.
@@ -400,8 +406,19 @@ public final class LogWriter: @unchecked Sendable {
             file.update(settings)
             return
         }
+        // SIGHUP checked the new location (`RotatingFile.checkCanOpen`); another process may
+        // have taken it since, and then the old file stays.
+        let newLock: LogLocationLock
+        do throws(LogIOError) {
+            newLock = try LogLocationLock(newLayout, fileSystem: LogFileSystem(faults: faults))
+        } catch {
+            failures.append(error)
+            return
+        }
         do { try file.sync() } catch { failures.append(error) }
         file.close()
+        locationLock.release()
+        locationLock = newLock
         file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults)
         do { try file.open() } catch { failures.append(error) }
     }

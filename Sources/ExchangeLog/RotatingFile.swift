@@ -67,6 +67,8 @@ public final class RotatingFile {
         let layout = LogFileLayout(settings: settings)
         let fileSystem = LogFileSystem(faults: nil)
         try fileSystem.makeDirectories(layout.directory)
+        // Taken and dropped at once: the writer takes it again when it switches.
+        try LogLocationLock(layout, fileSystem: fileSystem).release()
         Glibc.close(try fileSystem.openAppend(layout.activePath))
     }
 

@@ -246,6 +246,19 @@ extension ReloadEndToEndTests {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// A second `tapwire run` on the live config's log (to try a change, on another port)
+    /// stops with a clear error instead of running recovery in the live log directory.
+    func testASecondProxyOnTheSameLogDirectoryIsRefused() throws {
+        let live = try TapwireProcess(config: [:])
+        XCTAssertThrowsError(try TapwireProcess(config: [:], logDirectory: live.logDirectory)) { error in
+            XCTAssertTrue("\(error)".contains("another tapwire process writes this log"), "\(error)")
+        }
+        XCTAssertTrue(live.process.isRunning)
+        XCTAssertEqual(live.stop(), 0)
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {

@@ -38,6 +38,25 @@ final class CrashRecoveryTests: XCTestCase {
         XCTAssertEqual(second.compactMap(LogTestFiles.recordNumber), [4, 5])
     }
 
+    /// A second writer on a log another one holds (a second `tapwire run` on the live
+    /// config) is refused before its recovery can touch the first one's files.
+    func testASecondWriterOnTheSameLogIsRefusedBeforeRecovery() throws {
+        let settings = LogSettings(directory: directory.path, compress: true)
+        let first = try LogWriter(settings: settings)
+        create("tapwire-20260101T000000.jsonl.gz.tmp", Array("the first one's compression".utf8))
+        XCTAssertThrowsError(try LogWriter(settings: settings)) { error in
+            XCTAssertEqual((error as? LogIOError)?.operation, .lock)
+            XCTAssertTrue("\(error)".contains("another tapwire process writes this log"), "\(error)")
+        }
+        XCTAssertThrowsError(try RotatingFile.checkCanOpen(settings), "SIGHUP's check of a new location")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: directory.path + "/tapwire-20260101T000000.jsonl.gz.tmp"),
+                      "the refused writer's recovery deleted the first one's temporary file")
+        // Another file name in the same directory is another log.
+        XCTAssertNoThrow(try LogWriter(settings: LogSettings(directory: directory.path, fileName: "other.jsonl")).flushAndStop())
+        first.flushAndStop()
+        XCTAssertNoThrow(try LogWriter(settings: settings).flushAndStop(), "the lock goes with the writer")
+    }
+
     func testWithCompressionOffLeftoversStayPlain() throws {
         create("tapwire-20260101T000000.jsonl", lines(1...2))
         create("tapwire-20260101T000000.jsonl.gz.tmp", Array("junk".utf8))

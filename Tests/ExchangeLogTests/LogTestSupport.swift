@@ -99,8 +99,9 @@ enum LogTestFiles {
         return content.dropLast().split(separator: "\n", omittingEmptySubsequences: false)
     }
 
+    /// The files as `ls` shows them: without the writer's `.tapwire.jsonl.lock`.
     static func names(_ directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
     }
 
     /// `lost` of a loss record line, or nil for any other line.
