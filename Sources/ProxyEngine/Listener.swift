@@ -49,18 +49,17 @@ final class Listener {
         }
     }
 
-    /// A socket handed over by systemd (socket activation), shared by every loop;
-    /// only the first loop's listener closes it.
-    init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32, closeOnFree: Bool) throws {
+    /// A socket handed over by systemd (socket activation), shared by every loop; no
+    /// listener closes it: the engine does once every loop has let go (`shutdown`).
+    init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32) throws {
         self.loop = loop
         self.engine = engine
         _ = evutil_make_socket_nonblocking(fd)
         let ctx = Unmanaged.passUnretained(self).toOpaque()
-        let flags = closeOnFree ? LEV_OPT_CLOSE_ON_FREE : 0
         guard let l = evconnlistener_new(loop.base, { _, fd, sa, len, ctx in
             guard let ctx, let sa else { Foundation.close(fd); return }
             Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue().accepted(fd, sa, socklen_t(len))
-        }, ctx, UInt32(flags), -1, fd) else {
+        }, ctx, 0, -1, fd) else {
             throw EngineError.listen("inherited socket \(fd)", String(cString: strerror(errno)))
         }
         try adopt(l)

@@ -75,8 +75,8 @@ public final class ProxyEngine: @unchecked Sendable {
             }
             for (i, fd) in configuration.inheritedListeners.enumerated() {
                 var bound: SocketAddress?
-                for (n, loop) in loops.enumerated() {
-                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd, closeOnFree: n == 0)
+                for loop in loops {
+                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd)
                     listeners.append(l)
                     bound = bound ?? l.boundAddress
                 }
@@ -134,14 +134,23 @@ public final class ProxyEngine: @unchecked Sendable {
     /// `limits.drainTimeout`, then stops the loops. Safe from any thread.
     public func shutdown() {
         guard !draining.exchange(true, ordering: .relaxed) else { return }
+        let listenersClosed = DispatchGroup()
         for loop in loops {
+            listenersClosed.enter()
             loop.execute { [self] in
                 for l in listeners where l.loop === loop { l.close() }
+                listenersClosed.leave()
                 for s in Array(loop.sessions.values) { s.drain() }
             }
         }
         let deadline = EventLoop.monotonicNow() + configuration.drainTimeout
         DispatchQueue.global().async { [self] in
+            // A socket systemd passed is shared by every loop's listener: closed once, after
+            // each loop removed it from its epoll set. Closed by the first loop's listener,
+            // the others' removal failed (EBADF) and left a stale entry that, with systemd's
+            // copy still listening, woke that loop on every epoll_wait through the drain.
+            listenersClosed.wait()
+            for fd in configuration.inheritedListeners { Foundation.close(fd) }
             while EventLoop.monotonicNow() < deadline {
                 if busyCount() == 0 { break }
                 usleep(20_000)

@@ -183,6 +183,51 @@ final class DrainTimeoutTests: XCTestCase {
     }
 }
 
+/// Socket activation: every loop listens on the socket systemd passed, and systemd keeps
+/// its own descriptor open, so the socket still listens during the drain.
+final class InheritedListenerShutdownTests: XCTestCase {
+    /// The first loop's listener closed the shared descriptor on free while another loop
+    /// still had it in its epoll set; that loop's removal then failed (EBADF), the stale
+    /// entry stayed, and a client connecting during the drain made it report readable on
+    /// every epoll_wait: a loop at 100% CPU until the drain ended.
+    func testAConnectionDuringTheDrainDoesNotSpinALoop() throws {
+        let origin = try origin()
+        for _ in 0..<3 {  // which loop lets go first varies: three tries catch the bad order
+            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            XCTAssertGreaterThanOrEqual(socketFD, 0)
+            defer { close(socketFD) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            XCTAssertEqual(bound, 0)
+            XCTAssertEqual(listen(socketFD, 16), 0)
+            // systemd keeps `socketFD`; the proxy gets its own descriptor, as after exec.
+            let proxy = try RunningEngine(loops: 2) { $0.listen = []; $0.inheritedListeners = [dup(socketFD)]; $0.drainTimeout = 1.2 }
+            let busy = try RawClient(port: proxy.port)
+            busy.send("GET \(origin.url("/never?s=3")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+            XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 1 })
+            proxy.engine.shutdown()
+            usleep(100_000)
+            let late = try RawClient(port: proxy.port)  // queued in the backlog systemd still holds
+            let before = Self.processCPUSeconds()
+            usleep(700_000)
+            let spent = Self.processCPUSeconds() - before
+            proxy.stop()
+            XCTAssertLessThan(spent, 0.35, "\(spent) s of CPU in 0.7 s of drain: a loop spun")
+            _ = late
+        }
+    }
+
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
+
 /// `waitUntilStopped` is a state, not a one-shot event: the daemon's main thread,
 /// a test's teardown and a signal handler's helper may all wait on the same engine.
 final class WaitUntilStoppedTests: XCTestCase {
