@@ -103,9 +103,25 @@ public final class ProxyEngine: @unchecked Sendable {
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
         sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
+        if let interceptor = tlsInterceptor, let base = loops.first?.base {
+            Self.buildOpenSSLFilterMethods(base: base, interceptor: interceptor)
+        }
         for loop in loops {
             let error = loop.start(nice: configuration.loopNice)
             if error != 0 { loopNiceError = error }
+        }
+    }
+
+    /// libevent_openssl builds its BIO method table on the first filter, without a lock
+    /// (2.1.12): two loops starting their first TLS filters at once could race on it. One
+    /// filter made and freed here, before the loops run, builds it. No I/O: the socket is -1.
+    private static func buildOpenSSLFilterMethods(base: OpaquePointer, interceptor: TLSInterceptor) {
+        guard let ssl = try? interceptor.clientSSL(forHost: "localhost") else { return }
+        guard let tcp = bufferevent_socket_new(base, -1, 0) else { interceptor.free(ssl: ssl); return }
+        // With BEV_OPT_CLOSE_ON_FREE the filter owns `tcp` and `ssl`, even when it fails.
+        if let filter = bufferevent_openssl_filter_new(base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                       Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) {
+            bufferevent_free(filter)
         }
     }
 
