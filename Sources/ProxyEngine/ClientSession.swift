@@ -122,7 +122,12 @@ final class ClientSession {
         if let ex = exchange {
             ex.clientReadable()
             // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
-            if ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
+            // `input` is re-read: clientReadable may have closed the session and freed its
+            // bufferevent (libevent 2.1 delays that free past this callback, a guarantee
+            // this line should not lean on).
+            if !closed, let input = self.input, ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes {
+                pauseReading()
+            }
             return
         }
         parseNextHead(input)
