@@ -135,7 +135,14 @@ final class ProxyService: @unchecked Sendable {
             Self.log("SIGUSR1: reopening log files")
             writer.reopen()
         }
-        engine.onSignal(SIGHUP) { [self] in reload(pipeline: pipeline, writer: writer, serving: engine.boundAddresses.map(\.description)) }
+        // Off the loop: reading the file and opening a new log location can block on a hung
+        // mount, and the first loop serves clients (and feeds the watchdog). Serial: two
+        // quick SIGHUPs apply in order.
+        let reloads = DispatchQueue(label: "tapwire.reload")
+        engine.onSignal(SIGHUP) { [self] in
+            let serving = engine.boundAddresses.map(\.description)
+            reloads.async { self.reload(pipeline: pipeline, writer: writer, serving: serving) }
+        }
     }
 
     /// SIGHUP: re-read the config; a bad one is refused and the old one keeps running.

@@ -259,6 +259,38 @@ extension ReloadEndToEndTests {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// SIGHUP reads the config file and opens the new log location: on a hung mount that
+    /// blocks. It ran on the first event loop, so every client that loop served hung too
+    /// (and the watchdog would kill the service). A FIFO as the new log file stands in
+    /// for the hung mount: opening it for writing waits for a reader.
+    func testAReloadBlockedOnTheNewLogFileLeavesTrafficFlowing() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: [:])
+        let hung = proxy.workDirectory.appendingPathComponent("hung-logs")
+        try FileManager.default.createDirectory(at: hung, withIntermediateDirectories: true)
+        let fifo = hung.appendingPathComponent("tapwire.jsonl").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let config: [String: Any] = ["listen": ["127.0.0.1:0"], "log": ["directory": hung.path]]
+        try JSONSerialization.data(withJSONObject: config).write(to: proxy.workDirectory.appendingPathComponent("tapwire.json"))
+        var reader: Int32 = -1
+        // A reader lets the open finish; kept open so the writer's records fit in the pipe.
+        func unblock() { if reader < 0 { reader = open(fifo, O_RDONLY | O_NONBLOCK) } }
+        defer { unblock(); _ = proxy.stop(); close(reader) }
+        kill(proxy.process.processIdentifier, SIGHUP)
+        usleep(300_000)
+        // New connections land on either loop (SO_REUSEPORT): with the reload on a loop,
+        // about half of them hung.
+        for i in 0..<8 {
+            let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3",
+                                                      "\(origin.base)/status?code=200&n=\(i)"])
+            XCTAssertEqual(r.text, "200", "request \(i) while the reload waits")
+        }
+        unblock()
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("config reloaded") })
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
