@@ -96,6 +96,9 @@ public final class LogWriter: @unchecked Sendable {
     private var queue: [RecordBatch] = []
     /// Records and bytes in `queue`.
     private var queueCount = 0
+    /// Records in the batch being written: still waiting for the disk, so in `queueDepth`
+    /// (which read 0 during a slow write, just when someone would look).
+    private var writingCount = 0
     private var queueBytes = 0
     private var capacity: Int
     private var byteCapacity: Int
@@ -289,7 +292,7 @@ public final class LogWriter: @unchecked Sendable {
         let archiveFailures = archiver.failures
         return condition.withLock {
             LogWriterStats(written: writtenCount, lost: lostCount,
-                           lostSinceLastReport: publishedUnreportedLoss + overflowLost, queueDepth: queueCount,
+                           lostSinceLastReport: publishedUnreportedLoss + overflowLost, queueDepth: queueCount + writingCount,
                            rotations: rotationCount, ioErrors: ioErrorCount, lastError: lastErrorText,
                            archiveFailures: archiveFailures)
         }
@@ -318,6 +321,7 @@ public final class LogWriter: @unchecked Sendable {
             }
             let batch = queue
             queue = []
+            writingCount = queueCount
             queueCount = 0
             queueBytes = 0
             // The queue has room again: a waiting worker fills it while this batch is written.
@@ -358,6 +362,7 @@ public final class LogWriter: @unchecked Sendable {
             let lastFailure = failures.last ?? (absorbed > 0 ? file.lastError : nil)
 
             condition.lock()
+            writingCount = 0
             writtenCount += written
             lostCount += lost
             rotationCount += file.rotations - rotationsBefore
