@@ -25,20 +25,30 @@ define apt_install
 	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 endef
 
 deps:
 	$(call apt_install,$(DEB_BUILD))
 
-# Python packages only the tests use (HAR schema check, Prometheus text parser).
+# Python modules only the tests use (HAR schema check, Prometheus text parser), for the
+# python3 on PATH: Debian's own takes them from apt (its pip refuses system installs,
+# PEP 668); another (pyenv, a venv) from PyPI. Checked after: a test that cannot import
+# them would skip, and a skip must not pass for a check.
 PIP_TEST     := jsonschema prometheus_client
+DEB_PY_TEST  := python3-jsonschema python3-prometheus-client
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
-	@python3 -c "import jsonschema, prometheus_client" 2>/dev/null || \
-	  python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST)
+	@python3 -c "import jsonschema, prometheus_client" 2>/dev/null || { \
+	  if [ "$$(readlink -f "$$(command -v python3)")" = "$$(readlink -f /usr/bin/python3)" ]; then \
+	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
+	  else \
+	    python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST); \
+	  fi; }
+	@python3 -c "import jsonschema, prometheus_client" || \
+	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
 
 build: deps
 	$(SWIFT) build -j $(JOBS)
