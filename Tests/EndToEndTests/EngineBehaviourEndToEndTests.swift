@@ -198,7 +198,14 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
             result.update { $0 = try? curlViaProxy(url, ["-s", "-w", " %{http_code}", target]) }
             done.signal()
         }
-        Thread.sleep(forTimeInterval: 0.4)
+        // SIGTERM once the slow exchange is in flight (an upstream connection is open), not
+        // after a fixed sleep a loaded machine may not honour.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let metrics = (try? runCommand("curl", ["-s", "--noproxy", "*", "\(url)/metrics"]).text) ?? ""
+            if metrics.contains("\ntapwire_upstream_connections 1") { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         kill(proxy.process.processIdentifier, SIGTERM)
         // New clients are refused at once while the slow one drains.
         Thread.sleep(forTimeInterval: 0.2)

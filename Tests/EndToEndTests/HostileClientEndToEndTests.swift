@@ -18,7 +18,9 @@ final class HostileClientEndToEndTests: XCTestCase {
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(origin.base)/json"])
         let elapsed = Date().timeIntervalSince(start)
         XCTAssertEqual(r.text, "200")
-        XCTAssertLessThan(elapsed, 1.0, "a normal request took \(elapsed) s next to 400 trickling clients")
+        // Held behind the tricklers it would wait for their 3 s timeout; the margin is for a
+        // loaded CI machine, where starting curl alone can take a good part of a second.
+        XCTAssertLessThan(elapsed, 2.0, "a normal request took \(elapsed) s next to 400 trickling clients")
         // After clientIdleTimeout every trickler is answered 408 and closed.
         Thread.sleep(forTimeInterval: 3.5)
         var closed = 0
