@@ -93,15 +93,19 @@ public struct ContentDecoder: Sendable {
     ///   the missing bytes could hold more content even after a complete stream
     ///   (another gzip member or zstd frame).
     ///
-    /// Zero-length input decodes to zero bytes under any supported coding, because
-    /// servers send empty bodies labelled `gzip` (204, HEAD, empty 200). Unknown
-    /// codings are still rejected first, whatever the input.
+    /// Zero-length input decodes to zero bytes under any coding, known or not, because
+    /// servers send empty bodies labelled `gzip` (204, HEAD, empty 200), and a HEAD or
+    /// 304 answer labelled `dcb` has nothing to fail on.
+    ///
+    /// At most `maxCodings` stacked codings are undone (curl's limit, CVE-2022-32206):
+    /// each is a full pass over up to `maxOutputBytes`, and a 60 KB header can list 12,000.
     ///
     /// Bytes after a complete gzip, deflate or brotli stream that do not start
     /// another gzip member are ignored, as gzip(1) and browsers do; zstd reads on
     /// for further frames and reports anything else as corrupt.
     public func decode(_ input: [UInt8], contentEncoding: String?,
                        inputTruncated: Bool = false) throws(ContentDecodingError) -> DecodedContent {
+        if input.isEmpty { return Self.empty(contentEncoding, inputTruncated: inputTruncated) }
         let plan = try Self.undoPlan(contentEncoding)
         // Nothing to undo and within the limit: the input array itself, shared, not copied
         // (a 64 KiB memcpy per logged body).
@@ -116,6 +120,7 @@ public struct ContentDecoder: Sendable {
     /// `decode(_:contentEncoding:inputTruncated:)` over `Data`, without copying the input.
     public func decode(_ input: Data, contentEncoding: String?,
                        inputTruncated: Bool = false) throws(ContentDecodingError) -> DecodedContent {
+        if input.isEmpty { return Self.empty(contentEncoding, inputTruncated: inputTruncated) }
         let plan = try Self.undoPlan(contentEncoding)
         return try input.withUnsafeBytes { raw in
             decodeResult(raw, plan: plan, inputTruncated: inputTruncated)
@@ -146,7 +151,19 @@ public struct ContentDecoder: Sendable {
             default: throw .unsupported(name)
             }
         }
+        if steps.count > maxCodings {
+            throw .corrupt(coding: steps[0].name, message: "\(steps.count) content codings stacked; at most \(maxCodings) are undone")
+        }
         return steps.reversed()
+    }
+
+    /// See `decode`.
+    public static let maxCodings = 5
+
+    /// No bytes: nothing to undo or to fail on; `codings` as listed when all are known.
+    private static func empty(_ contentEncoding: String?, inputTruncated: Bool) -> DecodedContent {
+        let plan = (try? undoPlan(contentEncoding)) ?? []
+        return DecodedContent(bytes: [], truncated: inputTruncated, codings: plan.map(\.name))
     }
 
     // MARK: - Layers

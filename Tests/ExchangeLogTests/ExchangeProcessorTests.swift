@@ -269,6 +269,20 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(decodeLimited["/data/truncated"], .bool(true))
     }
 
+    /// A HEAD or 304 answer labelled with a coding Tapwire lacks has no body to fail on;
+    /// a non-empty one still fails, naming the coding.
+    func testAnUnknownCodingFailsOnlyWithABody() throws {
+        let empty = RecordFixture.exchange(status: 304, reason: "Not Modified",
+                                           responseHeaders: [("Content-Type", "text/html"), ("Content-Encoding", "dcb")])
+        let record = try ParsedRecord(RecordFixture.processor().record(for: empty, id: "x"))
+        XCTAssertEqual(record["/result/success"], .string(""))
+        XCTAssertEqual(record["/data/size"], .number("0"))
+        let withBody = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/html"), ("Content-Encoding", "dcb")],
+                                              body: [1, 2, 3])
+        let failed = try ParsedRecord(RecordFixture.processor().record(for: withBody, id: "x"))
+        XCTAssertEqual(failed["/result/failure/reason"], .string("contentDecodingFailed"))
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(

@@ -148,12 +148,33 @@ final class ContentDecoderTests: XCTestCase {
 
     // MARK: - Errors
 
-    func testUnknownCodingIsUnsupportedEvenForAnEmptyBody() {
+    func testUnknownCodingIsUnsupported() {
         XCTAssertEqual(decodeError(text, "compress"), .unsupported("compress"))
-        XCTAssertEqual(decodeError([], "gzip, Snappy"), .unsupported("snappy"))
+        XCTAssertEqual(decodeError(text, "gzip, Snappy"), .unsupported("snappy"))
         let error = ContentDecodingError.unsupported("compress")
         XCTAssertEqual(error.coding, "compress")
         XCTAssertEqual(error.description, "unsupported content coding \"compress\"")
+    }
+
+    /// A HEAD or 304 answer labelled with a coding Tapwire lacks (`dcb`, `compress`) has
+    /// no body to fail on.
+    func testAnEmptyBodyDecodesUnderAnyCoding() throws {
+        for header in ["compress", "dcb", "gzip, Snappy", "gzip"] {
+            XCTAssertEqual(try decoder.decode([], contentEncoding: header).bytes, [], header)
+            XCTAssertEqual(try decoder.decode(Data(), contentEncoding: header).bytes, [], header)
+        }
+    }
+
+    /// Each coding is a full pass over up to the decode limit; a 60 KB header can list
+    /// thousands. Five are undone, as curl does.
+    func testMoreThanFiveStackedCodingsAreRefused() throws {
+        var five = text
+        for _ in 0..<5 { five = Fixtures.deflate(five, .gzip) }
+        XCTAssertEqual(try decoder.decode(five, contentEncoding: "gzip, gzip, gzip, gzip, gzip").bytes, text)
+        let six = Fixtures.deflate(five, .gzip)
+        XCTAssertEqual(decodeError(six, Array(repeating: "gzip", count: 6).joined(separator: ",")),
+                       .corrupt(coding: "gzip", message: "6 content codings stacked; at most 5 are undone"))
+        XCTAssertEqual(decodeError(text, Array(repeating: "gzip", count: 12_000).joined(separator: ","))?.coding, "gzip")
     }
 
     func testCorruptGzip() {
