@@ -130,7 +130,7 @@ public struct ExchangeProcessor: Sendable {
             TapwireError.transportFailed(TransportFailure(code: .init(rawValue: $0.code), message: $0.message))
         }
 
-        // Undo the Content-Encoding. A body cut by a transport failure is as incomplete as one
+        // Undo the Content-Encoding. A body cut by a transport failure (`cutShort`) is as incomplete as one
         // cut by the capture limit, so neither is decoded as if whole.
         var data: Data?
         var decodedBytes: [UInt8] = []
@@ -140,12 +140,13 @@ public struct ExchangeProcessor: Sendable {
         if hasResponse {
             do throws(ContentDecodingError) {
                 let decoded = try decoder.decode(body.bytes, contentEncoding: contentEncoding,
-                                                 inputTruncated: body.truncated || exchange.error != nil)
+                                                 inputTruncated: body.truncated)
                 decodedBytes = decoded.bytes
                 data = Data(decoded.bytes)
                 summary.size = decoded.bytes.count
-                // With cut input the decoder always says truncated; only the decode limit adds to that.
-                summary.truncated = body.truncated || (decoded.truncated && decoded.bytes.count >= settings.decodeLimit)
+                // Cut input (the capture limit, a cut transfer) or the decode limit in any layer;
+                // an inner layer's cut can leave the final output short of the limit.
+                summary.truncated = body.truncated || decoded.truncated
             } catch {
                 decodingError = TapwireError.responseSerializationFailed(
                     reason: .contentDecodingFailed(encoding: error.coding, message: error.message))

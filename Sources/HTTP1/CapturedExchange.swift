@@ -8,8 +8,14 @@ public struct CapturedBody: Sendable, Equatable {
     public var bytes: [UInt8] = []
     /// The whole payload size seen on the wire.
     public var totalBytes: UInt64 = 0
-    public var truncated: Bool { UInt64(bytes.count) < totalBytes }
-    public init(bytes: [UInt8] = [], totalBytes: UInt64 = 0) { self.bytes = bytes; self.totalBytes = totalBytes }
+    /// The transfer stopped before the body's framing said it was complete (a reset, a
+    /// timeout, a client gone, shutdown): `bytes` may hold all that came, yet not all there is.
+    public var cutShort = false
+    /// What was kept is less than the whole body: the capture limit or a cut transfer.
+    public var truncated: Bool { cutShort || UInt64(bytes.count) < totalBytes }
+    public init(bytes: [UInt8] = [], totalBytes: UInt64 = 0, cutShort: Bool = false) {
+        self.bytes = bytes; self.totalBytes = totalBytes; self.cutShort = cutShort
+    }
 }
 
 /// A transport failure, named as in the log record's `error` field.

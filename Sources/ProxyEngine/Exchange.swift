@@ -466,9 +466,16 @@ final class Exchange: UpstreamOwner {
     }
 
     private func capturedValue(error: TransportError?) -> CapturedExchange {
-        CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestCapture,
-                         response: responseHead, responseBody: responseCapture, error: error, clock: clock,
-                         connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
+        // A failure can end an exchange before or after its bodies were whole: only a body
+        // whose framing had not finished is cut (a reset after the answer cuts nothing).
+        var requestBody = requestCapture, responseBody = responseCapture
+        if error != nil {
+            requestBody.cutShort = !requestFramer.isComplete
+            responseBody.cutShort = responseHead != nil && !(responseFramer?.isComplete ?? false)
+        }
+        return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
+                                response: responseHead, responseBody: responseBody, error: error, clock: clock,
+                                connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
     }
 
     private var upstreamAddressText: String?

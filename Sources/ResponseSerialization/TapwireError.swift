@@ -133,8 +133,8 @@ extension TapwireError.ResponseSerializationFailureReason {
         case .customSerializationFailed(let error):
             return "Custom response serializer failed with error:\n\(describe(error))"
         case .inputDataTruncated(let captured, let total) where captured >= total:
-            // Every byte was captured, so the cut was in decoding (the decode limit).
-            return "Response could not be serialized, input data was truncated at the decode limit: its \(captured) captured bytes decode to more."
+            // Every byte that came was captured: the transfer was cut, or decoding stopped.
+            return "Response could not be serialized, input data was truncated: the transfer was cut after \(captured) bytes, or they decode past the decode limit."
         case .inputDataTruncated(let captured, let total):
             return "Response could not be serialized, input data was truncated at the capture limit: captured \(captured) of \(total) bytes."
         case .contentDecodingFailed(let encoding, let message):

@@ -283,6 +283,33 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(failed["/result/failure/reason"], .string("contentDecodingFailed"))
     }
 
+    /// `data.truncated` is true whenever the serializer saw less than the whole body: a
+    /// transfer cut by a failure with every byte that came captured, and a decode limit
+    /// reached in an inner layer that leaves the final output short of the limit.
+    func testCutTransfersAndInnerLayerCutsAreTruncated() throws {
+        var reset = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/plain")], body: Array("half a bo".utf8),
+                                           error: TransportError("upstreamReset", "closed before the body was complete"))
+        reset.responseBody.cutShort = true
+        let cut = try ParsedRecord(RecordFixture.processor().record(for: reset, id: "x"))
+        XCTAssertEqual(cut["/data/truncated"], .bool(true))
+        XCTAssertEqual(cut["/data/captured"], .number("9"))
+
+        // A reset after a whole body cuts nothing.
+        var late = reset
+        late.responseBody.cutShort = false
+        XCTAssertEqual(try ParsedRecord(RecordFixture.processor().record(for: late, id: "x"))["/data/truncated"], .bool(false))
+
+        var random = SystemRandomNumberGenerator()
+        let noise = (0..<2000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let twice = RecordFixture.gzip(RecordFixture.gzip(noise))
+        let stacked = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/octet-stream"),
+                                                               ("Content-Encoding", "gzip, gzip")], body: twice)
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings(decodeLimit: 1000)).record(for: stacked, id: "x"))
+        guard case .number(let size)? = record["/data/size"], let decoded = Int(size) else { return XCTFail("no size") }
+        XCTAssertLessThan(decoded, 1000, "the outer layer stopped at the limit, the inner one short of it")
+        XCTAssertEqual(record["/data/truncated"], .bool(true))
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(

@@ -57,5 +57,9 @@ final class UpstreamFailureTests: XCTestCase {
         XCTAssertEqual(x.error?.code, "upstreamReset")
         XCTAssertLessThan(x.responseBody.totalBytes, 100_000)
         XCTAssertEqual(x.responseBody.bytes.count, Int(x.responseBody.totalBytes))
+        // All that came was captured, yet it is not the whole body: the record must say so.
+        XCTAssertTrue(x.responseBody.cutShort)
+        XCTAssertTrue(x.responseBody.truncated)
+        XCTAssertFalse(x.requestBody.cutShort, "a GET's empty body was complete")
     }
 }

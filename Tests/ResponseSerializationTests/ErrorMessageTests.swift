@@ -26,7 +26,7 @@ final class ErrorMessageTests: XCTestCase {
         XCTAssertEqual(serialization(.inputDataTruncated(captured: 1024, total: 4096)).message,
                        "Response could not be serialized, input data was truncated at the capture limit: captured 1024 of 4096 bytes.")
         XCTAssertEqual(serialization(.inputDataTruncated(captured: 31, total: 31)).message,
-                       "Response could not be serialized, input data was truncated at the decode limit: its 31 captured bytes decode to more.")
+                       "Response could not be serialized, input data was truncated: the transfer was cut after 31 bytes, or they decode past the decode limit.")
         XCTAssertEqual(serialization(.contentDecodingFailed(encoding: "gzip", message: "invalid header")).message,
                        "Content-Encoding \"gzip\" could not be decoded because of error:\ninvalid header")
     }
