@@ -256,8 +256,9 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     private static func capturedBytes(_ event: CapturedEvent) -> Int {
         switch event {
-        case .http(let x): return x.requestBody.bytes.count + x.responseBody.bytes.count + 512
-        case .tunnel(let t): return 256 + (t.upgrade.map { $0.requestBody.bytes.count + $0.responseBody.bytes.count } ?? 0)
+        // Capacity, not count: the memory held is what the byte bound is for.
+        case .http(let x): return x.requestBody.bytes.capacity + x.responseBody.bytes.capacity + 512
+        case .tunnel(let t): return 256 + (t.upgrade.map { $0.requestBody.bytes.capacity + $0.responseBody.bytes.capacity } ?? 0)
         }
     }
 

@@ -10,6 +10,8 @@ import HTTP1
 /// sizes, trailers) is dropped: for an HTTP/1.0 client, which cannot read chunks.
 func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
               capture: inout CapturedBody, captureLimit: Int, payloadOnly: Bool = false) throws(HTTPParseError) -> Bool {
+    // The capture's final size when the body declares one: reserved at once, not doubled into.
+    let declared = framer.remainingLength.map { capture.bytes.count + Int(clamping: $0) }
     while !framer.isComplete {
         var vec = iovec()
         let n = evbuffer_peek(source, -1, nil, &vec, 1)
@@ -17,7 +19,16 @@ func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer:
         let segment = UnsafeRawBufferPointer(start: base, count: vec.iov_len)
         let consumed = try framer.consume(segment) { payload in
             let room = captureLimit - capture.bytes.count
-            if room > 0 { capture.bytes.append(contentsOf: payload.prefix(room)) }
+            if room > 0 {
+                let piece = payload.prefix(room)
+                let needed = capture.bytes.count + piece.count
+                if needed > capture.bytes.capacity {
+                    // Grown by the array's doubling, a capture could take twice the limit
+                    // (which the pipeline's byte bound would not see): never past the limit.
+                    capture.bytes.reserveCapacity(min(captureLimit, max(needed, declared ?? 0, capture.bytes.capacity * 2)))
+                }
+                capture.bytes.append(contentsOf: piece)
+            }
             // Copied while `segment` (the source's memory) is still there: drained below.
             if payloadOnly, let p = payload.baseAddress, payload.count > 0 { evbuffer_add(destination, p, payload.count) }
         }

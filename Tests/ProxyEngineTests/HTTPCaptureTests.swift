@@ -90,6 +90,25 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertTrue(x.responseBody.truncated)
     }
 
+    /// The capture's memory stays within the limit: grown by the array's doubling, a 100 KB
+    /// limit took up to 128 KB (and the pipeline's byte bound counted only what was used).
+    func testCaptureMemoryStaysWithinTheLimit() throws {
+        let origin = try origin()
+        let limit = 100_000
+        let proxy = try RunningEngine { $0.captureMaxBodyBytes = limit }
+        for (path, size) in [("/big?size=300000", 300_000), ("/big?size=60000", 60_000)] {
+            let client = try RawClient(port: proxy.port)
+            client.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+            XCTAssertEqual(client.readResponses(1).first?.body.count, size)
+        }
+        let captures = proxy.sink.exchanges(2).map(\.responseBody)
+        XCTAssertEqual(captures.map(\.bytes.count), [limit, 60_000])
+        for capture in captures {
+            // The declared length (or the limit) is reserved once; malloc may round it up a little.
+            XCTAssertLessThanOrEqual(capture.bytes.capacity, capture.bytes.count + 4096, "\(capture.bytes.count) bytes")
+        }
+    }
+
     func testRequestBodiesAreNotCopiedWhenTurnedOff() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.captureRequestBodies = false }
