@@ -203,6 +203,10 @@ public struct ExchangeProcessor: Sendable {
         switch result {
         case .success(let value):
             var value = value
+            if case .string(let text) = value, let cut = ExchangeProcessor.prefix(of: text, escapedWithin: settings.decodeLimit) {
+                value = .string(cut)
+                summary.truncated = true
+            }
             if ExchangeProcessor.producesJSON(spec.kind), let rule {
                 // Redact first: both lists point into the document as received, and select
                 // closes up arrays (`/items/2` kept alone becomes `/items/0`), so a redact
@@ -227,6 +231,25 @@ public struct ExchangeProcessor: Sendable {
                                  metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
                                  mimeType: contentType.mediaType, charset: charset,
                                  requestBody: requestBodyOutcome(exchange))
+    }
+
+    /// `text` cut so that its JSON string form stays within `maxBytes`, or nil when it fits.
+    /// Escaping can make text six times longer (`\u0001`): 8 KB of gzip that decodes to 8 MiB
+    /// of control bytes made a 50 MB record, and ~120 MiB of memory on the worker.
+    static func prefix(of text: String, escapedWithin maxBytes: Int) -> String? {
+        let utf8 = text.utf8
+        if utf8.count * 6 <= maxBytes { return nil }  // fits whatever it holds
+        var cost = 0
+        var end = utf8.startIndex
+        for index in utf8.indices {
+            cost += JSONWriter.escapedLength(utf8[index])
+            if cost > maxBytes { break }
+            // A cut only between characters: before a lead byte or an ASCII one.
+            end = utf8.index(after: index)
+        }
+        if end == utf8.endIndex { return nil }
+        while end > utf8.startIndex && utf8[end] & 0xC0 == 0x80 { end = utf8.index(before: end) }
+        return String(text[..<end])
     }
 
     /// Runs the serializer `spec` names; `none` runs none (its value is null, or the

@@ -110,6 +110,16 @@ public enum JSONWriter {
         return special & 0x8080_8080_8080_8080
     }
 
+    /// How many bytes `byte` takes inside a quoted string: 1, or its escape's 2 or 6.
+    @inlinable
+    public static func escapedLength(_ byte: UInt8) -> Int {
+        switch byte {
+        case 0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09: return 2
+        case 0..<0x20: return 6
+        default: return 1
+        }
+    }
+
     /// Writes the escape `appendQuoted` uses for `byte` (2 or 6 bytes) at `p`; returns its length.
     public static func writeEscape(_ byte: UInt8, to p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = 0x5C

@@ -310,6 +310,27 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/data/truncated"], .bool(true))
     }
 
+    /// Escaping makes control bytes six times longer: a logged string is cut so its JSON
+    /// text stays within the decode limit, and the record says truncated.
+    func testALoggedStringStaysWithinTheDecodeLimitAfterEscaping() throws {
+        let controls = [UInt8](repeating: 0x01, count: 1000)
+        let exchange = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
+                                              body: RecordFixture.gzip(controls))
+        let processor = RecordFixture.processor(ProcessorSettings(decodeLimit: 1000))
+        let bytes = processor.record(for: exchange, id: "x")
+        XCTAssertLessThan(bytes.count, 1000 + 2048, "the record grew to \(bytes.count) bytes")
+        let record = try ParsedRecord(bytes)
+        XCTAssertEqual(record["/result/success"], .string(String(repeating: "\u{01}", count: 166)))
+        XCTAssertEqual(record["/data/size"], .number("1000"), "the decoded size stays what was decoded")
+        XCTAssertEqual(record["/data/truncated"], .bool(true))
+
+        // A cut falls between characters; text that fits is left whole.
+        XCTAssertEqual(ExchangeProcessor.prefix(of: "ab\u{01}é", escapedWithin: 9), "ab\u{01}")
+        XCTAssertEqual(ExchangeProcessor.prefix(of: "aé", escapedWithin: 2), "a")
+        XCTAssertNil(ExchangeProcessor.prefix(of: "\u{01}\u{01}", escapedWithin: 12))
+        XCTAssertNil(ExchangeProcessor.prefix(of: String(repeating: "a", count: 1000), escapedWithin: 1000))
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(
