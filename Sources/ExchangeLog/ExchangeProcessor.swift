@@ -195,7 +195,7 @@ public struct ExchangeProcessor: Sendable {
                                      result: recordResult, timeline: response.timeline,
                                      metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
                                      mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
-                                     requestBody: requestBodyOutcome(exchange))
+                                     requestBody: requestBodyOutcome(exchange, rule: rule))
         }
         let (result, timeline) = serialize(completed, spec, charset: stringCharset)
 
@@ -230,7 +230,7 @@ public struct ExchangeProcessor: Sendable {
                                  result: recordResult, timeline: timeline,
                                  metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
                                  mimeType: contentType.mediaType, charset: charset,
-                                 requestBody: requestBodyOutcome(exchange))
+                                 requestBody: requestBodyOutcome(exchange, rule: rule))
     }
 
     /// `text` cut so that its JSON string form stays within `maxBytes`, or nil when it fits.
@@ -291,9 +291,20 @@ public struct ExchangeProcessor: Sendable {
     }
 
     /// The request body through the default serializer for its Content-Type; nil when none was captured.
-    private func requestBodyOutcome(_ exchange: CapturedExchange) -> RequestBodyOutcome? {
+    /// The exchange's rule keeps its secrets too: with serializer `none` the body is not
+    /// logged, with `data` only its size, and its `redact` pointers apply to a JSON body
+    /// (README: "to keep a secret body out of the log, give its route a rule whose serializer
+    /// is none or data"; a login's request is where the secret is). `select` and `validate`
+    /// describe the response and stay with it.
+    private func requestBodyOutcome(_ exchange: CapturedExchange, rule: Rule?) -> RequestBodyOutcome? {
         let body = exchange.requestBody
         guard !body.bytes.isEmpty else { return nil }
+        switch rule?.serializer.kind {
+        case .none?: return nil
+        case .data?: return .value(.object([JSON.Member("size", .number(String(body.totalBytes)))]))
+        default: break
+        }
+        let redactPointers = rule?.redact ?? []
         let headers = exchange.request.headers
         let decodedBytes: [UInt8]
         let truncated: Bool
@@ -317,7 +328,7 @@ public struct ExchangeProcessor: Sendable {
             requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
             clock: { 0 })
         let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
-        if spec.kind == .json {
+        if spec.kind == .json && redactPointers.isEmpty {
             // Only key redaction applies here, so the one-pass compactor gives the same text
             // as parse, redact, write (a 512 KiB JSON body: ~1 ms against ~7 ms for the tree).
             let response = completed.serializeCompactJSON(
@@ -330,7 +341,8 @@ public struct ExchangeProcessor: Sendable {
             }
         }
         switch serialize(completed, spec, charset: fields.knownCharset ?? .isoLatin1).0 {
-        case .success(let value):
+        case .success(var value):
+            if !redactPointers.isEmpty && ExchangeProcessor.producesJSON(spec.kind) { value = value.redacting(redactPointers) }
             return .value(redactingKeys(value, form: fields.mediaType == ExchangeProcessor.formType))
         case .failure(let error):
             return .failure(ErrorLogFields(error))

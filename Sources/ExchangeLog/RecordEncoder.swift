@@ -89,8 +89,10 @@ public struct HTTPRecordOutcome: Sendable {
 /// - `request.bodySize` / `response.bodySize`: payload bytes seen on the wire (before decoding).
 /// - `request.body` (present only when a request body was captured): the body through
 ///   the default serializer for the request's Content-Type, after undoing its
-///   Content-Encoding, with `redact.jsonKeys` applied (a rule's select/redact are
-///   not). When that fails, `request.bodyError` = `{"error","reason","message"}` instead.
+///   Content-Encoding, with `redact.jsonKeys` and the exchange's rule's `redact` pointers
+///   applied (not its `select`); absent under a rule with serializer `none`, `{"size":N}`
+///   under one with `data`. When that fails, `request.bodyError` =
+///   `{"error","reason","message"}` instead.
 /// - `data.size`: decoded bytes given to the serializer (null when the
 ///   Content-Encoding could not be undone); `data.captured`: bytes kept from the wire;
 ///   `data.truncated`: the serializer saw only a prefix (capture or decode limit).

@@ -331,6 +331,30 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertNil(ExchangeProcessor.prefix(of: String(repeating: "a", count: 1000), escapedWithin: 1000))
     }
 
+    /// A rule that keeps a route's bodies out of the log keeps the request's out too: the
+    /// login's secret is in what the client sends.
+    func testARuleKeepsTheRequestBodysSecretsOut() throws {
+        let login = RecordFixture.exchange(method: "POST", url: "http://api.local:8080/v1/login",
+                                           requestHeaders: [("Host", "api.local:8080"), ("Content-Type", "application/json")],
+                                           requestBody: Array(#"{"user":"ann","pin":"1234"}"#.utf8),
+                                           body: Array(#"{"ok":true,"pin":"1234"}"#.utf8))
+        func record(_ kind: SerializerSpec.Kind, redact: [String] = []) throws -> ParsedRecord {
+            var rule = RecordFixture.rule("login", kind)
+            rule.match.path = Glob("/v1/login")
+            rule.redact = redact.compactMap { try? JSONPointer($0) }
+            return try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: login, id: "x"))
+        }
+        let none = try record(.none)
+        XCTAssertNil(none["/request/body"], "serializer none logs no request body")
+        XCTAssertEqual(try record(.data)["/request/body"], .object([JSON.Member("size", .number("27"))]))
+        let redacted = try record(.json, redact: ["/pin"])
+        XCTAssertEqual(redacted["/request/body"], .object([JSON.Member("user", .string("ann")), JSON.Member("pin", .string("[redacted]"))]))
+        XCTAssertEqual(redacted["/result/success/pin"], .string("[redacted]"))
+        // Without a rule the request body is logged as before.
+        let plain = try ParsedRecord(RecordFixture.processor().record(for: login, id: "x"))
+        XCTAssertEqual(plain["/request/body/pin"], .string("1234"))
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(
