@@ -222,12 +222,33 @@ public struct TapwireConfiguration: Sendable {
         var match = RuleMatch()
         if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers"]) {
             let mp = "\(path).match"
-            if let h = r.string(m["host"], "\(mp).host") { match.host = Glob(h, caseInsensitive: true) }
-            if let p = r.string(m["path"], "\(mp).path") { match.path = Glob(p) }
+            // Patterns that could never match are refused, not kept silently: a host is matched
+            // without its port (or IPv6 brackets), a path without its query.
+            if let h = r.string(m["host"], "\(mp).host") {
+                if h.isEmpty || h.contains("/") || h.contains("[") || h.filter({ $0 == ":" }).count == 1 {
+                    r.fail("\(mp).host", "expected a host name glob such as *.example.com (no scheme, port or path), found \"\(h)\"")
+                } else {
+                    match.host = Glob(h, caseInsensitive: true)
+                }
+            }
+            if let p = r.string(m["path"], "\(mp).path") {
+                if !(p.hasPrefix("/") || p.hasPrefix("*")) || p.contains("?") || p.contains("#") {
+                    r.fail("\(mp).path", "expected a path glob starting with / (the query is not matched), found \"\(p)\"")
+                } else {
+                    match.path = Glob(p)
+                }
+            }
             if let ms = r.stringOrStrings(m["method"], "\(mp).method") { match.methods = ms.map { $0.uppercased() } }
             match.status = r.parsed(m["status"], "\(mp).status", expected: "a status such as 404, 4xx or 200-299", StatusPattern.init)
-            match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*", MediaTypePattern.init)
-            if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") { match.headers = hs }
+            // Parameters are not compared (a charset in the pattern would match every charset).
+            match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*, without parameters",
+                                         { $0.contains(";") ? nil : MediaTypePattern($0) })
+            if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") {
+                for (i, h) in hs.enumerated() where h.isEmpty || h.contains(where: { $0 == ":" || $0 == " " || $0 == "\t" }) {
+                    r.fail("\(mp).headers[\(i)]", "expected a header name such as X-Debug (its presence is matched, not a value), found \"\(h)\"")
+                }
+                match.headers = hs
+            }
             // An empty list would make the rule match nothing (or, for headers, everything)
             // without a word; leaving the key out is how to say "any".
             for key in ["method", "status", "contentType", "headers"] {
@@ -269,6 +290,13 @@ public struct TapwireConfiguration: Sendable {
         }
         var validation: ValidationSpec?
         if let val = r.object(o["validate"], "\(path).validate", allowed: ["statusCode", "contentType"]) {
+            // Empty, it would validate nothing ({}) or refuse every response ([]).
+            if val.isEmpty { r.fail("\(path).validate", "is empty; name statusCode and/or contentType") }
+            for key in ["statusCode", "contentType"] {
+                if case .array(let items)? = val[key], items.isEmpty {
+                    r.fail("\(path).validate.\(key)", "is empty: every response would fail; leave the key out to accept any")
+                }
+            }
             var vs = ValidationSpec()
             vs.statusCodes = r.parsed(val["statusCode"], "\(path).validate.statusCode", expected: "a status such as 200, 2xx or 200-299", StatusPattern.init)
             // Validation is Alamofire's validate(contentType:): a `*` stands only for a whole type
@@ -284,6 +312,14 @@ public struct TapwireConfiguration: Sendable {
         }
         let select = r.parsed(o["select"], "\(path).select", expected: "a JSON Pointer such as /items/0/id", { try? JSONPointer($0) }) ?? []
         let redact = r.parsed(o["redact"], "\(path).redact", expected: "a JSON Pointer such as /owner/id", { try? JSONPointer($0) }) ?? []
+        // Pointers need a JSON value: with data or none there is none, and string's value is
+        // text (its redact pointers still reach a JSON request body).
+        if !select.isEmpty && !ExchangeProcessor.producesJSON(spec.kind) {
+            r.fail("\(path).select", "the \(spec.kind.rawValue) serializer gives no JSON value to select from")
+        }
+        if !redact.isEmpty && (spec.kind == .data || spec.kind == .none) {
+            r.fail("\(path).redact", "the \(spec.kind.rawValue) serializer logs no body to redact")
+        }
         guard r.errors.count == before else { return nil }
         return Rule(name: name, match: match, serializer: spec, validate: validation, select: select, redact: redact)
     }

@@ -414,7 +414,7 @@ public struct ExchangeProcessor: Sendable {
         return .string(String(decoding: redacted, as: UTF8.self))
     }
 
-    static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
+    public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
         case .json, .propertyList, .jsonLines, .form, .eventStream: return true
         case .data, .string, .none: return false

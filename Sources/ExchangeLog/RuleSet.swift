@@ -130,6 +130,8 @@ struct URLTarget {
         } else {
             host = String(authority)
         }
+        // `api.example.com.` is the same host (an absolute name); nginx drops the dot too.
+        if host.utf8.count > 1 && host.utf8.last == UInt8(ascii: ".") { host.removeLast() }
         let pathEnd = rest.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
         let bare = rest[..<pathEnd]
         path = bare.isEmpty ? "/" : String(bare)

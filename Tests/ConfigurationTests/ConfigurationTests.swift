@@ -66,6 +66,26 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(e.count, 9, "\(e) \(paths)")
     }
 
+    /// Patterns that could never match, and lists that would refuse everything, are errors
+    /// with their path instead of rules that silently do nothing.
+    func testRulePatternsThatCouldNeverMatchAreRefused() {
+        let e = errors(#"""
+        {"rules": [{"name": "a", "match": {"host": "localhost:8080", "path": "v1/*"}, "serializer": {"type": "json"}},
+                   {"name": "b", "match": {"host": "[::1]", "path": "/search?q=*"}, "serializer": {"type": "json"}},
+                   {"name": "c", "match": {"contentType": "text/html; charset=utf-8", "headers": ["X-Foo: bar"]}, "serializer": {"type": "json"}},
+                   {"name": "d", "validate": {}, "serializer": {"type": "json"}},
+                   {"name": "e", "validate": {"statusCode": [], "contentType": []}, "serializer": {"type": "json"}},
+                   {"name": "f", "select": ["/a"], "serializer": {"type": "string"}},
+                   {"name": "g", "redact": ["/a"], "serializer": {"type": "none"}},
+                   {"name": "ok", "match": {"host": "::1", "path": "*.json"}, "redact": ["/a"], "serializer": {"type": "string"}}]}
+        """#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }, [
+            "rules[0].match.host", "rules[0].match.path", "rules[1].match.host", "rules[1].match.path",
+            "rules[2].match.contentType", "rules[2].match.headers[0]", "rules[3].validate",
+            "rules[4].validate.statusCode", "rules[4].validate.contentType", "rules[5].select", "rules[6].redact",
+        ], "\(e)")
+    }
+
     /// Each serializer option belongs to one serializer; on another it is an error, not a no-op.
     func testSerializerOptionsOfAnotherSerializerAreRefused() {
         XCTAssertEqual(errors(#"""
@@ -226,7 +246,7 @@ final class ConfigurationTests: XCTestCase {
         let c = try parse(#"""
         {"rules": [{"name": "x", "match": {"host": "*.Example.com", "path": "/v1/*", "method": "get",
                      "status": ["200-299", "404"], "contentType": ["application/*+json"], "headers": ["X-Debug"]},
-                    "serializer": {"type": "data", "base64Bytes": 16, "emptyResponseCodes": [204], "emptyRequestMethods": ["head", "OPTIONS"]},
+                    "serializer": {"type": "json", "allowFragments": false, "emptyResponseCodes": [204], "emptyRequestMethods": ["head", "OPTIONS"]},
                     "validate": {"statusCode": ["2xx"], "contentType": ["application/json"]},
                     "select": ["/a/b", "/c~1d"], "redact": ["/e"]}]}
         """#).get()
@@ -238,7 +258,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(r.match.status?.map(\.range), [200...299, 404...404])
         XCTAssertTrue(r.match.contentType?.first?.matches("application/problem+json; charset=utf-8") ?? false)
         XCTAssertEqual(r.match.headers, ["X-Debug"])
-        XCTAssertEqual(r.serializer.kind, .data)
+        XCTAssertEqual(r.serializer.kind, .json)
+        XCTAssertFalse(r.serializer.allowFragments)
         XCTAssertEqual(r.serializer.emptyResponseCodes, [204])
         XCTAssertEqual(r.serializer.emptyRequestMethods, ["HEAD", "OPTIONS"])
         XCTAssertEqual(r.validate?.statusCodes?.map(\.range), [200...299])

@@ -41,6 +41,10 @@ final class RuleSetTests: XCTestCase {
         XCTAssertEqual(matchName(v6, exchange(url: "http://[::1]:8080/")), "v6")
         // Origin-form targets take the host from the Host header.
         XCTAssertEqual(matchName(api, exchange(url: "/x", requestHeaders: [("Host", "api.example.com:80")])), "api")
+        // An absolute name (trailing dot) is the same host, as nginx treats it.
+        let exact = [rule("exact") { $0.host = Glob("api.github.com", caseInsensitive: true) }]
+        XCTAssertEqual(matchName(exact, exchange(url: "http://api.github.com./repos/x")), "exact")
+        XCTAssertEqual(matchName(exact, exchange(url: "/x", requestHeaders: [("Host", "api.github.com.:443")])), "exact")
     }
 
     func testPathGlobIgnoresTheQuery() {
