@@ -11,14 +11,17 @@ JOBS         ?= $(shell nproc)
 .PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
-# DESTDIR stages into a directory (packaging, tests); SKIP_BUILD=1 installs everything
-# but the binary without running a build. The config always goes to /etc/tapwire, where
-# the unit's ConfigurationDirectory= points.
+# It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
+# login profile), and a build as root would leave root-owned files in your .build. So:
+# `make release`, then `sudo make install`; BIN names another binary. DESTDIR stages into
+# a directory (packaging, tests); SKIP_BUILD=1 installs everything but the binary. The
+# config always goes to /etc/tapwire, where the unit's ConfigurationDirectory= points.
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
 UNITDIR      ?= /etc/systemd/system
 CONFIG_SAMPLE ?= config/tapwire.json
 SKIP_BUILD   ?=
+BIN          ?= .build/release/tapwire
 
 # Installs only what dpkg does not already have; apt-get update runs only then.
 define apt_install
@@ -115,10 +118,11 @@ clean:
 
 # The unit names /usr/local/bin/tapwire; it is rewritten for another BINDIR.
 # An existing tapwire.json is never replaced: it is the administrator's.
-install: $(if $(SKIP_BUILD),,release)
+install:
 	@test -f $(CONFIG_SAMPLE) || { echo "install: $(CONFIG_SAMPLE): sample config missing" >&2; exit 1; }
 ifeq ($(SKIP_BUILD),)
-	install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/tapwire" "$(DESTDIR)$(BINDIR)/tapwire"
+	@test -x "$(BIN)" || { echo "install: no $(BIN): run \`make release\` as yourself first, then \`sudo make install\`" >&2; exit 1; }
+	install -D -m 0755 "$(BIN)" "$(DESTDIR)$(BINDIR)/tapwire"
 endif
 	install -d -m 0755 "$(DESTDIR)$(UNITDIR)"
 	sed 's|/usr/local/bin/tapwire|$(BINDIR)/tapwire|g' systemd/tapwire.service > "$(DESTDIR)$(UNITDIR)/tapwire.service"

@@ -18,11 +18,27 @@ final class InstallTests: XCTestCase {
         if let sample { try? FileManager.default.removeItem(at: sample.deletingLastPathComponent()) }
     }
 
-    private func make(_ target: String, _ variables: [String] = []) throws -> CommandRunner.Outcome {
+    private func make(_ target: String, _ variables: [String] = ["SKIP_BUILD=1"]) throws -> CommandRunner.Outcome {
         let makePath = try CommandRunner.locate("make", package: "make")
         return try CommandRunner.run(makePath, ["--no-print-directory", "-C", CommandRunner.packageRoot.path, target,
-                                                "DESTDIR=\(destination.path)", "SKIP_BUILD=1",
+                                                "DESTDIR=\(destination.path)",
                                                 "CONFIG_SAMPLE=\(sample.path)"] + variables)
+    }
+
+    /// `sudo make install` must not build: sudo's PATH lacks swift, and a root build leaves
+    /// root-owned files in the user's .build. It copies the binary the user built (BIN).
+    func testInstallCopiesTheBuiltBinaryAndNeverBuilds() throws {
+        let fake = sample.deletingLastPathComponent().appendingPathComponent("tapwire-built")
+        try "#!/bin/sh\n".write(to: fake, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(fake.path, 0o755), 0)
+        // SWIFT=false: any build step would fail the install.
+        let outcome = try make("install", ["BIN=\(fake.path)", "SWIFT=false"])
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+        XCTAssertEqual(try contents("usr/local/bin/tapwire"), "#!/bin/sh\n")
+
+        let missing = try make("install", ["BIN=/nonexistent/tapwire", "SWIFT=false"])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.output.contains("run `make release` as yourself first"), missing.output)
     }
 
     private func staged(_ path: String) -> URL { destination.appendingPathComponent(path) }
@@ -62,7 +78,7 @@ final class InstallTests: XCTestCase {
     }
 
     func testPrefixMovesTheBinaryTheUnitStarts() throws {
-        let outcome = try make("install", ["PREFIX=/usr"])
+        let outcome = try make("install", ["SKIP_BUILD=1", "PREFIX=/usr"])
 
         XCTAssertEqual(outcome.status, 0, outcome.output)
         let execStart = try contents("etc/systemd/system/tapwire.service")
