@@ -122,15 +122,45 @@ final class ProxyService: @unchecked Sendable {
         engine.waitUntilStopped()
         pipeline.drain()
         writer.flushAndStop()
+        stopTicker.withLock { $0?.cancel() }
         let stats = writer.stats
         Self.log("stopped: \(stats.written) record(s) written, \(stats.lost) lost")
         return 0
     }
 
+    /// Seconds systemd is asked to wait, past the unit's TimeoutStopSec, each time the stop
+    /// has made progress.
+    static let stopProgressGrace = 15.0
+    private let stopTicker = Mutex<DispatchSourceTimer?>(nil)
+
+    /// SIGTERM/SIGINT: drain, then flush. Under systemd, EXTEND_TIMEOUT_USEC asks for time
+    /// beyond TimeoutStopSec (20 s) while the stop makes progress (exchanges ending, records
+    /// written): the drain alone may take limits.drainTimeout, and flushing a full queue more,
+    /// and a SIGKILL then would lose records already accepted. A stop that stalls (a hung
+    /// disk) gets no more time.
+    private func stopping(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter) {
+        if let notifier {
+            notifier.stopping()
+            notifier.extendTimeout(seconds: current.withLock { $0.engine.drainTimeout } + Self.stopProgressGrace)
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            var last = -1
+            timer.setEventHandler {
+                let s = writer.stats
+                let progress = s.written &+ s.lost &+ pipeline.processed &+ pipeline.dropped &+ engine.metrics.exchanges.value
+                if progress != last { notifier.extendTimeout(seconds: Self.stopProgressGrace) }
+                last = progress
+            }
+            timer.schedule(deadline: .now() + 5, repeating: 5)
+            timer.resume()
+            stopTicker.withLock { $0 = timer }
+        }
+        engine.shutdown()
+    }
+
     /// Before "listening on": whoever waits for that line may signal at once.
     private func installSignalHandlers(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter) {
-        engine.onSignal(SIGTERM) { [self] in notifier?.stopping(); engine.shutdown() }
-        engine.onSignal(SIGINT) { [self] in notifier?.stopping(); engine.shutdown() }
+        engine.onSignal(SIGTERM) { [self] in stopping(engine: engine, pipeline: pipeline, writer: writer) }
+        engine.onSignal(SIGINT) { [self] in stopping(engine: engine, pipeline: pipeline, writer: writer) }
         engine.onSignal(SIGUSR1) {
             Self.log("SIGUSR1: reopening log files")
             writer.reopen()

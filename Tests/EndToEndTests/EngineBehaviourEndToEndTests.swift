@@ -251,6 +251,9 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertTrue(waitFor("READY=1"), "no READY=1 after the reload")
         kill(proxy.process.processIdentifier, SIGTERM)
         XCTAssertTrue(waitFor("STOPPING=1"), "no STOPPING=1 on SIGTERM")
+        // The drain (limits.drainTimeout, 10 s) and the flush may pass the unit's
+        // TimeoutStopSec=20s: more time is asked for, or systemd's SIGKILL loses records.
+        XCTAssertTrue(waitFor("EXTEND_TIMEOUT_USEC=25000000"), "no EXTEND_TIMEOUT_USEC for the drain")
         XCTAssertEqual(proxy.stop(), 0)
     }
 
