@@ -44,6 +44,8 @@ final class ProxyService: @unchecked Sendable {
         // arriving in between is lost, not fatal).
         signal(SIGHUP, SIG_IGN)
         signal(SIGUSR1, SIG_IGN)
+        // Before any thread starts: unsetenv racing another thread's getenv is a data race.
+        let inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
         let config = current.withLock { $0 }
         let writer: LogWriter
         do {
@@ -56,7 +58,7 @@ final class ProxyService: @unchecked Sendable {
                                         maxPending: config.log.decodeQueueCapacity,
                                         maxPendingBytes: config.log.decodeQueueBytes, whenBehind: config.log.whenBehind)
         var engineConfig = config.engine
-        engineConfig.inheritedListeners = SocketActivation.listenFDs(unsetEnvironment: true)
+        engineConfig.inheritedListeners = inheritedListeners
         // With nothing decoded there is nothing for the loops to yield to.
         if !config.logEnabled { engineConfig.loopNice = 0 }
         var interception: HTTPSInterception?
