@@ -189,9 +189,6 @@ public struct BodyFramer: Sendable {
         }
     }
 
-    /// Payload bytes still to come under a Content-Length; nil for other framings.
-    public var remainingLength: UInt64? { mode == .length ? remaining : nil }
-
     /// True once the whole body (including a chunked body's trailers) was consumed.
     public var isComplete: Bool { complete }
 

@@ -10,8 +10,6 @@ import HTTP1
 /// sizes, trailers) is dropped: for an HTTP/1.0 client, which cannot read chunks.
 func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
               capture: inout CapturedBody, captureLimit: Int, payloadOnly: Bool = false) throws(HTTPParseError) -> Bool {
-    // The capture's final size when the body declares one: reserved at once, not doubled into.
-    let declared = framer.remainingLength.map { capture.bytes.count + Int(clamping: $0) }
     while !framer.isComplete {
         var vec = iovec()
         let n = evbuffer_peek(source, -1, nil, &vec, 1)
@@ -25,7 +23,9 @@ func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer:
                 if needed > capture.bytes.capacity {
                     // Grown by the array's doubling, a capture could take twice the limit
                     // (which the pipeline's byte bound would not see): never past the limit.
-                    capture.bytes.reserveCapacity(min(captureLimit, max(needed, declared ?? 0, capture.bytes.capacity * 2)))
+                    // Not reserved from a declared Content-Length: a peer could declare the
+                    // limit, send a byte and reset, holding the whole limit in the queue.
+                    capture.bytes.reserveCapacity(min(captureLimit, max(needed, capture.bytes.capacity * 2)))
                 }
                 capture.bytes.append(contentsOf: piece)
             }

@@ -104,9 +104,25 @@ final class HTTPCaptureTests: XCTestCase {
         let captures = proxy.sink.exchanges(2).map(\.responseBody)
         XCTAssertEqual(captures.map(\.bytes.count), [limit, 60_000])
         for capture in captures {
-            // The declared length (or the limit) is reserved once; malloc may round it up a little.
-            XCTAssertLessThanOrEqual(capture.bytes.capacity, capture.bytes.count + 4096, "\(capture.bytes.count) bytes")
+            // Never past the limit (malloc may round it up a little).
+            XCTAssertLessThanOrEqual(capture.bytes.capacity, limit + 4096, "\(capture.bytes.count) bytes")
         }
+    }
+
+    /// A Content-Length near UInt64.max, its body sent in pieces: the capture's arithmetic
+    /// must not overflow (a trap would end the whole proxy).
+    func testAHugeDeclaredLengthSentInPiecesDoesNotCrash() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.captureMaxBodyBytes = 100_000 }
+        let client = try RawClient(port: proxy.port)
+        client.send("POST \(origin.url("/sink")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 10000000000000000000\r\n\r\nfirst")
+        usleep(200_000)
+        client.send("second")
+        usleep(200_000)
+        client.shutdownWrite()
+        let other = try RawClient(port: proxy.port)
+        other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(other.readResponses(1).first.map { String(decoding: $0.body, as: UTF8.self) }, "ok\n", "the proxy is gone")
     }
 
     func testRequestBodiesAreNotCopiedWhenTurnedOff() throws {
