@@ -73,6 +73,7 @@ final class ConfigurationTests: XCTestCase {
         {"rules": [{"name": "a", "match": {"host": "localhost:8080", "path": "v1/*"}, "serializer": {"type": "json"}},
                    {"name": "b", "match": {"host": "[::1]", "path": "/search?q=*"}, "serializer": {"type": "json"}},
                    {"name": "c", "match": {"contentType": "text/html; charset=utf-8", "headers": ["X-Foo: bar"]}, "serializer": {"type": "json"}},
+                   {"name": "dot", "match": {"host": "api.example.com."}, "serializer": {"type": "json"}},
                    {"name": "d", "validate": {}, "serializer": {"type": "json"}},
                    {"name": "e", "validate": {"statusCode": [], "contentType": []}, "serializer": {"type": "json"}},
                    {"name": "f", "select": ["/a"], "serializer": {"type": "string"}},
@@ -81,9 +82,14 @@ final class ConfigurationTests: XCTestCase {
         """#)
         XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }, [
             "rules[0].match.host", "rules[0].match.path", "rules[1].match.host", "rules[1].match.path",
-            "rules[2].match.contentType", "rules[2].match.headers[0]", "rules[3].validate",
-            "rules[4].validate.statusCode", "rules[4].validate.contentType", "rules[5].select", "rules[6].redact",
+            "rules[2].match.headers[0]", "rules[4].validate",
+            "rules[5].validate.statusCode", "rules[5].validate.contentType", "rules[6].select", "rules[7].redact",
         ], "\(e)")
+        // Parameters in match.contentType are ignored, as before; a trailing dot in a host
+        // pattern goes, as it does from request hosts.
+        let c = try? parse(#"{"rules": [{"name": "a", "match": {"host": "api.example.com.", "contentType": "application/json; charset=utf-8"}, "serializer": {"type": "json"}}]}"#).get()
+        XCTAssertEqual(c?.rules.first?.match.contentType?.first?.matches("application/json"), true)
+        XCTAssertEqual(c?.rules.first?.match.host?.matches("api.example.com"), true)
     }
 
     /// Each serializer option belongs to one serializer; on another it is an error, not a no-op.
