@@ -12,7 +12,7 @@ final class LogLocationLock {
     private var fd: Int32 = -1
 
     init(_ layout: LogFileLayout, fileSystem: LogFileSystem) throws(LogIOError) {
-        path = layout.directory + "/." + layout.fileName + ".lock"
+        path = Self.path(layout)
         try fileSystem.makeDirectories(layout.directory)
         try fileSystem.check(.lock, path)
         let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
@@ -24,6 +24,17 @@ final class LogLocationLock {
         }
         fd = opened
     }
+
+    /// Whether two layouts name one lock file (one directory spelled two ways: a symlink,
+    /// `x/../logs`): flock conflicts between two opens even in one process, so a switch
+    /// between them keeps the lock it holds instead of refusing itself.
+    static func sameLocation(_ a: LogFileLayout, _ b: LogFileLayout) -> Bool {
+        var sa = stat(), sb = stat()
+        guard stat(path(a), &sa) == 0, stat(path(b), &sb) == 0 else { return false }
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+    }
+
+    static func path(_ layout: LogFileLayout) -> String { layout.directory + "/." + layout.fileName + ".lock" }
 
     func release() {
         if fd >= 0 { close(fd) }

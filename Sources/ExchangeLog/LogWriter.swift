@@ -412,18 +412,23 @@ public final class LogWriter: @unchecked Sendable {
             return
         }
         // SIGHUP checked the new location (`RotatingFile.checkCanOpen`); another process may
-        // have taken it since, and then the old file stays.
-        let newLock: LogLocationLock
-        do throws(LogIOError) {
-            newLock = try LogLocationLock(newLayout, fileSystem: LogFileSystem(faults: faults))
-        } catch {
-            failures.append(error)
-            return
+        // have taken it since, and then the old file stays. The same lock file under another
+        // spelling keeps the lock held.
+        var newLock: LogLocationLock?
+        if !LogLocationLock.sameLocation(newLayout, file.layout) {
+            do throws(LogIOError) {
+                newLock = try LogLocationLock(newLayout, fileSystem: LogFileSystem(faults: faults))
+            } catch {
+                failures.append(error)
+                return
+            }
         }
         do { try file.sync() } catch { failures.append(error) }
         file.close()
-        locationLock.release()
-        locationLock = newLock
+        if let newLock {
+            locationLock.release()
+            locationLock = newLock
+        }
         file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults)
         do { try file.open() } catch { failures.append(error) }
     }

@@ -130,6 +130,17 @@ public final class ProxyEngine: @unchecked Sendable {
         for loop in loops { loop.execute { loop.releaseHeldSessions() } }
     }
 
+    /// Returns once every loop has run what was handed to it before this call (`onSignal`,
+    /// `every`): those run on the loop, later. Not from a loop thread.
+    public func waitForLoops() {
+        let group = DispatchGroup()
+        for loop in loops {
+            group.enter()
+            loop.execute { group.leave() }
+        }
+        group.wait()
+    }
+
     /// Runs `handler` on the first loop whenever `signal` arrives.
     public func onSignal(_ signo: Int32, _ handler: @escaping () -> Void) {
         guard let loop = loops.first else { return }

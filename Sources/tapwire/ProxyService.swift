@@ -88,6 +88,9 @@ final class ProxyService: @unchecked Sendable {
             return 1
         }
         installSignalHandlers(engine: engine, pipeline: pipeline, writer: writer)
+        // Installed, not only queued: whoever waits for the line below (a test, a script,
+        // systemd via READY=1) may signal at once.
+        engine.waitForLoops()
         for a in engine.boundAddresses { print("listening on \(a)") }
         if engine.loopNiceError != 0 {
             Self.log("cannot lower the event loops' priority (log.loopNice): \(String(cString: strerror(engine.loopNiceError))); they run at the process's")
@@ -141,9 +144,11 @@ final class ProxyService: @unchecked Sendable {
     /// and a SIGKILL then would lose records already accepted. A stop that stalls (a hung
     /// disk) gets no more time.
     private func stopping(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter) {
-        if let notifier {
+        // A second SIGTERM or SIGINT changes nothing (the engine ignores it too).
+        if let notifier, stopTicker.withLock({ $0 == nil }) {
             notifier.stopping()
-            notifier.extendTimeout(seconds: current.withLock { $0.engine.drainTimeout } + Self.stopProgressGrace)
+            // The engine's drain time: a reload does not change it (it waits for a restart).
+            notifier.extendTimeout(seconds: engine.configuration.drainTimeout + Self.stopProgressGrace)
             let timer = DispatchSource.makeTimerSource(queue: .global())
             var last = -1
             timer.setEventHandler {
@@ -159,7 +164,7 @@ final class ProxyService: @unchecked Sendable {
         engine.shutdown()
     }
 
-    /// Before "listening on": whoever waits for that line may signal at once.
+    /// Before "listening on" (see `run`).
     private func installSignalHandlers(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter) {
         engine.onSignal(SIGTERM) { [self] in stopping(engine: engine, pipeline: pipeline, writer: writer) }
         engine.onSignal(SIGINT) { [self] in stopping(engine: engine, pipeline: pipeline, writer: writer) }
@@ -207,7 +212,7 @@ final class ProxyService: @unchecked Sendable {
             // a restart, so the running writer would switch to the new location either way.
             let running = current.withLock { $0.log }
             if fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName {
-                do { try RotatingFile.checkCanOpen(fresh.log) } catch {
+                do { try RotatingFile.checkCanOpen(fresh.log, current: running) } catch {
                     refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
                     return
                 }

@@ -53,6 +53,17 @@ final class CrashRecoveryTests: XCTestCase {
                       "the refused writer's recovery deleted the first one's temporary file")
         // Another file name in the same directory is another log.
         XCTAssertNoThrow(try LogWriter(settings: LogSettings(directory: directory.path, fileName: "other.jsonl")).flushAndStop())
+        // SIGHUP to the same directory spelled another way is no conflict with oneself.
+        let alias = directory.path + "-alias"
+        XCTAssertNoThrow(try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: directory.path))
+        defer { try? FileManager.default.removeItem(atPath: alias) }
+        let aliased = LogSettings(directory: alias, compress: true)
+        XCTAssertNoThrow(try RotatingFile.checkCanOpen(aliased, current: settings))
+        first.apply(aliased)
+        first.submit(LogTestFiles.record(1))
+        first.flush()
+        XCTAssertEqual(first.stats.written, 1)
+        XCTAssertEqual(first.stats.ioErrors, 0, first.stats.lastError ?? "")
         first.flushAndStop()
         XCTAssertNoThrow(try LogWriter(settings: settings).flushAndStop(), "the lock goes with the writer")
     }
