@@ -1,6 +1,16 @@
 import Foundation
 import XCTest
 
+/// Whether `file` holds `text` within 10 s (the writer batches, so a record lands a little late).
+func fileEventually(_ file: URL, contains text: String) -> Bool {
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+        if ((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(text) { return true }
+        usleep(50_000)
+    }
+    return false
+}
+
 /// Every line of every log file in `directory` (rotated, compressed, active), oldest first.
 func logLines(_ directory: URL) throws -> [String] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
@@ -126,14 +136,7 @@ final class RecordEndToEndTests: XCTestCase {
         kill(proxy.process.processIdentifier, SIGUSR1)
         XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("reopening") })
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=after"])
-        let deadline = Date().addingTimeInterval(10)
-        var text = ""
-        while Date() < deadline {
-            text = (try? String(contentsOf: active, encoding: .utf8)) ?? ""
-            if text.contains("step=after") { break }
-            usleep(50_000)
-        }
-        XCTAssertTrue(text.contains("step=after"), "the reopened file lacks the new record")
+        XCTAssertTrue(fileEventually(active, contains: "step=after"), "the reopened file lacks the new record")
     }
 }
 
@@ -216,14 +219,7 @@ extension ReloadEndToEndTests {
         kill(proxy.process.processIdentifier, SIGHUP)
         XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("log.maxFiles") })
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&step=after"])
-        let deadline = Date().addingTimeInterval(10)
-        var text = ""
-        while Date() < deadline {
-            text = (try? String(contentsOf: active, encoding: .utf8)) ?? ""
-            if text.contains("step=after") { break }
-            usleep(50_000)
-        }
-        XCTAssertTrue(text.contains("step=after"), "the record went to the renamed file")
+        XCTAssertTrue(fileEventually(active, contains: "step=after"), "the record went to the renamed file")
         XCTAssertEqual(proxy.stop(), 0)
     }
 }
