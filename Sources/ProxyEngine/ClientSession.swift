@@ -175,6 +175,10 @@ final class ClientSession {
             return
         }
         switch form {
+        case .absolute(let authority, let originTarget)
+            where interceptedAuthority == nil && engine.isOwnAdminRequest(authority, target: originTarget):
+            if framing != .none { closeWhenFlushed = true }
+            answerAdmin(head: head, path: originTarget)
         case .absolute(let authority, let originTarget):
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
             exchange = ex

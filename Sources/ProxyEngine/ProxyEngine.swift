@@ -51,6 +51,20 @@ public final class ProxyEngine: @unchecked Sendable {
 
     func metricsText() -> String { metrics.prometheusText() + (additionalMetrics?() ?? "") }
 
+    /// `http://<this proxy>/healthz` (or `/metrics`) sent through the proxy, as curl does with
+    /// HTTP_PROXY set and NO_PROXY unset: answered like the origin-form request, not refused
+    /// as a loop (508). Only an IP literal or `localhost` is checked: the loop is on the event
+    /// loop and resolving a name is not.
+    func isOwnAdminRequest(_ authority: HTTPAuthority, target: String) -> Bool {
+        let bare = target.split(separator: "?", maxSplits: 1).first ?? ""
+        guard bare == "/healthz" || bare == "/metrics" else { return false }
+        let hosts = authority.host.lowercased() == "localhost" ? ["127.0.0.1", "::1"] : [authority.host]
+        return hosts.contains { host in
+            let text = host.contains(":") ? "[\(host)]:\(authority.port)" : "\(host):\(authority.port)"
+            return SocketAddress(parsing: text).map(isOwnListener) ?? false
+        }
+    }
+
     /// Whether a resolved origin address is one of our own listeners (a request loop).
     func isOwnListener(_ address: SocketAddress) -> Bool {
         boundAddresses.contains { bound in

@@ -194,8 +194,19 @@ final class ProxyEndToEndTests: XCTestCase {
     }
 
     func testRequestToOwnListenerGets508() throws {
-        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", "\n%{http_code}", "http://127.0.0.1:\(proxy.port)/healthz"])
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", "\n%{http_code}", "http://127.0.0.1:\(proxy.port)/anything"])
         XCTAssertTrue(r.text.hasSuffix("508"), r.text)
+    }
+
+    /// With HTTP_PROXY set and NO_PROXY unset (as README says, to inspect loopback), curl
+    /// sends `/healthz` to the proxy in absolute form: it is answered, not a 508 loop.
+    func testOwnEndpointsThroughTheProxyAreAnswered() throws {
+        for host in ["127.0.0.1", "localhost"] {
+            let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", " %{http_code}", "http://\(host):\(proxy.port)/healthz"])
+            XCTAssertEqual(r.text, "ok\n 200", host)
+        }
+        let metrics = try curlViaProxy(proxy.proxyURL, ["-s", "http://127.0.0.1:\(proxy.port)/metrics"])
+        XCTAssertTrue(metrics.text.contains("tapwire_"), metrics.text)
     }
 
     func testHealthzAndOriginFormHint() throws {
