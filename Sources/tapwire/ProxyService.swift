@@ -21,10 +21,13 @@ final class ProxyService: @unchecked Sendable {
     private let configPath: String?
     private let flags: (listen: String?, logDirectory: String?)
     private let current: Mutex<TapwireConfiguration>
+    /// What the engine started with: settings that change only at a restart keep these values.
+    private let started: TapwireConfiguration
     private let notifier = SystemdNotifier()
 
     init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?) {
         self.current = Mutex(configuration)
+        self.started = configuration
         self.configPath = configPath
         self.flags = (listenFlag, logDirectoryFlag)
     }
@@ -217,24 +220,26 @@ final class ProxyService: @unchecked Sendable {
                     return
                 }
             }
-            let old = current.withLock { c -> TapwireConfiguration in let o = c; c = fresh; return o }
+            current.withLock { $0 = fresh }
             pipeline.replace(processor: Self.processor(for: fresh))
             writer.apply(fresh.log)
             pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
                            whenBehind: fresh.log.whenBehind)
             writer.reopen()
             // Named one by one: a reload that says "config reloaded" must not leave a narrowed
-            // access.allow or a tightened tls.insecureUpstream silently unapplied.
+            // access.allow or a tightened tls.insecureUpstream silently unapplied. Compared with
+            // what runs (the start-up values), not the previous file: a second reload still
+            // says so, and a file set back to the running values says nothing.
             var restartOnly: [String] = []
-            if fresh.engine.listen != old.engine.listen { restartOnly.append("listen") }
-            if fresh.engine.allow != old.engine.allow { restartOnly.append("access.allow") }
-            var oldLimits = old.engine, newLimits = fresh.engine
-            oldLimits.listen = []; newLimits.listen = []; oldLimits.allow = []; newLimits.allow = []
-            if newLimits != oldLimits { restartOnly.append("limits, timeouts, capture and log.loopNice") }
-            if fresh.tls != old.tls { restartOnly.append("tls") }
-            if fresh.logEnabled != old.logEnabled { restartOnly.append("log.enabled") }
+            if fresh.engine.listen != started.engine.listen { restartOnly.append("listen") }
+            if fresh.engine.allow != started.engine.allow { restartOnly.append("access.allow") }
+            var runningLimits = started.engine, newLimits = fresh.engine
+            runningLimits.listen = []; newLimits.listen = []; runningLimits.allow = []; newLimits.allow = []
+            if newLimits != runningLimits { restartOnly.append("limits, timeouts, capture or log.loopNice") }
+            if fresh.tls != started.tls { restartOnly.append("tls") }
+            if fresh.logEnabled != started.logEnabled { restartOnly.append("log.enabled") }
             if !restartOnly.isEmpty {
-                Self.log("SIGHUP: \(restartOnly.joined(separator: ", ")) keep their old values until a restart")
+                Self.log("SIGHUP: these differ from the running values, which stay until a restart: \(restartOnly.joined(separator: ", "))")
             }
             // The summary names the addresses still served, not the file's new ones.
             var live = fresh

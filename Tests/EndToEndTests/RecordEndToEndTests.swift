@@ -192,13 +192,30 @@ extension ReloadEndToEndTests {
         let changed: [String: Any] = ["listen": ["127.0.0.1:0"], "log": ["directory": proxy.logDirectory.path, "enabled": false],
                                       "access": ["allow": ["127.0.0.1/32"]], "tls": ["insecureUpstream": true]]
         try JSONSerialization.data(withJSONObject: changed).write(to: configURL)
+        let phrase = "differ from the running values, which stay until a restart"
         kill(proxy.process.processIdentifier, SIGHUP)
-        let line = proxy.stderr.waitFor { $0.contains("keep their old values until a restart") }
+        let line = proxy.stderr.waitFor { $0.contains(phrase) }
         XCTAssertNotNil(line)
         for name in ["access.allow", "tls", "log.enabled"] {
             XCTAssertTrue(line?.contains(name) ?? false, "\(name) missing: \(line ?? "")")
         }
-        XCTAssertFalse(line?.contains("listen,") ?? true, line ?? "")
+        XCTAssertFalse(line?.contains("listen") ?? true, line ?? "")
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("config reloaded") })
+
+        // The same file again: still not applied, so said again (it was compared with the
+        // previous file, and a second reload said only "config reloaded").
+        let before = proxy.stderr.all.filter { $0.contains(phrase) }.count
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(proxy.stderr.waitFor(count: before + 1) { $0.contains(phrase) },
+                      "a second reload of the same file no longer names the settings still waiting")
+
+        // Back to the running values: nothing waits, nothing is named.
+        let running: [String: Any] = ["listen": ["127.0.0.1:0"], "log": ["directory": proxy.logDirectory.path]]
+        try JSONSerialization.data(withJSONObject: running).write(to: configURL)
+        let reloads = proxy.stderr.all.filter { $0.contains("config reloaded") }.count
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(proxy.stderr.waitFor(count: reloads + 1) { $0.contains("config reloaded") })
+        XCTAssertEqual(proxy.stderr.all.filter { $0.contains(phrase) }.count, before + 1, proxy.stderr.all.joined(separator: "\n"))
         XCTAssertEqual(proxy.stop(), 0)
     }
 }

@@ -53,6 +53,17 @@ final class LineReader: @unchecked Sendable {
     }
 
     var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+
+    /// Waits until at least `count` lines satisfy `predicate`.
+    func waitFor(count: Int, timeout: Double = 20, _ predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        lock.lock(); defer { lock.unlock() }
+        while true {
+            if lines.filter(predicate).count >= count { return true }
+            if closed { return false }
+            if !lock.wait(until: deadline) { return false }
+        }
+    }
 }
 
 /// A `tapwire run` child process on an ephemeral loopback port.
