@@ -6,7 +6,7 @@ import TLSInterception
 // Exit codes (interfaces.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
 let usageText = """
 usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
-       tapwire check-config FILE
+       tapwire check-config FILE   (or --config FILE)
        tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
        tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
        tapwire env [--config FILE]
@@ -77,9 +77,11 @@ case "run":
                       listenFlag: f.values["--listen"], logDirectoryFlag: f.values["--log-dir"]).run())
 
 case "check-config":
-    let f = flags(rest, allowed: [])
-    guard f.positional.count == 1 else { fail("check-config needs exactly one FILE", code: 2) }
-    let path = f.positional[0]
+    // `--config FILE` too: every other command names its file that way.
+    let f = flags(rest, allowed: ["--config"])
+    let files = f.positional + (f.values["--config"].map { [$0] } ?? [])
+    guard files.count == 1 else { fail("check-config needs exactly one FILE", code: 2) }
+    let path = files[0]
     switch TapwireConfiguration.load(path: path) {
     case .success(let c):
         print("\(path): ok: \(c.summary)")

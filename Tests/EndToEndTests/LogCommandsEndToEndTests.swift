@@ -66,6 +66,8 @@ final class LogCommandsEndToEndTests: XCTestCase {
         let good = try runCommand(bin, ["check-config", packageRoot.appendingPathComponent("config/tapwire.json").path])
         XCTAssertEqual(good.status, 0, good.stderr)
         XCTAssertTrue(good.text.contains("ok"), good.text)
+        let flagged = try runCommand(bin, ["check-config", "--config", packageRoot.appendingPathComponent("config/tapwire.json").path])
+        XCTAssertEqual(flagged.status, 0, "--config FILE, as every other command takes it: \(flagged.stderr)")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-cc-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
