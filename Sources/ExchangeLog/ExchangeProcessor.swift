@@ -361,11 +361,21 @@ public struct ExchangeProcessor: Sendable {
             guard let equals = field.firstIndex(of: "=") else { return String(field) }
             let rawName = String(field[..<equals])
             let name = rawName.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? rawName
-            guard settings.redactJSONKeys.contains(name.lowercased()) else { return String(field) }
+            guard redactsFormField(named: name) else { return String(field) }
             changed = true
             return rawName + "=[redacted]"
         }
         return changed ? fields.joined(separator: "&") : nil
+    }
+
+    /// Whether a form field's (decoded) name is one `redact.jsonKeys` names: as a whole, or
+    /// as a part of the bracket notation Rails, PHP and qs use for nested fields
+    /// (`user[password]`, `items[0][token]`).
+    func redactsFormField(named name: String) -> Bool {
+        let lower = name.lowercased()
+        if settings.redactJSONKeys.contains(lower) { return true }
+        guard lower.contains("[") else { return false }
+        return lower.split(whereSeparator: { $0 == "[" || $0 == "]" }).contains { settings.redactJSONKeys.contains(String($0)) }
     }
 
     /// `redact.jsonKeys` applied to a serializer's value. A string value that is itself a JSON
@@ -396,7 +406,7 @@ public struct ExchangeProcessor: Sendable {
                 // body as JSON, whose objects the pairs pass leaves alone.
                 return keyRedactor.redacting(.array(pairs.map { pair in
                     guard case .array(let items) = pair, items.count == 2, case .string(let name) = items[0],
-                          settings.redactJSONKeys.contains(name.lowercased()) else { return pair }
+                          redactsFormField(named: name) else { return pair }
                     return .array([items[0], .string("[redacted]")])
                 }))
             }

@@ -549,15 +549,18 @@ final class ExchangeProcessorTests: XCTestCase {
             rules: [RecordFixture.rule("forms", .form)], redactJSONKeys: ["password", "token"]))
         let x = RecordFixture.exchange(
             method: "POST", requestHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
-            requestBody: Array("user=u&Password=SECRET-1&pass%77ord=SECRET-2&flag&token=".utf8),
+            requestBody: Array("user=u&Password=SECRET-1&pass%77ord=SECRET-2&flag&token=&user%5Bpassword%5D=SECRET-5".utf8),
             responseHeaders: [("Content-Type", "application/x-www-form-urlencoded")],
-            body: Array("a=1&TOKEN=SECRET-3".utf8))
+            body: Array("a=1&TOKEN=SECRET-3&items[0][token]=SECRET-6&passwords=kept".utf8))
         let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
         XCTAssertFalse(line.contains("SECRET"), line)
         let record = try ParsedRecord(Array(line.utf8))
-        XCTAssertEqual(record["/request/body"], .string("user=u&Password=[redacted]&pass%77ord=[redacted]&flag&token=[redacted]"))
+        XCTAssertEqual(record["/request/body"],
+                       .string("user=u&Password=[redacted]&pass%77ord=[redacted]&flag&token=[redacted]&user%5Bpassword%5D=[redacted]"))
+        // Bracket notation (Rails, PHP, qs) names nested fields: each part is a name.
         XCTAssertEqual(record["/result/success"], .array([
             .array([.string("a"), .string("1")]), .array([.string("TOKEN"), .string("[redacted]")]),
+            .array([.string("items[0][token]"), .string("[redacted]")]), .array([.string("passwords"), .string("kept")]),
         ]))
 
         // A JSON document sent with the form type and parsed by a json rule keeps key redaction.
