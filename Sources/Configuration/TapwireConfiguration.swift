@@ -229,7 +229,9 @@ public struct TapwireConfiguration: Sendable {
                     r.fail("\(mp).host", "expected a host name glob such as *.example.com (no scheme, port or path), found \"\(h)\"")
                 } else {
                     // Request hosts lose a trailing dot (an absolute name); so does the pattern.
-                    match.host = Glob(h.count > 1 && h.hasSuffix(".") ? String(h.dropLast()) : h, caseInsensitive: true)
+                    // Only after a label: `*.` would otherwise become `*`, every host.
+                    let absolute = h.count > 1 && h.hasSuffix(".") && !h.hasSuffix("*.")
+                    match.host = Glob(absolute ? String(h.dropLast()) : h, caseInsensitive: true)
                 }
             }
             if let p = r.string(m["path"], "\(mp).path") {

@@ -25,13 +25,15 @@ final class LogLocationLock {
         fd = opened
     }
 
-    /// Whether two layouts name one lock file (one directory spelled two ways: a symlink,
-    /// `x/../logs`): flock conflicts between two opens even in one process, so a switch
-    /// between them keeps the lock it holds instead of refusing itself.
-    static func sameLocation(_ a: LogFileLayout, _ b: LogFileLayout) -> Bool {
-        var sa = stat(), sb = stat()
-        guard stat(path(a), &sa) == 0, stat(path(b), &sb) == 0 else { return false }
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+    /// Whether `layout`'s lock file is the very file this lock holds (one directory spelled
+    /// two ways: a symlink, `x/../logs`): flock conflicts between two opens even in one
+    /// process, so a switch to it keeps this lock instead of refusing itself. Compared with
+    /// the open descriptor, not a path: a symlink repointed since could name another
+    /// process's lock file.
+    func holds(_ layout: LogFileLayout) -> Bool {
+        var held = stat(), named = stat()
+        guard fd >= 0, fstat(fd, &held) == 0, stat(Self.path(layout), &named) == 0 else { return false }
+        return held.st_dev == named.st_dev && held.st_ino == named.st_ino
     }
 
     static func path(_ layout: LogFileLayout) -> String { layout.directory + "/." + layout.fileName + ".lock" }

@@ -123,7 +123,8 @@ public final class LogWriter: @unchecked Sendable {
 
     // Writer-thread state.
     private var file: RotatingFile
-    /// The lock on `file`'s location; the writer thread swaps both, `flushAndStop` releases it.
+    /// The lock on `file`'s location; the writer thread swaps both (the lock under
+    /// `condition`, since `holdsLock` reads it), `flushAndStop` releases it.
     private var locationLock: LogLocationLock
     private var unreportedLoss = 0
     private var lossReasons: [String] = []
@@ -283,6 +284,12 @@ public final class LogWriter: @unchecked Sendable {
         locationLock.release()
     }
 
+    /// Whether `settings` name the log file whose lock this writer holds (under any spelling):
+    /// SIGHUP's check of a new location must not take that lock a second time.
+    public func holdsLock(for settings: LogSettings) -> Bool {
+        condition.withLock { locationLock.holds(LogFileLayout(settings: settings)) }
+    }
+
     /// Blocks until the archiver has compressed and pruned everything rotated so far.
     public func waitForArchiving() {
         archiver.waitUntilIdle()
@@ -415,7 +422,7 @@ public final class LogWriter: @unchecked Sendable {
         // have taken it since, and then the old file stays. The same lock file under another
         // spelling keeps the lock held.
         var newLock: LogLocationLock?
-        if !LogLocationLock.sameLocation(newLayout, file.layout) {
+        if !condition.withLock({ locationLock.holds(newLayout) }) {
             do throws(LogIOError) {
                 newLock = try LogLocationLock(newLayout, fileSystem: LogFileSystem(faults: faults))
             } catch {
@@ -426,8 +433,10 @@ public final class LogWriter: @unchecked Sendable {
         do { try file.sync() } catch { failures.append(error) }
         file.close()
         if let newLock {
-            locationLock.release()
-            locationLock = newLock
+            condition.withLock {
+                locationLock.release()
+                locationLock = newLock
+            }
         }
         file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults)
         do { try file.open() } catch { failures.append(error) }

@@ -63,15 +63,14 @@ public final class RotatingFile {
     /// file: SIGHUP checks a new log location this way before switching to it, since the
     /// writer closes the old file first and a location it cannot open would lose every
     /// record until the next reload.
-    /// - Parameter current: the location written now; its own lock is no obstacle.
-    public static func checkCanOpen(_ settings: LogSettings, current: LogSettings? = nil) throws(LogIOError) {
+    /// - Parameter lockHeld: this process's writer holds the location's lock already
+    ///   (`LogWriter.holdsLock`); taking it again would conflict with itself.
+    public static func checkCanOpen(_ settings: LogSettings, lockHeld: Bool = false) throws(LogIOError) {
         let layout = LogFileLayout(settings: settings)
         let fileSystem = LogFileSystem(faults: nil)
         try fileSystem.makeDirectories(layout.directory)
         // Taken and dropped at once: the writer takes it again when it switches.
-        if !(current.map { LogLocationLock.sameLocation(layout, LogFileLayout(settings: $0)) } ?? false) {
-            try LogLocationLock(layout, fileSystem: fileSystem).release()
-        }
+        if !lockHeld { try LogLocationLock(layout, fileSystem: fileSystem).release() }
         Glibc.close(try fileSystem.openAppend(layout.activePath))
     }
 

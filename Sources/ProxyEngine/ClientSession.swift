@@ -170,15 +170,19 @@ final class ClientSession {
                          error.reason, close: true)
             return
         }
+        // Tapwire's own endpoints, also when asked through the proxy: never held, since a
+        // health check matters most while the log is behind.
+        if case .absolute(let authority, let originTarget) = form, interceptedAuthority == nil,
+           engine.isOwnAdminRequest(authority, target: originTarget) {
+            if framing != .none { closeWhenFlushed = true }
+            answerAdmin(head: head, path: originTarget)
+            return
+        }
         if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: interceptedAuthority != nil) {
             hold(head)
             return
         }
         switch form {
-        case .absolute(let authority, let originTarget)
-            where interceptedAuthority == nil && engine.isOwnAdminRequest(authority, target: originTarget):
-            if framing != .none { closeWhenFlushed = true }
-            answerAdmin(head: head, path: originTarget)
         case .absolute(let authority, let originTarget):
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
             exchange = ex

@@ -215,7 +215,7 @@ final class ProxyService: @unchecked Sendable {
             // a restart, so the running writer would switch to the new location either way.
             let running = current.withLock { $0.log }
             if fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName {
-                do { try RotatingFile.checkCanOpen(fresh.log, current: running) } catch {
+                do { try RotatingFile.checkCanOpen(fresh.log, lockHeld: writer.holdsLock(for: fresh.log)) } catch {
                     refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
                     return
                 }

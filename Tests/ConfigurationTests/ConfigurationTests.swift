@@ -90,6 +90,8 @@ final class ConfigurationTests: XCTestCase {
         let c = try? parse(#"{"rules": [{"name": "a", "match": {"host": "api.example.com.", "contentType": "application/json; charset=utf-8"}, "serializer": {"type": "json"}}]}"#).get()
         XCTAssertEqual(c?.rules.first?.match.contentType?.first?.matches("application/json"), true)
         XCTAssertEqual(c?.rules.first?.match.host?.matches("api.example.com"), true)
+        let star = try? parse(#"{"rules": [{"name": "a", "match": {"host": "*."}, "serializer": {"type": "json"}}]}"#).get()
+        XCTAssertEqual(star?.rules.first?.match.host?.matches("example.com"), false, "`*.` is not `*`")
     }
 
     /// Each serializer option belongs to one serializer; on another it is an error, not a no-op.

@@ -58,12 +58,14 @@ final class CrashRecoveryTests: XCTestCase {
         XCTAssertNoThrow(try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: directory.path))
         defer { try? FileManager.default.removeItem(atPath: alias) }
         let aliased = LogSettings(directory: alias, compress: true)
-        XCTAssertNoThrow(try RotatingFile.checkCanOpen(aliased, current: settings))
+        XCTAssertTrue(first.holdsLock(for: aliased))
+        XCTAssertNoThrow(try RotatingFile.checkCanOpen(aliased, lockHeld: first.holdsLock(for: aliased)))
         first.apply(aliased)
         first.submit(LogTestFiles.record(1))
         first.flush()
         XCTAssertEqual(first.stats.written, 1)
         XCTAssertEqual(first.stats.ioErrors, 0, first.stats.lastError ?? "")
+        XCTAssertThrowsError(try LogWriter(settings: settings), "the lock is still held after the switch")
         first.flushAndStop()
         XCTAssertNoThrow(try LogWriter(settings: settings).flushAndStop(), "the lock goes with the writer")
     }

@@ -27,10 +27,14 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertTrue(client.read(timeout: 0.3).bytes.isEmpty, "a held request was answered")
         XCTAssertEqual(proxy.sink.events.count, 1, "a held request reached the origin")
 
-        // Tapwire's own endpoints answer while traffic is held.
-        let admin = try RawClient(port: proxy.port)
-        admin.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        XCTAssertEqual(admin.readResponses(1, timeout: 5).first.map { $0.head.hasPrefix("HTTP/1.1 200") }, true)
+        // Tapwire's own endpoints answer while traffic is held, asked directly or through
+        // the proxy itself (absolute form, as curl does with HTTP_PROXY set).
+        for request in ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                        "GET http://127.0.0.1:\(proxy.port)/healthz HTTP/1.1\r\nHost: 127.0.0.1:\(proxy.port)\r\n\r\n"] {
+            let admin = try RawClient(port: proxy.port)
+            admin.send(request)
+            XCTAssertEqual(admin.readResponses(1, timeout: 5).first.map { $0.head.hasPrefix("HTTP/1.1 200") }, true, request)
+        }
 
         proxy.sink.catchUp()
         let answers = client.readResponses(2)
