@@ -125,7 +125,7 @@ public final class LogWriter: @unchecked Sendable {
     private var file: RotatingFile
     /// The lock on `file`'s location; the writer thread swaps both (the lock under
     /// `condition`, since `holdsLock` reads it), `flushAndStop` releases it.
-    private var locationLock: LogLocationLock
+    private var locationLock: LogLocationLock?
     private var unreportedLoss = 0
     private var lossReasons: [String] = []
     private var lastSync: Double
@@ -136,18 +136,26 @@ public final class LogWriter: @unchecked Sendable {
 
     /// Opens the log file at once so a bad directory is reported at startup; later failures are
     /// counted as losses instead and retried.
+    /// - Parameter dormant: `log.enabled: false`: nothing in the log directory is created,
+    ///   locked or recovered, no thread runs, and every submit is counted lost (none comes:
+    ///   the engine has no sink then). Two forwarding-only instances may share a directory.
     public init(settings: LogSettings, clock: @escaping LogClock = SystemLogClock.now,
-                faults: LogFaultInjector? = nil) throws(LogIOError) {
+                faults: LogFaultInjector? = nil, dormant: Bool = false) throws(LogIOError) {
         self.clock = clock
         self.faults = faults
         self.capacity = settings.queueCapacity
         self.byteCapacity = settings.queueByteCapacity
         // Before the file queues its start-up recovery, which must not run in another
         // process's log.
-        self.locationLock = try LogLocationLock(LogFileLayout(settings: settings), fileSystem: LogFileSystem(faults: faults))
+        self.locationLock = dormant ? nil : try LogLocationLock(LogFileLayout(settings: settings), fileSystem: LogFileSystem(faults: faults))
         self.archiver = LogArchiver(faults: faults)
-        self.file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults)
+        self.file = RotatingFile(settings: settings, clock: clock, archiver: archiver, faults: faults, recover: !dormant)
         self.lastSync = LogWriter.monotonicNow()
+        if dormant {
+            stopping = true
+            finished = true
+            return
+        }
         do {
             try file.open()
         } catch {
@@ -281,13 +289,13 @@ public final class LogWriter: @unchecked Sendable {
         while !finished { condition.wait() }
         condition.unlock()
         archiver.stop()
-        locationLock.release()
+        condition.withLock { locationLock?.release() }
     }
 
     /// Whether `settings` name the log file whose lock this writer holds (under any spelling):
     /// SIGHUP's check of a new location must not take that lock a second time.
     public func holdsLock(for settings: LogSettings) -> Bool {
-        condition.withLock { locationLock.holds(LogFileLayout(settings: settings)) }
+        condition.withLock { locationLock?.holds(LogFileLayout(settings: settings)) ?? false }
     }
 
     /// Blocks until the archiver has compressed and pruned everything rotated so far.
@@ -422,7 +430,7 @@ public final class LogWriter: @unchecked Sendable {
         // have taken it since, and then the old file stays. The same lock file under another
         // spelling keeps the lock held.
         var newLock: LogLocationLock?
-        if !condition.withLock({ locationLock.holds(newLayout) }) {
+        if !condition.withLock({ locationLock?.holds(newLayout) ?? false }) {
             do throws(LogIOError) {
                 newLock = try LogLocationLock(newLayout, fileSystem: LogFileSystem(faults: faults))
             } catch {
@@ -434,7 +442,7 @@ public final class LogWriter: @unchecked Sendable {
         file.close()
         if let newLock {
             condition.withLock {
-                locationLock.release()
+                locationLock?.release()
                 locationLock = newLock
             }
         }

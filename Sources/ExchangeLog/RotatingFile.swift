@@ -44,15 +44,18 @@ public final class RotatingFile {
 
     /// Does not touch the disk until `open()` or the first `write`, except to queue crash
     /// recovery (stale `.gz.tmp`, uncompressed rotated files) on the archiver.
+    /// - Parameter recover: false for a writer that never writes (`log.enabled: false`).
     public init(settings: LogSettings, clock: @escaping LogClock = SystemLogClock.now,
-                archiver: LogArchiver? = nil, faults: LogFaultInjector? = nil) {
+                archiver: LogArchiver? = nil, faults: LogFaultInjector? = nil, recover: Bool = true) {
         self.settings = settings
         self.layout = LogFileLayout(settings: settings)
         self.clock = clock
         self.fileSystem = LogFileSystem(faults: faults)
         self.archiver = archiver ?? LogArchiver(faults: faults)
         self.ownsArchiver = archiver == nil
-        self.archiver.enqueue(.recover(layout: layout, compress: settings.compress, maxFiles: settings.maxFiles))
+        if recover {
+            self.archiver.enqueue(.recover(layout: layout, compress: settings.compress, maxFiles: settings.maxFiles))
+        }
     }
 
     deinit {

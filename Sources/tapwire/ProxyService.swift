@@ -52,7 +52,7 @@ final class ProxyService: @unchecked Sendable {
         let config = current.withLock { $0 }
         let writer: LogWriter
         do {
-            writer = try LogWriter(settings: config.log)
+            writer = try LogWriter(settings: config.log, dormant: !config.logEnabled)
         } catch {
             Self.log("cannot write logs in \(config.log.resolvedDirectory): \(error)")
             return 1
@@ -212,9 +212,10 @@ final class ProxyService: @unchecked Sendable {
                 return
             }
             // Checked whether or not the new file enables logging: log.enabled applies only at
-            // a restart, so the running writer would switch to the new location either way.
+            // a restart, so the running writer would switch to the new location either way;
+            // a dormant writer (started with logging off) never writes, so there is nothing to check.
             let running = current.withLock { $0.log }
-            if fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName {
+            if started.logEnabled && (fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName) {
                 do { try RotatingFile.checkCanOpen(fresh.log, lockHeld: writer.holdsLock(for: fresh.log)) } catch {
                     refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
                     return

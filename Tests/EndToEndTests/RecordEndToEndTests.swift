@@ -304,6 +304,23 @@ extension ReloadEndToEndTests {
     }
 }
 
+extension ReloadEndToEndTests {
+    /// Forwarding only (`log.enabled: false`) touches no log file: two such proxies can share
+    /// a working directory, and neither creates, locks or recovers the log directory.
+    func testForwardingOnlyProxiesLeaveTheLogDirectoryAlone() throws {
+        let origin = try OriginServer()
+        let first = try TapwireProcess(config: ["log": ["enabled": false]])
+        let second = try TapwireProcess(config: ["log": ["enabled": false]], logDirectory: first.logDirectory)
+        for proxy in [first, second] {
+            let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(origin.base)/json"])
+            XCTAssertEqual(r.text, "200")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: first.logDirectory.path), "the log directory was created")
+        XCTAssertEqual(first.stop(), 0)
+        XCTAssertEqual(second.stop(), 0)
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
