@@ -65,8 +65,32 @@ public struct ExchangeProcessor: Sendable {
 
     /// Appends the `http` record to `buffer` (a worker encodes its whole batch into one).
     func encodeRecord(for exchange: CapturedExchange, id: String, into buffer: inout RecordBuffer) {
-        let outcome = self.outcome(for: exchange)
-        if let url = redactingQuery(exchange.url) {
+        let start = buffer.count
+        var outcome = self.outcome(for: exchange)
+        let url = redactingQuery(exchange.url)
+        encodeHTTPRecord(exchange, url: url, id: id, outcome: outcome, into: &buffer)
+        // Escaping can make a value six times its decoded size (`\u0001` per control byte, in
+        // event-stream data, form values, plist strings): past the bound the values go and
+        // the record says why, so one response cannot fill the writer's queue.
+        let size = buffer.count - start
+        guard size > maxRecordBytes else { return }
+        buffer.truncate(to: start)
+        let tooLarge = ErrorLogFields(
+            error: "responseSerializationFailed", reason: "recordTooLarge",
+            message: "the logged values would take \(size) bytes, past \(maxRecordBytes) (twice capture.maxDecodedBytes and 1 MiB)")
+        outcome.result = .failure(tooLarge)
+        if outcome.requestBody != nil { outcome.requestBody = .failure(tooLarge) }
+        outcome.body.truncated = true
+        encodeHTTPRecord(exchange, url: url, id: id, outcome: outcome, into: &buffer)
+    }
+
+    /// The largest `http` record written with its values: room for a body and a request body
+    /// at the decode limit, and for both heads.
+    var maxRecordBytes: Int { 2 * settings.decodeLimit + 1 << 20 }
+
+    private func encodeHTTPRecord(_ exchange: CapturedExchange, url: String?, id: String, outcome: HTTPRecordOutcome,
+                                  into buffer: inout RecordBuffer) {
+        if let url {
             // Copied only when a query parameter is redacted (rare): a copy retains every field.
             var redacted = exchange
             redacted.url = url

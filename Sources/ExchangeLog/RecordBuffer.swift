@@ -50,6 +50,12 @@ struct RecordBuffer: ~Copyable {
         count += written
     }
 
+    /// Drops what was appended after `count` was `length` (a record re-encoded smaller).
+    mutating func truncate(to length: Int) {
+        precondition(length >= 0 && length <= count, "RecordBuffer.truncate: past the end")
+        count = length
+    }
+
     @inline(__always)
     mutating func append(_ byte: UInt8) {
         reserve(1)

@@ -355,6 +355,28 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(plain["/request/body/pin"], .string("1234"))
     }
 
+    /// Any value that escaping blows up (here event-stream data of control bytes) is dropped
+    /// past the record bound, with the reason; the record stays small and whole.
+    func testARecordPastTheBoundDropsItsValuesAndSaysWhy() throws {
+        let limit = 1 << 20
+        let processor = RecordFixture.processor(ProcessorSettings(decodeLimit: limit))
+        XCTAssertEqual(processor.maxRecordBytes, 3 << 20)
+        // 1 MiB of control bytes in one event's data: 6 MiB escaped.
+        let events = Array("data: ".utf8) + [UInt8](repeating: 0x01, count: limit - 8) + Array("\n\n".utf8)
+        let stream = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/event-stream")], body: events)
+        let bytes = processor.record(for: stream, id: "x")
+        XCTAssertLessThan(bytes.count, 8192, "the record kept its escaped values")
+        let record = try ParsedRecord(bytes)
+        XCTAssertEqual(record["/result/failure/reason"], .string("recordTooLarge"))
+        XCTAssertEqual(record["/data/truncated"], .bool(true))
+        XCTAssertEqual(record["/data/size"], .number(String(events.count)), "the sizes stay what was seen")
+
+        // Under the bound nothing changes.
+        let short = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/event-stream")],
+                                           body: Array("data: \u{01}\n\n".utf8))
+        XCTAssertNotNil(try ParsedRecord(processor.record(for: short, id: "x"))["/result/success"])
+    }
+
     func testDecodeLimitTruncatesTheDecodedBody() throws {
         let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 5000)
         let exchange = RecordFixture.exchange(
