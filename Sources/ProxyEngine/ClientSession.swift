@@ -256,15 +256,14 @@ final class ClientSession {
     // MARK: admin endpoints (origin-form requests to the proxy itself)
 
     private func answerAdmin(head: HTTPRequestHead, path: String) {
-        let bare = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
         let close = head.wantsClose || closeWhenFlushed
-        switch bare {
-        case "/healthz":
+        switch AdminEndpoint(target: path) {
+        case .health:
             respond(status: 200, reason: "OK", body: "ok\n", close: close, headOnly: head.method == "HEAD")
-        case "/metrics":
+        case .metrics:
             respond(status: 200, reason: "OK", body: engine.metricsText(),
                     extraHeaders: [("Content-Type", "text/plain; version=0.0.4")], close: close, headOnly: head.method == "HEAD")
-        default:
+        case nil:
             respond(status: 400, reason: "Bad Request",
                     body: "Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(engine.primaryListenText)). Its own endpoints are /healthz and /metrics.\n",
                     close: close)

@@ -56,9 +56,7 @@ public final class ProxyEngine: @unchecked Sendable {
     /// as a loop (508). Only an IP literal or `localhost` is checked: the loop is on the event
     /// loop and resolving a name is not.
     func isOwnAdminRequest(_ authority: HTTPAuthority, target: String) -> Bool {
-        // Runs for every absolute-form request on the loop: the path before any query, no copy.
-        let bare = target.prefix { $0 != "?" }
-        guard bare == "/healthz" || bare == "/metrics" else { return false }
+        guard AdminEndpoint(target: target) != nil else { return false }
         let hosts = authority.host.lowercased() == "localhost" ? ["127.0.0.1", "::1"] : [authority.host]
         return hosts.contains { host in
             let text = host.contains(":") ? "[\(host)]:\(authority.port)" : "\(host):\(authority.port)"
