@@ -7,6 +7,15 @@ import Glibc
 /// Compresses rotated files and enforces retention on its own thread, so a 64 MiB deflate never
 /// holds up the writer. Jobs run one at a time in the order they were queued, which keeps
 /// retention from racing a compression.
+///
+/// The deflating itself runs in steps on an idle-priority thread (`IdlePriorityThread`): it
+/// costs about a microsecond a small record, CPU that the loops and workers of a busy proxy
+/// lack, and it can wait for idle time. The archiver runs the steps itself, at normal
+/// priority, once it is behind: another rotated file is queued behind the one in progress
+/// (so at most about two plain files wait), or it is stopping. A step already handed to the
+/// idle thread is then abandoned rather than awaited (a starved idle-class thread can wait
+/// seconds for the CPU): the file is compressed again from its start into a new temporary
+/// file, and the abandoned step writes at most one more chunk into the unlinked old one.
 public final class LogArchiver: @unchecked Sendable {
     enum Job {
         /// Compress one freshly rotated file, then apply retention.
@@ -26,6 +35,12 @@ public final class LogArchiver: @unchecked Sendable {
     private var failureCount = 0
     private var lastFailureText: String?
     private let fileSystem: LogFileSystem
+    private let deflater = IdlePriorityThread(name: "tapwire-deflate")
+    /// Tests: called after each compression step, with whether it ran at idle priority
+    /// (`nil`: an idle-priority step was abandoned).
+    var stepHook: (@Sendable (_ idlePriority: Bool?) -> Void)?
+    /// How often the archiver checks whether it fell behind while an idle-priority step runs.
+    private let behindCheckInterval = 0.05
 
     public init(faults: LogFaultInjector? = nil) {
         fileSystem = LogFileSystem(faults: faults)
@@ -69,6 +84,43 @@ public final class LogArchiver: @unchecked Sendable {
         condition.broadcast()
         while threadStarted && !threadFinished { condition.wait() }
         condition.unlock()
+        deflater.stop()
+    }
+
+    private enum IdleStep {
+        /// The step ran at idle priority: whether the file is done.
+        case ran(Bool)
+        case failed(LogIOError)
+        /// The archiver fell behind while it waited: the compressor is left to the idle thread.
+        case abandoned
+        /// The idle thread is still busy with an abandoned step: run this one here.
+        case unavailable
+    }
+
+    private func idleStep(_ compressor: GzipFileCompressor) -> IdleStep {
+        let outcome = StepOutcome()
+        guard deflater.tryStart({ outcome.set(Result { () throws(LogIOError) in try compressor.step() }) }) else {
+            return .unavailable
+        }
+        while !deflater.waitUntilDone(timeout: behindCheckInterval) {
+            if behind {
+                compressor.cancel()
+                return .abandoned
+            }
+        }
+        switch outcome.value {
+        case .success(let done)?: return .ran(done)
+        case .failure(let error)?: return .failed(error)
+        case nil: return .unavailable  // not reached: the work sets it before finishing
+        }
+    }
+
+    /// Whether compression should stop waiting for idle time: another rotated file is queued
+    /// behind the one in progress, or the archiver is stopping.
+    private var behind: Bool {
+        condition.withLock {
+            stopping || jobs.contains { if case .compress = $0 { true } else { false } }
+        }
     }
 
     private func run() {
@@ -125,8 +177,27 @@ public final class LogArchiver: @unchecked Sendable {
         guard fileSystem.exists(path) else { return }  // retention removed it first
         let temporary = path + ".gz.tmp"
         let final = path + ".gz"
-        do {
-            try Gzip.compressFile(path, to: temporary, fileSystem: fileSystem)
+        do throws(LogIOError) {
+            var compressor = try GzipFileCompressor(path, to: temporary, fileSystem: fileSystem)
+            var done = false
+            while !done {
+                switch behind ? .unavailable : idleStep(compressor) {
+                case .ran(let finished):
+                    done = finished
+                    stepHook?(true)
+                case .failed(let error):
+                    throw error
+                case .abandoned:
+                    // A new inode under the same name: the abandoned step's last writes go to
+                    // the old one.
+                    _ = Glibc.unlink(temporary)
+                    compressor = try GzipFileCompressor(path, to: temporary, fileSystem: fileSystem)
+                    stepHook?(nil)
+                case .unavailable:
+                    done = try compressor.step()
+                    stepHook?(false)
+                }
+            }
             try fileSystem.rename(temporary, final)
             try fileSystem.syncDirectory(directory)
         } catch {
@@ -178,4 +249,13 @@ public final class LogArchiver: @unchecked Sendable {
         try? fileSystem.syncDirectory(layout.directory)
         return failures
     }
+}
+
+/// An idle-priority step's result, written on that thread and read by the archiver after
+/// `IdlePriorityThread.waitUntilDone` (whose lock orders the two).
+private final class StepOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<Bool, LogIOError>?
+    func set(_ value: Result<Bool, LogIOError>) { lock.withLock { result = value } }
+    var value: Result<Bool, LogIOError>? { lock.withLock { result } }
 }

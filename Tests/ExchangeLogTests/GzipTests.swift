@@ -9,7 +9,7 @@ final class GzipTests: XCTestCase {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let plain = directory.path + "/in.jsonl", packed = directory.path + "/in.jsonl.gz"
-        FileManager.default.createFile(atPath: plain, contents: Data(bytes))
+        XCTAssertTrue(FileManager.default.createFile(atPath: plain, contents: Data(bytes)))
         try Gzip.compressFile(plain, to: packed, fileSystem: LogFileSystem())
         let compressed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: packed)))
         XCTAssertEqual(Array(compressed.prefix(2)), [0x1F, 0x8B], "gzip magic", file: file, line: line)
@@ -30,6 +30,18 @@ final class GzipTests: XCTestCase {
         for size in [Gzip.chunkSize - 1, Gzip.chunkSize, Gzip.chunkSize + 1, 3 * Gzip.chunkSize + 17] {
             var bytes: [UInt8] = []
             while bytes.count < size { bytes += line }
+            try roundTrip(Array(bytes.prefix(size)))
+        }
+    }
+
+    /// The archiver compresses in steps of `stepBytes`: output must not depend on where
+    /// the steps fall.
+    func testStepBoundaries() throws {
+        let line = Array(#"{"id":"000001a236ff2ec1-024295","kind":"http","result":{"success":{"score":0.97}}}"#.utf8) + [0x0A]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2 * GzipFileCompressor.stepBytes + 1)
+        while bytes.count < 2 * GzipFileCompressor.stepBytes + 1 { bytes += line }
+        for size in [GzipFileCompressor.stepBytes, 2 * GzipFileCompressor.stepBytes + 1] {
             try roundTrip(Array(bytes.prefix(size)))
         }
     }
