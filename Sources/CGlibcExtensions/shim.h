@@ -5,6 +5,9 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // Linux's value; <sched.h> shows the name only under _GNU_SOURCE.
 #ifndef SCHED_IDLE
@@ -33,4 +36,20 @@ static inline int tapwire_make_current_thread_idle_priority(void) {
 /// Whether the calling thread runs in SCHED_IDLE (tests).
 static inline int tapwire_current_thread_is_idle_priority(void) {
     return sched_getscheduler(0) == SCHED_IDLE;
+}
+
+/// The calling thread's kernel id (what `setpriority(PRIO_PROCESS, tid, …)` names).
+static inline int tapwire_current_thread_id(void) {
+    return (int)syscall(SYS_gettid);
+}
+
+/// Raises thread `tid`'s nice value by `steps` (capped at 19): 0, or the errno. Linux keeps
+/// nice per thread, and any thread of the process may raise another's without privilege
+/// (lowering it again would need CAP_SYS_NICE).
+static inline int tapwire_raise_thread_nice(int tid, int steps) {
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (current == -1 && errno != 0) return errno;
+    int target = current + steps > 19 ? 19 : current + steps;
+    return setpriority(PRIO_PROCESS, (id_t)tid, target) == 0 ? 0 : errno;
 }

@@ -64,6 +64,9 @@ public final class ExchangePipeline: @unchecked Sendable {
     private var maxPendingBytes: Int
     private var whenBehind: WhenBehind
     private var caughtUpHandlers: [@Sendable () -> Void] = []
+    private var backlogHandler: (@Sendable () -> Void)?
+    /// The backlog handler ran (it runs once per pipeline).
+    private let backlogSeen = Atomic<Bool>(false)
     /// Written under `condition`, read by the loops without it.
     private let behind = Atomic<Bool>(false)
     /// Largest batch one worker takes, so other workers get a share under load.
@@ -136,6 +139,19 @@ public final class ExchangePipeline: @unchecked Sendable {
         condition.withLock { caughtUpHandlers.append(handler) }
     }
 
+    /// Registers `handler`, called once on a worker thread the first time decoding or writing
+    /// falls behind: an eighth of a decode bound waiting (`log.decodeQueueCapacity`,
+    /// `log.decodeQueueBytes`), or of the writer's (`LogWriter.isBacklogged`), or a record
+    /// dropped. The engine lowers the loops' priority then (`log.loopNice`).
+    public func onFirstBacklog(_ handler: @escaping @Sendable () -> Void) {
+        condition.withLock { backlogHandler = handler }
+    }
+
+    /// Under `condition`: whether the decode queue holds an eighth of a bound.
+    private var decodeQueueBacklogged: Bool {
+        queue.count * 8 >= max(8, maxPending) || queuedBytes * 8 >= max(8, maxPendingBytes)
+    }
+
     /// SIGHUP: new bounds and policy apply to the next `accept`. Switching to `.drop`
     /// releases held clients at once.
     public func apply(maxPending: Int, maxPendingBytes: Int, whenBehind: WhenBehind) {
@@ -188,6 +204,9 @@ public final class ExchangePipeline: @unchecked Sendable {
                 }
             }
             if queue.isEmpty && stopping { condition.unlock(); return }
+            // Before the batch leaves the queue: how far behind decoding is.
+            let firstBacklog = !backlogSeen.load(ordering: .relaxed) ? backlogHandler : nil
+            let decodeBehind = firstBacklog != nil && (decodeQueueBacklogged || droppedCount.load(ordering: .relaxed) > 0)
             // Usually the whole queue fits a batch: swap arrays rather than copy the events
             // out (a retain and a release of every string in them) and shift the rest.
             // Moved out, not shared: a shared array would be copied by the append below.
@@ -243,6 +262,9 @@ public final class ExchangePipeline: @unchecked Sendable {
             let lines = RecordBatch(bytes: Array(buffer.bytes), ends: ends)
             writer.submit(lines, waitingForRoom: waitForWriter)
             processedCount.add(lines.count, ordering: .relaxed)
+            if let firstBacklog, decodeBehind || writer.isBacklogged, !backlogSeen.exchange(true, ordering: .relaxed) {
+                firstBacklog()
+            }
             lastWork = Date()
 
             condition.lock()

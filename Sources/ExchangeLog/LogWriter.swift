@@ -179,6 +179,12 @@ public final class LogWriter: @unchecked Sendable {
         return submit(batch) == 1
     }
 
+    /// Whether the queue holds an eighth of either bound: the writer is falling behind (the
+    /// pipeline's cue to lower the event loops' priority).
+    public var isBacklogged: Bool {
+        condition.withLock { queueCount * 8 >= max(8, capacity) || queueBytes * 8 >= max(8, byteCapacity) || overflowLost > 0 }
+    }
+
     /// Queues the records of `batch` that fit (from the front) under one lock and one
     /// wake-up (a serialization worker submits what it encoded together); the rest are
     /// counted lost. Returns how many were queued.

@@ -34,8 +34,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// `capture.requestBodies`: copy request bodies too.
     public var captureRequestBodies: Bool = true
     /// `log.loopNice`: nice steps the event loop threads take below the process's other
-    /// threads, so that a saturated CPU goes first to decoding and writing the exchanges
-    /// already accepted (Linux keeps a nice value per thread). 0 leaves them equal.
+    /// threads once decoding falls behind (`ProxyEngine.lowerLoopPriority`), so that a
+    /// saturated CPU goes first to decoding and writing the exchanges already accepted
+    /// (Linux keeps a nice value per thread). 0 leaves them equal.
     public var loopNice: Int = 0
     /// `limits.highWaterBytes`: output buffered for a slow reader before the other side stops
     /// being read (backpressure).

@@ -77,39 +77,32 @@ final class EventLoop: @unchecked Sendable {
         return dns
     }
 
-    /// Starts the loop's thread, `nice` steps nicer than the thread that calls this, and
-    /// returns once that is applied: 0, or the errno of a failed `setpriority`.
-    func start(nice: Int = 0) -> Int32 {
-        let applied = DispatchSemaphore(value: 0)
-        let niceError = Atomic<Int32>(0)
+    /// The loop thread's kernel id, set before `start` returns.
+    private(set) var threadID: Int32 = 0
+
+    /// Starts the loop's thread and returns once it runs.
+    func start() {
+        let running = DispatchSemaphore(value: 0)
         let t = Thread { [self] in
             // Shows in top -H and perf (Foundation's Thread.name sometimes never arrives: see the shim).
             _ = tapwire_name_current_thread("tapwire-loop-\(index)")
-            if nice > 0 { niceError.store(EventLoop.lowerThreadPriority(by: nice), ordering: .relaxed) }
-            applied.signal()
+            threadID = tapwire_current_thread_id()
+            running.signal()
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
             finished.signal()
         }
         t.stackSize = 1 << 20
         thread = t
         t.start()
-        applied.wait()
-        return niceError.load(ordering: .relaxed)
+        running.wait()
     }
 
-    /// Raises the calling thread's nice value by `steps` (capped at 19): 0, or errno.
-    /// Linux keeps nice per thread, and `who` 0 names the calling thread (the kernel's
-    /// `current`), so the process's other threads keep theirs. Raising it needs no
-    /// privilege; lowering it again would, which is why it is set once, at start. A thread
-    /// created from a loop (a Dispatch worker its async work spawns) inherits the value:
-    /// only background chores run there (the drain watcher, the idle heap trim).
-    static func lowerThreadPriority(by steps: Int) -> Int32 {
-        let which = __priority_which_t(PRIO_PROCESS.rawValue)
-        errno = 0
-        let current = getpriority(which, 0)
-        if current == -1 && errno != 0 { return errno }
-        let target = min(19, Int(current) + steps)
-        return setpriority(which, 0, Int32(target)) == 0 ? 0 : errno
+    /// Raises the loop thread's nice value by `steps` (capped at 19), from any thread: 0, or
+    /// errno. Raising it needs no privilege; lowering it again would, so this is for good.
+    /// A thread the loop creates later (a Dispatch worker its async work spawns) inherits
+    /// the value: only background chores run there (the drain watcher, the idle heap trim).
+    func lowerPriority(by steps: Int) -> Int32 {
+        Int32(tapwire_raise_thread_nice(threadID, Int32(steps)))
     }
 
     /// Runs `work` on the loop thread. Safe from any thread.

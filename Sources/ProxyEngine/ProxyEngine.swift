@@ -17,9 +17,8 @@ public final class ProxyEngine: @unchecked Sendable {
     private var listeners: [Listener] = []
     /// The addresses actually bound (port 0 resolved), in `listen` order.
     public private(set) var boundAddresses: [SocketAddress] = []
-    /// Set by `start` when a loop could not take `loopNice` (an errno): it then runs at
-    /// the process's priority, and traffic is unaffected.
-    public private(set) var loopNiceError: Int32 = 0
+    /// Whether `lowerLoopPriority` ran (once per process: nice cannot be lowered back).
+    private let loopsLowered = Atomic<Bool>(false)
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
@@ -119,10 +118,22 @@ public final class ProxyEngine: @unchecked Sendable {
         if let interceptor = tlsInterceptor, let base = loops.first?.base {
             Self.buildOpenSSLFilterMethods(base: base, interceptor: interceptor)
         }
+        for loop in loops { loop.start() }
+    }
+
+    /// Decoding fell behind: the loops run `loopNice` steps nicer from now on, so that a
+    /// saturated CPU goes first to logging the exchanges already accepted. Only once, and
+    /// for good (an unprivileged thread cannot lower its nice value back). Returns the loops
+    /// lowered and the errno of the first that could not be (it keeps its priority), or nil
+    /// when this already ran or `loopNice` is 0. Safe from any thread.
+    public func lowerLoopPriority() -> (lowered: Int, error: Int32)? {
+        guard configuration.loopNice > 0, !loopsLowered.exchange(true, ordering: .relaxed) else { return nil }
+        var lowered = 0, firstError: Int32 = 0
         for loop in loops {
-            let error = loop.start(nice: configuration.loopNice)
-            if error != 0 { loopNiceError = error }
+            let error = loop.lowerPriority(by: configuration.loopNice)
+            if error == 0 { lowered += 1 } else if firstError == 0 { firstError = error }
         }
+        return (lowered, firstError)
     }
 
     /// libevent_openssl builds its BIO method table on the first filter, without a lock

@@ -95,8 +95,17 @@ final class ProxyService: @unchecked Sendable {
         // systemd via READY=1) may signal at once.
         engine.waitForLoops()
         for a in engine.boundAddresses { print("listening on \(a)") }
-        if engine.loopNiceError != 0 {
-            Self.log("cannot lower the event loops' priority (log.loopNice): \(String(cString: strerror(engine.loopNiceError))); they run at the process's")
+        if config.logEnabled && engineConfig.loopNice > 0 {
+            let steps = engineConfig.loopNice
+            pipeline.onFirstBacklog { [weak engine] in
+                guard let (lowered, error) = engine?.lowerLoopPriority() else { return }
+                if error != 0 {
+                    Self.log("decoding fell behind; \(lowered) event loop(s) now run \(steps) nice steps below it (log.loopNice), "
+                             + "the others could not: \(String(cString: strerror(error)))")
+                } else {
+                    Self.log("decoding fell behind: the event loops now run \(steps) nice steps below it (log.loopNice) until restart")
+                }
+            }
         }
         fflush(stdout)
         if config.logEnabled {

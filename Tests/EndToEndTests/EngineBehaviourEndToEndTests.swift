@@ -52,19 +52,37 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         return nice
     }
 
-    /// `log.loopNice`: the loops run nicer than the decoding and writing threads (so a
-    /// saturated CPU finishes accepted records first), and as the others when nothing is logged.
-    func testEventLoopsRunNicerThanLogging() throws {
-        func niceByThread(_ config: [String: Any]) throws -> [String: Int] {
-            try niceByThreadName(of: TapwireProcess(config: config), waitingFor: ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"])
+    /// `log.loopNice`: once decoding falls behind, the loops run nicer than the decoding and
+    /// writing threads (so a saturated CPU finishes accepted records first); until then, and
+    /// when nothing is logged, as the others.
+    func testEventLoopsRunNicerThanLoggingOnceDecodingFallsBehind() throws {
+        let origin = try OriginServer()
+        func niceByThread(_ config: [String: Any], path: String = "/json", requests: Int = 1) throws -> ([String: Int], TapwireProcess) {
+            let proxy = try TapwireProcess(config: config)
+            for _ in 0..<requests {
+                let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)\(path)"])
+                XCTAssertEqual(r.status, 0, r.stderr)
+            }
+            let logged = config["log"].flatMap({ ($0 as? [String: Any])?["enabled"] as? Bool }) != false
+            if logged { XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains(path) }) }
+            return (try niceByThreadName(of: proxy, waitingFor: ["tapwire-loop-0"] + (logged ? ["tapwire-writer"] : [])), proxy)
         }
-        let byDefault = try niceByThread([:])
-        let base = try XCTUnwrap(byDefault["tapwire-writer"], "\(byDefault)")
-        XCTAssertEqual(byDefault["tapwire-ser-0"], base, "\(byDefault)")
-        XCTAssertEqual(byDefault["tapwire-loop-0"], min(19, base + 5), "\(byDefault)")
-        let equal = try niceByThread(["log": ["loopNice": 0]])
+        let (keptUp, _) = try niceByThread([:], requests: 3)
+        let base = try XCTUnwrap(keptUp["tapwire-writer"], "\(keptUp)")
+        XCTAssertEqual(keptUp["tapwire-loop-0"], base, "logging kept up: \(keptUp)")
+        // A decode queue of 64 KiB is behind with 16 KiB of capture waiting (over an eighth).
+        let big = "/big?size=16384"
+        let (behind, proxy) = try niceByThread(["log": ["decodeQueueBytes": 65_536]], path: big)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("decoding fell behind: the event loops now run 5 nice steps below it") },
+                        proxy.stderr.all.joined(separator: "\n"))
+        let lowered = try niceByThreadName(of: proxy, waitingFor: ["tapwire-loop-0", "tapwire-writer"])
+        let loops = lowered.filter { $0.key.hasPrefix("tapwire-loop-") }
+        XCTAssertFalse(loops.isEmpty)
+        for (name, nice) in loops { XCTAssertEqual(nice, min(19, base + 5), "\(name): \(behind) then \(lowered)") }
+        XCTAssertEqual(lowered["tapwire-ser-0"], base, "\(lowered)")
+        let (equal, _) = try niceByThread(["log": ["loopNice": 0, "decodeQueueBytes": 65_536]], path: big)
         XCTAssertEqual(equal["tapwire-loop-0"], equal["tapwire-writer"], "\(equal)")
-        let unlogged = try niceByThread(["log": ["enabled": false]])
+        let (unlogged, _) = try niceByThread(["log": ["enabled": false]])
         XCTAssertEqual(unlogged["tapwire-loop-0"], base, "\(unlogged)")
     }
 
@@ -151,7 +169,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let origin = try OriginServer()
         let proxy = try TapwireProcess()
         let file = proxy.workDirectory.appendingPathComponent("upload.bin")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: nil))
         let h = try FileHandle(forWritingTo: file)
         try h.truncate(atOffset: 64 << 20)
         try h.close()

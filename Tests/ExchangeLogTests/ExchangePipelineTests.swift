@@ -179,3 +179,72 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         XCTAssertEqual(empty.load(ordering: .relaxed), 0)
     }
 }
+
+/// The first backlog (an eighth of a decode bound waiting) is reported once: the engine
+/// lowers the event loops' priority then (`log.loopNice`), not before.
+final class ExchangePipelineBacklogTests: XCTestCase {
+    func testAnEighthOfTheQueueWaitingIsReportedOnce() throws {
+        let (dir, writer, pipeline) = try makePipeline(maxPending: 64, workers: 1)
+        defer { dir.remove() }
+        let reports = Atomic<Int>(0)
+        pipeline.onFirstBacklog { reports.add(1, ordering: .relaxed) }
+        func waitUntilProcessed(_ count: Int) {
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while pipeline.processed < count && Date() < deadline { usleep(1_000) }
+            XCTAssertEqual(pipeline.processed, count)
+        }
+        // Short of the mark: one at a time, each taken before the next arrives.
+        for i in 0..<20 {
+            pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)")))
+            waitUntilProcessed(i + 1)
+        }
+        XCTAssertEqual(reports.load(ordering: .relaxed), 0, "never more than one waited")
+        // Eight (64 / 8) waiting while the only worker is held.
+        let gate = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=held")))
+        XCTAssertEqual(gate.stalled.wait(timeout: .now() + 10), .success)
+        for i in 0..<8 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?m=\(i)"))) }
+        gate.release.signal()
+        waitUntilProcessed(29)
+        XCTAssertEqual(reports.load(ordering: .relaxed), 1)
+        // Once only, however often it falls behind again.
+        let again = ExchangePipelineSchedulingTests.FirstBatchGate(pipeline)
+        pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=held2")))
+        XCTAssertEqual(again.stalled.wait(timeout: .now() + 10), .success)
+        for i in 0..<16 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?k=\(i)"))) }
+        again.release.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(reports.load(ordering: .relaxed), 1)
+        XCTAssertEqual(pipeline.processed, 46)
+        XCTAssertEqual(pipeline.dropped, 0)
+    }
+
+    func testAFullWriterQueueIsABacklogToo() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let stall = DispatchSemaphore(value: 0)
+        let stalling = Atomic<Bool>(true)
+        // The writer's first write blocks, so its queue (8 records) fills behind it.
+        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false, queueCapacity: 8),
+                                   faults: { operation, _ in
+                                       if operation == .write && stalling.load(ordering: .relaxed) { stall.wait() }
+                                       return nil
+                                   })
+        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer, workers: 1)
+        let reports = Atomic<Int>(0)
+        pipeline.onFirstBacklog { reports.add(1, ordering: .relaxed) }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        var i = 0
+        while reports.load(ordering: .relaxed) == 0 && Date() < deadline {
+            pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)")))
+            i += 1
+            usleep(1_000)
+        }
+        XCTAssertEqual(reports.load(ordering: .relaxed), 1, "after \(i) exchanges")
+        stalling.store(false, ordering: .relaxed)
+        stall.signal()
+        pipeline.drain()
+        writer.flushAndStop()
+    }
+}

@@ -68,9 +68,10 @@ final class UnitFileTests: XCTestCase {
         XCTAssertEqual(settings["ExecReload"], ["/bin/kill -HUP $MAINPID"])
         XCTAssertEqual(settings["KillSignal"], ["SIGTERM"])
         XCTAssertEqual(settings["WatchdogSec"], ["30s"])
-        // log.loopNice: the loops call setpriority, which @resources (denied above it) holds.
-        XCTAssertEqual(settings["SystemCallFilter"]?.last, "setpriority",
-                       "the service must let the event loops raise their nice value")
+        // log.loopNice calls setpriority, and the deflate thread sched_setscheduler (SCHED_IDLE),
+        // which @resources (denied above them) holds.
+        XCTAssertEqual(settings["SystemCallFilter"]?.last, "sched_setscheduler setpriority",
+                       "the service must let the event loops raise their nice value and the deflater idle")
         XCTAssertEqual(settings["ConfigurationDirectory"], ["tapwire"])
         XCTAssertEqual(settings["LogsDirectory"], ["tapwire"])
         XCTAssertEqual(settings["StateDirectory"], ["tapwire"])
