@@ -27,7 +27,7 @@ public struct TapwireConfiguration: Sendable {
     /// behind (`log.loopNice`): with equal priority, 64 KiB JSON at full speed on two cores
     /// lost up to 7% of its records (the decode queue filled; 12-25% while the writer still
     /// fsynced every second); 5 steps lost none. From the start, they cost small JSON, where
-    /// logging keeps up, 7% of its req/s (wrk, logging on), hence only once behind.
+    /// logging keeps up, 7-14% of its req/s (paired wrk rounds, logging on), hence only once behind.
     public static let defaultLoopNice = 5
     static var defaultEngine: EngineConfiguration {
         var e = EngineConfiguration()

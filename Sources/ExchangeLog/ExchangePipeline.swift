@@ -205,7 +205,8 @@ public final class ExchangePipeline: @unchecked Sendable {
             }
             if queue.isEmpty && stopping { condition.unlock(); return }
             // Before the batch leaves the queue: how far behind decoding is.
-            let firstBacklog = !backlogSeen.load(ordering: .relaxed) ? backlogHandler : nil
+            // Not while stopping: exchanges refused then are no backlog.
+            let firstBacklog = !stopping && !backlogSeen.load(ordering: .relaxed) ? backlogHandler : nil
             let decodeBehind = firstBacklog != nil && (decodeQueueBacklogged || droppedCount.load(ordering: .relaxed) > 0)
             // Usually the whole queue fits a batch: swap arrays rather than copy the events
             // out (a retain and a release of every string in them) and shift the rest.

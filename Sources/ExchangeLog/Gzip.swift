@@ -15,6 +15,7 @@ public enum Gzip {
                              fileSystem: LogFileSystem) throws(LogIOError) {
         let compressor = try GzipFileCompressor(source, to: destination, fileSystem: fileSystem)
         while try !compressor.step() {}
+        try compressor.sync()
     }
 
     /// Decompresses a whole gzip member (or several concatenated), for readers of rotated logs.
@@ -113,7 +114,10 @@ final class GzipFileCompressor {
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
     /// Compresses up to `stepBytes` more of the input; true once the whole gzip member is
-    /// written and fsynced. After `cancel`, returns false at the next chunk.
+    /// written (then `sync`). After `cancel`, returns false at the next chunk. Reads hit the
+    /// page cache (the file was just written) and writes are buffered, so a step waits on
+    /// no disk; the fsync is left to `sync` on the caller's thread, as a SCHED_IDLE thread
+    /// also gets the idle I/O class.
     func step() throws(LogIOError) -> Bool {
         let chunkSize = Gzip.chunkSize
         var consumed = 0
@@ -143,8 +147,11 @@ final class GzipFileCompressor {
                 if count == 0 && !finished && produced == 0 { throw LogIOError(.write, destination, code: EIO) }
             } while !finished && (stream.avail_out == 0 || stream.avail_in > 0 || count == 0)
         }
-        guard finished else { return false }
+        return finished
+    }
+
+    /// fsyncs the output, once `step` returned true.
+    func sync() throws(LogIOError) {
         try fileSystem.sync(output, path: destination)
-        return true
     }
 }

@@ -64,6 +64,12 @@ final class IdlePriorityThread: @unchecked Sendable {
         let thread = Thread { [self] in
             _ = tapwire_name_current_thread(name)
             let error = tapwire_make_current_thread_idle_priority()
+            if error != 0 {
+                // Once per process (one such thread): the unit file of an older install, say,
+                // whose system call filter refuses it.
+                FileHandle.standardError.write(Data(
+                    "tapwire: \(name) runs at normal priority: SCHED_IDLE refused (\(String(cString: strerror(error))))\n".utf8))
+            }
             condition.lock()
             policyError = error
             while true {

@@ -37,7 +37,8 @@ public final class LogArchiver: @unchecked Sendable {
     private let fileSystem: LogFileSystem
     private let deflater = IdlePriorityThread(name: "tapwire-deflate")
     /// Tests: called after each compression step, with whether it ran at idle priority
-    /// (`nil`: an idle-priority step was abandoned).
+    /// (`nil`: an idle-priority step was abandoned). Set before the first `enqueue`, which
+    /// starts the thread that reads it.
     var stepHook: (@Sendable (_ idlePriority: Bool?) -> Void)?
     /// How often the archiver checks whether it fell behind while an idle-priority step runs.
     private let behindCheckInterval = 0.05
@@ -189,8 +190,8 @@ public final class LogArchiver: @unchecked Sendable {
                     throw error
                 case .abandoned:
                     // A new inode under the same name: the abandoned step's last writes go to
-                    // the old one.
-                    _ = Glibc.unlink(temporary)
+                    // the old one (truncating it instead would let them into the new file).
+                    if Glibc.unlink(temporary) != 0 && errno != ENOENT { throw LogIOError(.unlink, temporary, code: errno) }
                     compressor = try GzipFileCompressor(path, to: temporary, fileSystem: fileSystem)
                     stepHook?(nil)
                 case .unavailable:
@@ -198,6 +199,7 @@ public final class LogArchiver: @unchecked Sendable {
                     stepHook?(false)
                 }
             }
+            try compressor.sync()
             try fileSystem.rename(temporary, final)
             try fileSystem.syncDirectory(directory)
         } catch {

@@ -77,8 +77,9 @@ final class EventLoop: @unchecked Sendable {
         return dns
     }
 
-    /// The loop thread's kernel id, set before `start` returns.
-    private(set) var threadID: Int32 = 0
+    /// The loop thread's kernel id while it runs (set before `start` returns), else 0: a
+    /// stale id could name another thread by then, and 0 would name the caller.
+    private let threadID = Atomic<Int32>(0)
 
     /// Starts the loop's thread and returns once it runs.
     func start() {
@@ -86,9 +87,10 @@ final class EventLoop: @unchecked Sendable {
         let t = Thread { [self] in
             // Shows in top -H and perf (Foundation's Thread.name sometimes never arrives: see the shim).
             _ = tapwire_name_current_thread("tapwire-loop-\(index)")
-            threadID = tapwire_current_thread_id()
+            threadID.store(tapwire_current_thread_id(), ordering: .releasing)
             running.signal()
             _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+            threadID.store(0, ordering: .releasing)
             finished.signal()
         }
         t.stackSize = 1 << 20
@@ -101,8 +103,12 @@ final class EventLoop: @unchecked Sendable {
     /// errno. Raising it needs no privilege; lowering it again would, so this is for good.
     /// A thread the loop creates later (a Dispatch worker its async work spawns) inherits
     /// the value: only background chores run there (the drain watcher, the idle heap trim).
+    var runningThreadID: Int32 { threadID.load(ordering: .acquiring) }
+
     func lowerPriority(by steps: Int) -> Int32 {
-        Int32(tapwire_raise_thread_nice(threadID, Int32(steps)))
+        let id = threadID.load(ordering: .acquiring)
+        guard id > 0 else { return ESRCH }  // not running (any more)
+        return Int32(tapwire_raise_thread_nice(id, Int32(steps)))
     }
 
     /// Runs `work` on the loop thread. Safe from any thread.

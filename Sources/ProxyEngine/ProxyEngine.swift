@@ -121,6 +121,9 @@ public final class ProxyEngine: @unchecked Sendable {
         for loop in loops { loop.start() }
     }
 
+    /// The running loops' kernel thread ids (tests).
+    var loopThreadIDs: [Int32] { loops.map(\.runningThreadID) }
+
     /// Decoding fell behind: the loops run `loopNice` steps nicer from now on, so that a
     /// saturated CPU goes first to logging the exchanges already accepted. Only once, and
     /// for good (an unprivileged thread cannot lower its nice value back). Returns the loops
@@ -131,6 +134,7 @@ public final class ProxyEngine: @unchecked Sendable {
         var lowered = 0, firstError: Int32 = 0
         for loop in loops {
             let error = loop.lowerPriority(by: configuration.loopNice)
+            if error == ESRCH { continue }  // the loop has ended (shutting down)
             if error == 0 { lowered += 1 } else if firstError == 0 { firstError = error }
         }
         return (lowered, firstError)

@@ -100,10 +100,10 @@ final class ProxyService: @unchecked Sendable {
             pipeline.onFirstBacklog { [weak engine] in
                 guard let (lowered, error) = engine?.lowerLoopPriority() else { return }
                 if error != 0 {
-                    Self.log("decoding fell behind; \(lowered) event loop(s) now run \(steps) nice steps below it (log.loopNice), "
+                    Self.log("logging fell behind; \(lowered) event loop(s) now run \(steps) nice steps below it (log.loopNice), "
                              + "the others could not: \(String(cString: strerror(error)))")
                 } else {
-                    Self.log("decoding fell behind: the event loops now run \(steps) nice steps below it (log.loopNice) until restart")
+                    Self.log("logging fell behind: the event loops now run \(steps) nice steps below it (log.loopNice) until restart")
                 }
             }
         }

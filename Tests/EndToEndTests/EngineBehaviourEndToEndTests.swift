@@ -73,7 +73,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         // A decode queue of 64 KiB is behind with 16 KiB of capture waiting (over an eighth).
         let big = "/big?size=16384"
         let (behind, proxy) = try niceByThread(["log": ["decodeQueueBytes": 65_536]], path: big)
-        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("decoding fell behind: the event loops now run 5 nice steps below it") },
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("logging fell behind: the event loops now run 5 nice steps below it") },
                         proxy.stderr.all.joined(separator: "\n"))
         let lowered = try niceByThreadName(of: proxy, waitingFor: ["tapwire-loop-0", "tapwire-writer"])
         let loops = lowered.filter { $0.key.hasPrefix("tapwire-loop-") }

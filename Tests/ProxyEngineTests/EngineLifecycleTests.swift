@@ -1,6 +1,6 @@
 import Foundation
 import HTTP1
-import ProxyEngine
+@testable import ProxyEngine
 import XCTest
 
 /// Starting and stopping from other threads: shutdown drains in-flight
@@ -300,5 +300,39 @@ final class FailedStartTests: XCTestCase {
             stopped.fulfill()
         }
         wait(for: [stopped], timeout: 15)
+    }
+}
+
+/// `log.loopNice` is applied to the loop threads from another thread, once.
+final class LoopPriorityTests: XCTestCase {
+    private func nice(_ tid: Int32) -> Int32 {
+        errno = 0
+        return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(tid))
+    }
+
+    func testLowerLoopPriorityRaisesEachLoopsNiceOnce() throws {
+        let proxy = try RunningEngine(loops: 2) { $0.loopNice = 3 }
+        defer { proxy.stop() }
+        let tids = proxy.engine.loopThreadIDs
+        XCTAssertEqual(tids.count, 2)
+        XCTAssertTrue(tids.allSatisfy { $0 > 0 }, "\(tids)")
+        let before = tids.map(nice)
+        let callers = nice(0)
+        // From a thread that is not a loop, as the pipeline's worker does.
+        let result = DispatchQueue.global().sync { proxy.engine.lowerLoopPriority() }
+        XCTAssertEqual(result?.lowered, 2)
+        XCTAssertEqual(result?.error, 0)
+        XCTAssertEqual(tids.map(nice), before.map { min(19, $0 + 3) })
+        XCTAssertEqual(nice(0), callers, "the calling thread keeps its priority")
+        XCTAssertNil(proxy.engine.lowerLoopPriority(), "once only")
+        XCTAssertEqual(tids.map(nice), before.map { min(19, $0 + 3) })
+    }
+
+    func testLoopNiceZeroNeverLowers() throws {
+        let proxy = try RunningEngine(loops: 1) { $0.loopNice = 0 }
+        defer { proxy.stop() }
+        let before = proxy.engine.loopThreadIDs.map(nice)
+        XCTAssertNil(proxy.engine.lowerLoopPriority())
+        XCTAssertEqual(proxy.engine.loopThreadIDs.map(nice), before)
     }
 }
