@@ -95,6 +95,17 @@ final class ProxyService: @unchecked Sendable {
         // systemd via READY=1) may signal at once.
         engine.waitForLoops()
         for a in engine.boundAddresses { print("listening on \(a)") }
+        if !inheritedListeners.isEmpty {
+            // Socket activation: the socket unit's ListenStream= decides, and a `listen` that
+            // names another address would otherwise be ignored without a word.
+            let unused = engineConfig.listen.filter { text in
+                SocketAddress(parsing: text).map { !engine.boundAddresses.contains($0) } ?? true
+            }
+            if !unused.isEmpty {
+                Self.log("listen \(unused.joined(separator: ", ")) is not bound: systemd passed the listening socket(s) "
+                         + "\(engine.boundAddresses.map(\.description).joined(separator: ", ")) (the socket unit's ListenStream=)")
+            }
+        }
         if config.logEnabled && engineConfig.loopNice > 0 {
             let steps = engineConfig.loopNice
             pipeline.onFirstBacklog { [weak engine] in

@@ -372,3 +372,54 @@ final class ReviewRegressionEndToEndTests: XCTestCase {
         XCTAssertLessThan(growth, 16 << 20, "RSS grew by \(growth >> 20) MiB behind a slow TLS client")
     }
 }
+
+/// Under socket activation the socket unit decides where Tapwire listens; a `listen` in the
+/// config that names another address is said to be unused rather than ignored silently.
+final class SocketActivationEndToEndTests: XCTestCase {
+    private func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Foundation.close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let rc = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+        }
+        guard rc == 0 else { throw NSError(domain: "port", code: Int(errno)) }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    func testAConfiguredListenOtherThanTheInheritedSocketIsReported() throws {
+        let activate = "/usr/bin/systemd-socket-activate"
+        guard FileManager.default.isExecutableFile(atPath: activate) else {
+            throw XCTSkip("systemd-socket-activate is missing (Debian package systemd; `make test-deps` installs it)")
+        }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let configURL = work.appendingPathComponent("tapwire.json")
+        let config: [String: Any] = ["listen": ["127.0.0.1:9"], "log": ["directory": work.appendingPathComponent("logs").path]]
+        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
+        let port = try freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: activate)
+        process.arguments = ["-l", "127.0.0.1:\(port)", try tapwireBinary(), "run", "--config", configURL.path]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let stdout = LineReader(out.fileHandleForReading), stderr = LineReader(err.fileHandleForReading)
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        // systemd-socket-activate starts Tapwire at the first connection.
+        XCTAssertNotNil(stderr.waitFor { $0.contains("Listening on 127.0.0.1:\(port)") }, stderr.all.joined(separator: "\n"))
+        let client = try RawClient(port: port)
+        client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(client.read { $0.hasSuffix("ok\n") }.text.hasPrefix("HTTP/1.1 200"))
+        XCTAssertNotNil(stdout.waitFor { $0 == "listening on 127.0.0.1:\(port)" }, stdout.all.joined(separator: "\n"))
+        XCTAssertNotNil(stderr.waitFor {
+            $0.contains("listen 127.0.0.1:9 is not bound: systemd passed the listening socket(s) 127.0.0.1:\(port)")
+        }, stderr.all.joined(separator: "\n"))
+    }
+}
