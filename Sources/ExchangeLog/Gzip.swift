@@ -10,7 +10,8 @@ import Glibc
 public enum Gzip {
     static let chunkSize = 128 * 1024
 
-    /// Compresses `source` into `destination` (created or truncated, mode 0640) and fsyncs it.
+    /// Compresses `source` into `destination` (created or truncated, mode 0640) and fsyncs it,
+    /// in one go on the calling thread (tests; the archiver steps a `GzipFileCompressor`).
     static func compressFile(_ source: String, to destination: String,
                              fileSystem: LogFileSystem) throws(LogIOError) {
         let compressor = try GzipFileCompressor(source, to: destination, fileSystem: fileSystem)

@@ -376,20 +376,6 @@ final class ReviewRegressionEndToEndTests: XCTestCase {
 /// Under socket activation the socket unit decides where Tapwire listens; a `listen` in the
 /// config that names another address is said to be unused rather than ignored silently.
 final class SocketActivationEndToEndTests: XCTestCase {
-    private func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Foundation.close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let rc = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
-        }
-        guard rc == 0 else { throw NSError(domain: "port", code: Int(errno)) }
-        return Int(UInt16(bigEndian: addr.sin_port))
-    }
-
     func testAConfiguredListenOtherThanTheInheritedSocketIsReported() throws {
         let activate = "/usr/bin/systemd-socket-activate"
         guard FileManager.default.isExecutableFile(atPath: activate) else {
@@ -401,7 +387,7 @@ final class SocketActivationEndToEndTests: XCTestCase {
         let configURL = work.appendingPathComponent("tapwire.json")
         let config: [String: Any] = ["listen": ["127.0.0.1:9"], "log": ["directory": work.appendingPathComponent("logs").path]]
         try JSONSerialization.data(withJSONObject: config).write(to: configURL)
-        let port = try freePort()
+        let port = try unusedLoopbackPort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: activate)
         process.arguments = ["-l", "127.0.0.1:\(port)", try tapwireBinary(), "run", "--config", configURL.path]

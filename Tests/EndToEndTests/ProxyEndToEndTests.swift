@@ -157,14 +157,7 @@ final class ProxyEndToEndTests: XCTestCase {
     }
 
     func testUnreachableOriginGets502() throws {
-        // A port nothing listens on: bind one, learn it, close it.
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in(); addr.sin_family = sa_family_t(AF_INET); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
-        close(s)
+        let port = try unusedLoopbackPort()
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)/"])
         XCTAssertTrue(r.text.hasSuffix("502"), r.text)
         XCTAssertTrue(r.text.contains("cannot connect to 127.0.0.1:\(port)"), r.text)
