@@ -221,6 +221,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         return false
     }
 
+    /// Whether every element of the comma-separated list `value` is `token` (ASCII
+    /// case-insensitively; empty elements skipped). True for an empty list.
+    static func list(_ v: UnsafeBufferPointer<UInt8>, holdsOnly t: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < v.count {
+            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
+            let start = i
+            while i < v.count && v[i] != 0x2C { i += 1 }
+            var end = i
+            while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
+            if end > start && !equalBytes(UnsafeBufferPointer(rebasing: v[start..<end]), t) { return false }
+        }
+        return true
+    }
+
     /// ASCII case-insensitive equality on the UTF-8 bytes (field names are tokens).
     public static func equalNames(_ a: String, _ b: String) -> Bool {
         if a.utf8.count != b.utf8.count { return false }

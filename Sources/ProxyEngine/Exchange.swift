@@ -165,8 +165,9 @@ final class Exchange: UpstreamOwner {
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(requestFraming == .none ? config.upstreamReadTimeout : nil)
-        let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade)
-        if let bev = c.bev { c.stage(forwarded.serialized(), bev) }
+        if let bev = c.bev {
+            c.stage(head.forwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade), bev)
+        }
         if requestFraming == .none {
             requestComplete()
             c.flush()

@@ -214,4 +214,24 @@ final class BodyFramingTests: XCTestCase {
         assertResponseFramingRefused("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n")
         assertResponseFramingRefused("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
     }
+
+    /// The one-pass presence check behind both framings: names matched case-insensitively,
+    /// look-alikes of the same length not taken for them.
+    func testFramingFieldsPresent() {
+        let cases: [(HTTPHeaders, Bool, Bool)] = [
+            ([], false, false),
+            ([("content-LENGTH", "1")], false, true),
+            ([("TRANSFER-encoding", "chunked")], true, false),
+            ([("Transfer-Encodinx", "chunked"), ("Content-Lengtx", "1"), ("Content-Length2", "1")], false, false),
+            ([("Host", "h"), ("Transfer-Encoding", "chunked"), ("Content-Length", "3")], true, true),
+        ]
+        for (headers, te, cl) in cases {
+            let found = headers.framingFieldsPresent()
+            XCTAssertEqual(found.transferEncoding, te, "\(headers.fields)")
+            XCTAssertEqual(found.contentLength, cl, "\(headers.fields)")
+        }
+        // A look-alike is no Content-Length: the response is close-delimited.
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: [("Content-Lengtx", "5")])
+        XCTAssertEqual(try head.bodyFraming(requestMethod: "GET"), .closeDelimited)
+    }
 }

@@ -205,6 +205,34 @@ final class ProxyTargetTests: XCTestCase {
                        [.init(name: "Host", value: "h"), .init(name: "X-Kept", value: "3")])
     }
 
+    func testKeepAliveAloneNamesNoField() {
+        // Only `keep-alive` listed: every other field stays (a Close field too).
+        let keepAlive: HTTPHeaders = [("Connection", " Keep-Alive ,, "), ("Keep-Alive", "timeout=5"), ("Close", "x"), ("X-Kept", "1")]
+        XCTAssertEqual(keepAlive.removingHopByHop(keepUpgrade: false).fields.map(\.name), ["Close", "X-Kept"])
+        // A later Connection field with another token still names fields.
+        let later: HTTPHeaders = [("Connection", "keep-alive"), ("connection", "close, X-Late"), ("Close", "x"),
+                                  ("X-Late", "1"), ("X-Kept", "2")]
+        XCTAssertEqual(later.removingHopByHop(keepUpgrade: false).fields.map(\.name), ["X-Kept"])
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: later)
+        XCTAssertEqual(String(decoding: head.forwardedWireForm(connection: nil), as: UTF8.self),
+                       "HTTP/1.1 200 OK\r\nX-Kept: 2\r\n\r\n")
+    }
+
+    func testListHoldsOnly() {
+        func holds(_ value: String) -> Bool {
+            Array(value.utf8).withUnsafeBufferPointer { v in
+                Array("keep-alive".utf8).withUnsafeBufferPointer { HTTPHeaders.list(v, holdsOnly: $0) }
+            }
+        }
+        XCTAssertTrue(holds(""))
+        XCTAssertTrue(holds(" , "))
+        XCTAssertTrue(holds("KEEP-ALIVE"))
+        XCTAssertTrue(holds("keep-alive,\tkeep-alive "))
+        XCTAssertFalse(holds("keep-alive, close"))
+        XCTAssertFalse(holds("keep-alives"))
+        XCTAssertFalse(holds("x"))
+    }
+
     func testConnectionCannotStripFramingOrHost() {
         let headers: HTTPHeaders = [
             ("Host", "h"), ("Connection", "Content-Length, Transfer-Encoding, Host"),
@@ -291,6 +319,8 @@ final class ForwardedWireFormTests: XCTestCase {
                 ("Transfer-Encoding", "chunked"), ("TE", "trailers"), ("Trailer", "X-T"), ("Upgrade", "h2c"),
                 ("Proxy-Authenticate", "Basic"), ("Proxy-Connection", "keep-alive"), ("X-Kept", "1")]),
             HTTPResponseHead(status: 204, reason: "", headers: []),
+            HTTPResponseHead(status: 200, reason: "OK", headers: [("Connection", "keep-alive"), ("X-A", "1"),
+                ("connection", "x-a"), ("Close", "c")]),
             HTTPResponseHead(status: 500, reason: "Déjà vu", headers: [("Connection", "Content-Length, Host"),
                 ("Content-Length", "0"), ("Host", "h"), ("Connection", " x-a ,, X-B "), ("X-A", "1"), ("x-b", "2"), ("X-C", "3")]),
         ]
@@ -300,5 +330,43 @@ final class ForwardedWireFormTests: XCTestCase {
                                String(decoding: twoStep(head, connection), as: UTF8.self), "\(head.status) \(connection ?? "-")")
             }
         }
+    }
+
+    /// The same for requests: `forwardedRequestHead` then `serialized`.
+    func testRequestSameBytesAsTheTwoStepPath() {
+        let heads: [HTTPRequestHead] = [
+            HTTPRequestHead(method: "GET", target: "http://h/p", headers: [("Host", "h"), ("User-Agent", "wrk")]),
+            HTTPRequestHead(method: "POST", target: "http://h/p", version: .http1_0, headers: [
+                ("Content-Length", "3"), ("connection", "X-Secret, keep-alive"), ("X-Secret", "s"), ("Keep-Alive", "timeout=5"),
+                ("Proxy-Authorization", "Basic x"), ("TE", "trailers"), ("Accept", "*/*")]),
+            HTTPRequestHead(method: "GET", target: "http://h/ws", headers: [
+                ("host", "other"), ("Connection", "keep-alive"), ("Connection", "Upgrade, X-Hop"), ("Upgrade", "websocket"),
+                ("X-Hop", "1"), ("HOST", "again"), ("Sec-WebSocket-Key", "k")]),
+            HTTPRequestHead(method: "GET", target: "http://h/ws", headers: [("Upgrade", "websocket"), ("X-A", "1")]),
+            HTTPRequestHead(method: "GET", target: "http://h/", headers: [("Connection", "keep-alive"), ("X-A", "1"),
+                ("connection", "x-a, close"), ("Close", "c")]),
+            HTTPRequestHead(method: "OPTIONS", target: "http://h/", headers: []),
+        ]
+        let authorities = [HTTPAuthority(scheme: "http", host: "example.com", port: 80),
+                           HTTPAuthority(scheme: "http", host: "::1", port: 8080),
+                           HTTPAuthority(scheme: "https", host: "a-much-longer-host-name.example.org", port: 443)]
+        for head in heads {
+            for authority in authorities {
+                for keepUpgrade in [false, true] {
+                    let twoStep = head.forwardedRequestHead(authority: authority, originTarget: "/p?q=1", keepUpgrade: keepUpgrade)
+                        .serialized()
+                    XCTAssertEqual(
+                        String(decoding: head.forwardedWireForm(authority: authority, originTarget: "/p?q=1", keepUpgrade: keepUpgrade),
+                               as: UTF8.self),
+                        String(decoding: twoStep, as: UTF8.self), "\(head.headers.fields) \(authority) \(keepUpgrade)")
+                }
+            }
+        }
+        // Spelled out once: Host first, hop-by-hop gone, our version.
+        let head = HTTPRequestHead(method: "GET", target: "http://h/p", version: .http1_0,
+                                   headers: [("Accept", "*/*"), ("Proxy-Connection", "keep-alive")])
+        XCTAssertEqual(String(decoding: head.forwardedWireForm(authority: authorities[0], originTarget: "/p", keepUpgrade: false),
+                              as: UTF8.self),
+                       "GET /p HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
     }
 }
