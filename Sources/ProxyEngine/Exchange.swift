@@ -27,7 +27,9 @@ func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer:
                     // limit, send a byte and reset, holding the whole limit in the queue.
                     capture.bytes.reserveCapacity(min(captureLimit, max(needed, capture.bytes.capacity * 2)))
                 }
-                capture.bytes.append(contentsOf: piece)
+                // As typed bytes: appending a slice of raw bytes went element by element
+                // (~1.7 instructions a byte, callgrind), a memcpy this way.
+                UnsafeRawBufferPointer(rebasing: piece).withMemoryRebound(to: UInt8.self) { capture.bytes.append(contentsOf: $0) }
             }
             // Copied while `segment` (the source's memory) is still there: drained below.
             if payloadOnly, let p = payload.baseAddress, payload.count > 0 { evbuffer_add(destination, p, payload.count) }
