@@ -128,7 +128,7 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertEqual(HTTPAuthority(scheme: "", host: "::1", port: 8080).description, "[::1]:8080")
         XCTAssertEqual(HTTPAuthority(scheme: "https", host: "10.1.2.3", port: 443).description, "10.1.2.3:443")
         // Written into the string's storage: every port width, long hosts, and the fallback.
-        for port in [0, 5, 10, 99, 65_535, 99_999, 100_000, -1, Int.max] {
+        for port in [0, 5, 9, 10, 99, 100, 999, 1000, 9999, 10_000, 65_535, 99_999, 100_000, -1, Int.max] {
             for host in ["h", "a-rather-long-host-name.example.internal", "fe80::1:2:3:4", ""] {
                 let bracketed = host.contains(":") ? "[\(host)]" : host
                 XCTAssertEqual(HTTPAuthority(scheme: "http", host: host, port: port).description, "\(bracketed):\(port)")
@@ -216,6 +216,22 @@ final class ProxyTargetTests: XCTestCase {
         let head = HTTPResponseHead(status: 200, reason: "OK", headers: later)
         XCTAssertEqual(String(decoding: head.forwardedWireForm(connection: nil), as: UTF8.self),
                        "HTTP/1.1 200 OK\r\nX-Kept: 2\r\n\r\n")
+    }
+
+    func testListContains() {
+        let headers: HTTPHeaders = [("Connectionx", "close"), ("CONNECTION", "keep-alive , Upgrade"), ("Upgrade", "h2c"),
+                                    ("connection", "\tClose")]
+        XCTAssertTrue(headers.listContains(name: "connection", token: "close"), "in the second Connection field")
+        XCTAssertTrue(headers.listContains(name: "Connection", token: "upgrade"))
+        XCTAssertTrue(headers.listContains(name: "connection", token: "KEEP-ALIVE"))
+        XCTAssertFalse(headers.listContains(name: "connection", token: "h2c"), "a value of another field")
+        XCTAssertFalse(headers.listContains(name: "connectionx", token: "keep-alive"))
+        XCTAssertFalse(headers.listContains(name: "connection", token: "clos"))
+        XCTAssertFalse(HTTPHeaders([("Connection", "close")]).listContains(name: "connection", token: ""))
+        let http10 = HTTPRequestHead(method: "GET", target: "/", version: .http1_0, headers: [("Connection", "Keep-Alive")])
+        XCTAssertFalse(http10.wantsClose)
+        XCTAssertTrue(HTTPRequestHead(method: "GET", target: "/", version: .http1_0).wantsClose)
+        XCTAssertTrue(HTTPRequestHead(method: "GET", target: "/", headers: [("connection", "x, close")]).wantsClose)
     }
 
     func testListHoldsOnly() {
