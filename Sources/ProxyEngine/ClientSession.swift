@@ -373,6 +373,12 @@ final class ClientSession {
         staged.add(bytes, for: bev)
     }
 
+    /// Stages a head written in place (a `WireFormSink`).
+    func write(capacity: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) {
+        guard let bev else { return }
+        staged.write(capacity: capacity, for: bev, fill)
+    }
+
     func flush() {
         guard let bev else { return }
         staged.flush(to: bev)

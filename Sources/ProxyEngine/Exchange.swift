@@ -168,7 +168,9 @@ final class Exchange: UpstreamOwner {
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(requestFraming == .none ? config.upstreamReadTimeout : nil)
         if let bev = c.bev {
-            c.stage(head.forwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade), bev)
+            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade) {
+                c.stage(capacity: $0, bev, $1)
+            }
         }
         if requestFraming == .none {
             requestComplete()
@@ -336,7 +338,7 @@ final class Exchange: UpstreamOwner {
             closeClientAfter = true
         }
         let connection: String? = closeClientAfter ? "close" : head.version == .http1_0 ? "keep-alive" : nil
-        session.write(rh.forwardedWireForm(connection: connection, droppingTransferEncoding: dechunkResponse))
+        rh.writeForwardedWireForm(connection: connection, droppingTransferEncoding: dechunkResponse) { session.write(capacity: $0, $1) }
         headForwarded = true
     }
 

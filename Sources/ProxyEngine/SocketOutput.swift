@@ -28,6 +28,18 @@ final class SocketOutput {
         bytes.withUnsafeBytes { _ = evbuffer_add(target, $0.baseAddress, $0.count) }
     }
 
+    /// Lets `fill` write up to `capacity` bytes in place at the end of what is staged (a
+    /// `WireFormSink`). Should libevent have no memory for them, nothing is added, as when
+    /// `evbuffer_add` fails.
+    func write(capacity: Int, for bev: OpaquePointer, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) {
+        let target = buffer(for: bev)
+        var vec = iovec()
+        guard capacity > 0, evbuffer_reserve_space(target, capacity, &vec, 1) == 1, let raw = vec.iov_base,
+              vec.iov_len >= capacity else { return }
+        vec.iov_len = fill(raw.bindMemory(to: UInt8.self, capacity: capacity))
+        _ = evbuffer_commit_space(target, &vec, 1)
+    }
+
     /// Sends the staged bytes: directly when nothing is queued ahead of them and the
     /// bufferevent is a plain socket (a TLS filter must encrypt them), else queued.
     func flush(to bev: OpaquePointer) {

@@ -228,6 +228,11 @@ final class UpstreamConnection {
 
     func stage(_ bytes: [UInt8], _ bev: OpaquePointer) { staged.add(bytes, for: bev) }
 
+    /// Stages a head written in place (a `WireFormSink`).
+    func stage(capacity: Int, _ bev: OpaquePointer, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) {
+        staged.write(capacity: capacity, for: bev, fill)
+    }
+
     /// Reads the socket once connected (see `SocketReader`).
     private var reader: SocketReader?
 

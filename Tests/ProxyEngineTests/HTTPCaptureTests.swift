@@ -71,6 +71,26 @@ final class HTTPCaptureTests: XCTestCase {
         XCTAssertNil(x.error)
     }
 
+    /// Heads are written in place into the output buffer (`writeForwardedWireForm`): a head
+    /// of tens of kilobytes each way still goes out whole, in one piece of libevent's memory.
+    func testLargeHeadsAreForwardedWholeBothWays() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.maxHeaderBytes = 128 * 1024 }
+        let client = try RawClient(port: proxy.port)
+        // 120 fields of ~400 bytes: a ~48 KB request head; the origin lists their names in
+        // X-Seen-Headers, a response field of ~20 KB.
+        let names = (0..<120).map { "X-Field-\($0)-" + String(repeating: "n", count: 150) }
+        let fields = names.map { "\($0): " + String(repeating: "v", count: 250) + "\r\n" }.joined()
+        client.send("GET \(origin.url("/echo")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\(fields)\r\n")
+        guard let response = client.readResponses(1).first else { return XCTFail("no answer") }
+        XCTAssertTrue(response.head.hasPrefix("HTTP/1.1 200 OK\r\n"), String(response.head.prefix(200)))
+        let seen = response.head.split(separator: "\r\n").first { $0.hasPrefix("X-Seen-Headers: ") }
+        XCTAssertEqual(seen.map { String($0.dropFirst(16)) }, (["host"] + names.map { $0.lowercased() }).joined(separator: ","))
+        guard let x = proxy.sink.exchanges(1).first else { return }
+        XCTAssertEqual(x.request.headers.count, 121)
+        XCTAssertNil(x.error)
+    }
+
     func testCaptureLimitTruncatesCopiesButForwardsEverything() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.captureMaxBodyBytes = 16 }
