@@ -11,7 +11,8 @@ out="$here/.build"
 mkdir -p "$out"
 SWIFTC=${SWIFTC:-swiftc}
 # lld: gold prints a warning for every ASan helper symbol.
-flags="-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -use-ld=lld"
+# -package-name: HTTP1 has `package` declarations (DecimalText, shared with ExchangeLog).
+flags="-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -use-ld=lld -package-name Tapwire"
 
 build_http1() {
     # Every file of the HTTP1 target: they form one module with no imports.
