@@ -169,12 +169,15 @@ func checkForwardedResponse(_ head: HTTPResponseHead, _ random: inout InputRando
     reparse(wire, twoStep, parse: parseResponse)
 }
 
-/// A request the proxy would forward: its target form parses without trapping and the
-/// forwarded head re-parses as itself.
-func checkForwardedRequest(_ head: HTTPRequestHead) {
+/// A request the proxy would forward: its target form parses without trapping, the
+/// one-pass forwarded head equals the two-step path, and it re-parses as itself.
+func checkForwardedRequest(_ head: HTTPRequestHead, _ random: inout InputRandom) {
     guard let form = try? head.proxyForm(), case .absolute(let authority, let originTarget) = form else { return }
-    let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: false)
-    reparse(forwarded.serialized(), forwarded, parse: parseRequest)
+    let keepUpgrade = random.below(2) == 0
+    let forwarded = head.forwardedRequestHead(authority: authority, originTarget: originTarget, keepUpgrade: keepUpgrade)
+    let wire = head.forwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: keepUpgrade)
+    require(wire == forwarded.serialized(), "request forwardedWireForm differs from forwardedRequestHead + serialized")
+    reparse(wire, forwarded, parse: parseRequest)
 }
 
 func checkRequests(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout InputRandom) {
@@ -194,7 +197,7 @@ func checkRequests(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout In
             require(length > 0 && length <= rest.count && length <= max, "head length \(length) of \(rest.count), max \(max)")
             checkPrefixes(rest, length: length, head: head, max: max, &random, parse: parseRequest)
             reparse(head.serialized(), head, parse: parseRequest)
-            checkForwardedRequest(head)
+            checkForwardedRequest(head, &random)
             let framing: BodyFraming
             do throws(HTTPParseError) { framing = try head.bodyFraming() } catch { return }
             require(framing != .closeDelimited, "request framed by close")

@@ -142,7 +142,10 @@ extension HTTPRequestHead {
                         let connectionMayName = HTTPHeaders.connectionMayNameFields(spans: spans, in: b)
                         let hostName: StaticString = "Host", connectionName: StaticString = "Connection"
                         let upgradeValue: StaticString = "upgrade"
-                        // Request-line, the fields, a new Host value and an added Connection field.
+                        // Request-line and the fields, plus two allowances: Host's (a Host field
+                        // added, or the first one's value replaced by a longer one) and
+                        // Connection's (`Connection: upgrade` added, or a shorter value grown to
+                        // `upgrade`).
                         let capacity = method.count + target.count + WireForm.versionCapacity + 4
                             + WireForm.fieldsCapacity(headers) + host.count + 8 + 21
                         sink(capacity) { base in WireForm.fill(base, capacity: capacity) { out in
@@ -468,7 +471,8 @@ enum WireForm {
 }
 
 /// Where a head's wire form is written: the sink gets the most bytes it can take and calls
-/// `fill` once with memory for at least that many; `fill` returns how many it wrote. The
+/// `fill` at most once (not when it has no memory) with room for at least that many; `fill`
+/// returns how many it wrote. The
 /// engine passes space in its output buffer, so a forwarded head is never an array of its
 /// own (the array's allocation cost ~530 instructions a head on the loop, callgrind).
 public typealias WireFormSink = (_ capacity: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) -> Void

@@ -344,6 +344,8 @@ struct IdleTable<Connection: AnyObject> {
 
     /// Origins with a slot, empty ones included.
     var originCount: Int { origins.count }
+    /// Sweeps so far (tests: they must thin out as the table grows).
+    private(set) var sweeps = 0
 
     private mutating func slot(_ authority: HTTPAuthority) -> Int? {
         if let recent, origins[recent].authority == authority { return recent }
@@ -394,5 +396,6 @@ struct IdleTable<Connection: AnyObject> {
         for (i, origin) in origins.enumerated() { slots[origin.authority] = i }
         recent = nil
         sweepAt = max(sweepThreshold, 2 * origins.count)
+        sweeps += 1
     }
 }

@@ -362,6 +362,10 @@ final class ForwardedWireFormTests: XCTestCase {
             HTTPRequestHead(method: "GET", target: "http://h/", headers: [("Connection", "keep-alive"), ("X-A", "1"),
                 ("connection", "x-a, close"), ("Close", "c")]),
             HTTPRequestHead(method: "OPTIONS", target: "http://h/", headers: []),
+            // The tightest fits: no Host (added) and Connection values shorter than `upgrade`.
+            HTTPRequestHead(method: "GET", target: "http://h/", headers: [("Connection", "u"), ("Upgrade", "x")]),
+            HTTPRequestHead(method: "GET", target: "http://h/", headers: [("Connection", ""), ("Upgrade", "")]),
+            HTTPRequestHead(method: "GET", target: "http://h/", headers: [("Upgrade", "")]),
         ]
         let authorities = [HTTPAuthority(scheme: "http", host: "example.com", port: 80),
                            HTTPAuthority(scheme: "http", host: "::1", port: 8080),

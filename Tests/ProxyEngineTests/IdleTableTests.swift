@@ -62,11 +62,18 @@ final class IdleTableTests: XCTestCase {
             table.append(c, HTTPAuthority(scheme: "http", host: "h\(i).test", port: 80))
         }
         XCTAssertEqual(table.originCount, 1000)
+        // At 4, 8, 16, … 512 origins: doubling apart, not one per origin.
+        XCTAssertEqual(table.sweeps, 8)
         for i in [0, 499, 999] {
             XCTAssertTrue(table.popLast(HTTPAuthority(scheme: "http", host: "h\(i).test", port: 80)) === all[i])
         }
         let rest = table.removeAll()
         XCTAssertEqual(rest.count, 997)
         XCTAssertEqual(table.originCount, 0)
+        // Usable again: nothing left of the old slots (the last one used among them).
+        XCTAssertNil(table.popLast(HTTPAuthority(scheme: "http", host: "h999.test", port: 80)))
+        let again = Connection()
+        table.append(again, a)
+        XCTAssertTrue(table.popLast(a) === again)
     }
 }
