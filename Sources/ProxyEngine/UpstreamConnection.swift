@@ -28,6 +28,8 @@ final class UpstreamConnection {
     private var lastConnectError = ""
     private(set) var isClosed = false
     var idleTimer: LoopTimer?
+    /// While pooled: when it has been idle for `upstream.idleTimeout` (monotonic seconds).
+    var idleDeadline: Double?
     /// HTTPS to the origin (intercepted CONNECT): TLS runs over the TCP connection.
     private let usesTLS: Bool
     private var handshaking = false
@@ -282,7 +284,8 @@ final class UpstreamPool {
     func take(_ authority: HTTPAuthority) -> UpstreamConnection? {
         while let c = idle.popLast(authority) {
             loop.engine?.metrics.pooledUpstreams.sub()
-            c.idleTimer?.cancel()
+            // The idle timer keeps running; lent out, the connection has no deadline.
+            c.idleDeadline = nil
             if c.bev != nil && !c.isClosed { return c }
         }
         return nil
@@ -294,18 +297,34 @@ final class UpstreamPool {
         c.owner = nil
         c.setReadTimeout(nil)
         c.setReading(true)
-        // One timer per connection, re-armed on every return to the pool: a new timer each
-        // time cost an event_new/event_free and two closure allocations per exchange.
+        // One timer per connection (a new timer each time cost an event_new/event_free and
+        // two closure allocations per exchange), armed when it is not already running: the
+        // connection is usually back within the exchange, and cancelling the timer on every
+        // take and re-arming it on every put was two heap updates per exchange on the loop.
+        // When it fires it checks the deadline and waits out what is left of it.
         // The connection owns its timer, so the timer never outlives it (unowned, no side table).
+        c.idleDeadline = EventLoop.monotonicNow() + idleTimeout
         let timer = c.idleTimer ?? LoopTimer(loop: loop) { [unowned self, unowned c] in
-            let connection = c  // strong: the pool's list held the last reference
-            self.remove(connection)
-            connection.close()
+            self.idleTimerFired(c)
         }
-        timer.schedule(after: idleTimeout)
+        if !timer.isScheduled { timer.schedule(after: idleTimeout) }
         c.idleTimer = timer
         idle.append(c, c.authority)
         loop.engine?.metrics.pooledUpstreams.add()
+    }
+
+    /// Closes a pooled connection idle for `upstream.idleTimeout`; one lent out since has
+    /// no deadline (its next return arms the timer again), one returned since waits on.
+    private func idleTimerFired(_ c: UpstreamConnection) {
+        guard let deadline = c.idleDeadline else { return }
+        let remaining = deadline - EventLoop.monotonicNow()
+        if remaining > 0 {
+            c.idleTimer?.schedule(after: remaining)
+            return
+        }
+        let connection = c  // strong: the pool's list held the last reference
+        remove(connection)
+        connection.close()
     }
 
     func remove(_ c: UpstreamConnection) {

@@ -35,6 +35,30 @@ final class EngineLifecycleTests: XCTestCase {
         }
     }
 
+    /// `upstream.idleTimeout` counts from the last return to the pool: a connection lent out
+    /// and returned keeps going past its first deadline (the timer runs on and checks the
+    /// deadline when it fires), and one left idle is closed.
+    func testUpstreamIdleTimeoutCountsFromTheLastReturn() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine(loops: 1) { $0.upstreamIdleTimeout = 1.5 }
+        let client = try RawClient(port: proxy.port)
+        let request = "GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n"
+        // Returned at ~0 s, ~0.9 s and ~1.8 s: the third request comes after the first
+        // deadline (1.5 s) and before the second (2.4 s).
+        for pause in [0, 0.9, 0.9] {
+            Thread.sleep(forTimeInterval: pause)
+            client.send(request)
+            XCTAssertEqual(client.readResponses(1).count, 1)
+        }
+        let exchanges = proxy.sink.exchanges(3)
+        XCTAssertEqual(exchanges.map(\.connectionReused), [false, true, true])
+        XCTAssertEqual(proxy.engine.metrics.activeUpstreams.value, 1)
+        // Left idle, it is closed once its last deadline passes.
+        XCTAssertTrue(eventually(timeout: 5) { proxy.engine.metrics.activeUpstreams.value == 0 },
+                      "\(proxy.engine.metrics.activeUpstreams.value) upstream connections open")
+        XCTAssertEqual(proxy.engine.metrics.pooledUpstreams.value, 0)
+    }
+
     /// Every loop binds with SO_REUSEPORT, which would let a second Tapwire bind a port the
     /// first one listens on and silently take part of its clients.
     func testAPortAnotherTapwireListensOnIsRefused() throws {
