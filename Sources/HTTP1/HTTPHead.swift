@@ -223,21 +223,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
 
     /// Whether the comma-separated list `value` holds `token` (ASCII case-insensitively).
     static func list(_ v: UnsafeBufferPointer<UInt8>, contains t: UnsafeBufferPointer<UInt8>) -> Bool {
-        var i = 0
-        while i < v.count {
-            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
-            let start = i
-            while i < v.count && v[i] != 0x2C { i += 1 }
-            var end = i
-            while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-            if end - start == t.count && equalBytes(UnsafeBufferPointer(rebasing: v[start..<end]), t) { return true }
-        }
-        return false
+        !everyElement(of: v) { !equalBytes($0, t) }
     }
 
     /// Whether every element of the comma-separated list `value` is `token` (ASCII
-    /// case-insensitively; empty elements skipped). True for an empty list.
+    /// case-insensitively). True for an empty list.
     static func list(_ v: UnsafeBufferPointer<UInt8>, holdsOnly t: UnsafeBufferPointer<UInt8>) -> Bool {
+        everyElement(of: v) { equalBytes($0, t) }
+    }
+
+    /// Whether `test` holds for every element of the comma-separated list `v` (whitespace
+    /// around elements trimmed, empty elements skipped); stops at the first that fails.
+    @inline(__always)
+    static func everyElement(of v: UnsafeBufferPointer<UInt8>, _ test: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
         var i = 0
         while i < v.count {
             while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
@@ -245,7 +243,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
             while i < v.count && v[i] != 0x2C { i += 1 }
             var end = i
             while end > start && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-            if end > start && !equalBytes(UnsafeBufferPointer(rebasing: v[start..<end]), t) { return false }
+            if end > start && !test(UnsafeBufferPointer(rebasing: v[start..<end])) { return false }
         }
         return true
     }
