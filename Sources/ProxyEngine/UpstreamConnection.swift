@@ -228,8 +228,6 @@ final class UpstreamConnection {
         staged.flush(to: bev)
     }
 
-    func stage(_ bytes: [UInt8], _ bev: OpaquePointer) { staged.add(bytes, for: bev) }
-
     /// Stages a head written in place (a `WireFormSink`).
     func stage(capacity: Int, _ bev: OpaquePointer, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) {
         staged.write(capacity: capacity, for: bev, fill)
