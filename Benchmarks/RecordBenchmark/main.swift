@@ -55,9 +55,9 @@ for (name, body, count) in [("small JSON", small, 200_000), ("64 KiB JSON", page
     let runs = max(1, Int(Double(count) * scale))
     var bytes = 0
     // Warm up (allocator, lazily built tables), then the timed runs.
-    for _ in 0..<min(runs, 100) { bytes &+= processor.record(for: x, id: ids.next(startTime: x.clock.requestStart)).count }
+    for _ in 0..<min(runs, 100) { bytes &+= processor.record(for: x, id: ids.nextID(startTime: x.clock.requestStart)).count }
     let start = DispatchTime.now().uptimeNanoseconds
-    for _ in 0..<runs { bytes &+= processor.record(for: x, id: ids.next(startTime: x.clock.requestStart)).count }
+    for _ in 0..<runs { bytes &+= processor.record(for: x, id: ids.nextID(startTime: x.clock.requestStart)).count }
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     let line = processor.record(for: x, id: "x")
     print(String(format: "%@: %d B body, %d B record, %.2f µs/record (%d records)", name, body.count, line.count,

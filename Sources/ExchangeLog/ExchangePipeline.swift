@@ -257,9 +257,9 @@ public final class ExchangePipeline: @unchecked Sendable {
                 guard let event = batch[i].take() else { continue }
                 switch consume event {
                 case .http(let exchange):
-                    processor.encodeRecord(for: exchange, id: ids.next(startTime: exchange.clock.requestStart), into: &buffer)
+                    processor.encodeRecord(for: exchange, id: .generated(ids.nextID(startTime: exchange.clock.requestStart)), into: &buffer)
                 case .tunnel(let tunnel):
-                    processor.encodeRecord(for: tunnel, id: ids.next(startTime: tunnel.start), into: &buffer)
+                    processor.encodeRecord(for: tunnel, id: .generated(ids.nextID(startTime: tunnel.start)), into: &buffer)
                 }
                 buffer.append(UInt8(ascii: "\n"))
                 ends.append(buffer.count)

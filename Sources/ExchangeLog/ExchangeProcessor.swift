@@ -56,15 +56,20 @@ public struct ExchangeProcessor: Sendable {
     }
 
     /// One `http` record: a JSON object on one line, without the newline.
-    public func record(for exchange: CapturedExchange, id: String) -> [UInt8] {
+    public func record(for exchange: CapturedExchange, id: String) -> [UInt8] { record(for: exchange, key: .text(id)) }
+
+    /// The same with a generated id, as the pipeline's workers write it.
+    public func record(for exchange: CapturedExchange, id: RecordID) -> [UInt8] { record(for: exchange, key: .generated(id)) }
+
+    private func record(for exchange: CapturedExchange, key: RecordKey) -> [UInt8] {
         // A small exchange's record is ~1.4 KB; a body is logged at most about its own size.
         var buffer = RecordBuffer(capacity: 2048 + exchange.responseBody.bytes.count + exchange.requestBody.bytes.count)
-        encodeRecord(for: exchange, id: id, into: &buffer)
+        encodeRecord(for: exchange, id: key, into: &buffer)
         return Array(buffer.bytes)
     }
 
     /// Appends the `http` record to `buffer` (a worker encodes its whole batch into one).
-    func encodeRecord(for exchange: CapturedExchange, id: String, into buffer: inout RecordBuffer) {
+    func encodeRecord(for exchange: CapturedExchange, id: RecordKey, into buffer: inout RecordBuffer) {
         let start = buffer.count
         var outcome = self.outcome(for: exchange)
         let url = redactingQuery(exchange.url)
@@ -88,7 +93,7 @@ public struct ExchangeProcessor: Sendable {
     /// at the decode limit, and for both heads.
     var maxRecordBytes: Int { 2 * settings.decodeLimit + 1 << 20 }
 
-    private func encodeHTTPRecord(_ exchange: CapturedExchange, url: String?, id: String, outcome: HTTPRecordOutcome,
+    private func encodeHTTPRecord(_ exchange: CapturedExchange, url: String?, id: RecordKey, outcome: HTTPRecordOutcome,
                                   into buffer: inout RecordBuffer) {
         if let url {
             // Copied only when a query parameter is redacted (rare): a copy retains every field.
@@ -122,11 +127,11 @@ public struct ExchangeProcessor: Sendable {
     /// One `tunnel` or `websocket` record, without the newline.
     public func record(for tunnel: CapturedTunnel, id: String) -> [UInt8] {
         var buffer = RecordBuffer(capacity: tunnel.upgrade == nil ? 512 : 2048)
-        encodeRecord(for: tunnel, id: id, into: &buffer)
+        encodeRecord(for: tunnel, id: .text(id), into: &buffer)
         return Array(buffer.bytes)
     }
 
-    func encodeRecord(for tunnel: CapturedTunnel, id: String, into buffer: inout RecordBuffer) {
+    func encodeRecord(for tunnel: CapturedTunnel, id: RecordKey, into buffer: inout RecordBuffer) {
         // A websocket's target is its URL (with the upgrade request's query).
         if tunnel.upgrade != nil, let target = redactingQuery(tunnel.target) {
             var redacted = tunnel

@@ -133,10 +133,10 @@ public struct RecordEncoder: Sendable {
 
     // MARK: Records
 
-    func encodeHTTPRecord(id: String, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
+    func encodeHTTPRecord(id: RecordKey, exchange: CapturedExchange, outcome: HTTPRecordOutcome,
                           into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
-        out.appendQuoted(id)
+        out.appendID(id)
         RecordEncoder.ascii(",\"kind\":\"http\",\"client\":", &out)
         out.appendQuoted(exchange.client)
         RecordEncoder.ascii(",\"request\":", &out)
@@ -222,9 +222,9 @@ public struct RecordEncoder: Sendable {
     }
 
     /// A `tunnel` or `websocket` record (by `tunnel.kind`).
-    func encodeTunnelRecord(id: String, tunnel: CapturedTunnel, into out: inout RecordBuffer) {
+    func encodeTunnelRecord(id: RecordKey, tunnel: CapturedTunnel, into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
-        out.appendQuoted(id)
+        out.appendID(id)
         RecordEncoder.ascii(",\"kind\":", &out)
         out.appendQuoted(tunnel.kind.rawValue)
         RecordEncoder.ascii(",\"client\":", &out)

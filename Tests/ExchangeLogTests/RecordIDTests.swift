@@ -24,6 +24,25 @@ final class RecordIDTests: XCTestCase {
         XCTAssertEqual(hex(0xabcdef, minDigits: 6), "abcdef")
     }
 
+    /// The worker writes generated ids straight into the record: the same quoted text the
+    /// string form gives, at every width.
+    func testGeneratedIDsAreWrittenAsTheirText() {
+        for (millis, sequence) in [(UInt64(0), UInt64(1)), (0x18bcfe5687b, 0xabcdef), (0x18bcfe5687b, 0x1234567),
+                                   (UInt64.max, UInt64.max), (1, 0)] {
+            let id = RecordID(millis: millis, sequence: sequence)
+            var generated = RecordBuffer(capacity: 8)
+            generated.appendID(.generated(id))
+            var text = RecordBuffer(capacity: 8)
+            text.appendID(.text(id.description))
+            XCTAssertEqual(Array(generated.bytes), Array(text.bytes), "\(id)")
+            XCTAssertEqual(String(decoding: generated.bytes, as: UTF8.self), "\"\(id)\"")
+        }
+        XCTAssertEqual(RecordID(millis: UInt64.max, sequence: UInt64.max).description,
+                       "ffffffffffffffff-ffffffffffffffff", "the longest id fits its room")
+        let generator = RecordIDGenerator()
+        XCTAssertEqual(generator.nextID(startTime: 1_700_000_000.123), RecordID(millis: 0x18bcfe5687b, sequence: 1))
+    }
+
     func testIDsSortByStartTime() {
         let generator = RecordIDGenerator()
         let base = 1_796_206_272.0
