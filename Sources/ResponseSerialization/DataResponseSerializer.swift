@@ -71,8 +71,12 @@ public struct EmptyResponsePolicy: Sendable, Equatable {
     }
 
     public func allowsEmptyBody(request: HTTPRequestHead?, response: HTTPResponseHead?) -> Bool {
-        if let method = request?.method, methods.contains(method) { return true }
-        if let status = response?.status, codes.contains(status) { return true }
+        allowsEmptyBody(method: request?.method, status: response?.status)
+    }
+
+    public func allowsEmptyBody(method: String?, status: Int?) -> Bool {
+        if let method, methods.contains(method) { return true }
+        if let status, codes.contains(status) { return true }
         return false
     }
 
@@ -186,28 +190,44 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Co
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<CompactJSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) {
-                return .success(CompactJSON(text: Array("null".utf8)))
+            guard let data else {
+                return CompactJSON.serialize(method: request?.method, status: response?.status, body: nil, error: error,
+                                             allowFragments: allowFragments, maxDepth: maxDepth, redactingKeys: keys, policy: policy)
             }
-            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-            return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<CompactJSON, Error> in
-                var text: [UInt8] = []
-                text.reserveCapacity(bytes.count + 16)
-                if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &text) {
-                    return .success(CompactJSON(text: text))
-                }
-                // Invalid (or refused by the one-pass check): the parser says why, or, should
-                // it accept what the pass refused, its tree gives the text.
-                do {
-                    let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
-                    text.removeAll(keepingCapacity: true)
-                    JSONWriter.write(keys.redacting(value), into: &text)
-                    return .success(CompactJSON(text: text))
-                } catch {
-                    return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
-                }
+            return data.withUnsafeBytes {
+                CompactJSON.serialize(method: request?.method, status: response?.status, body: $0, error: error,
+                                      allowFragments: allowFragments, maxDepth: maxDepth, redactingKeys: keys, policy: policy)
             }
+        }
+    }
+}
+
+extension CompactJSON {
+    /// The `compactJSON` serializer's steps on a body's bytes (nil: no data), for callers
+    /// that hold bytes rather than the heads and a `Data` (the log's workers, which skip
+    /// the exchange objects for the common record: see `ExchangeProcessor.outcome`).
+    public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
+                                 allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
+                                 policy: EmptyResponsePolicy) -> Result<CompactJSON, Error> {
+        if let error { return .failure(error) }
+        if (body?.isEmpty ?? true) && policy.allowsEmptyBody(method: method, status: status) {
+            return .success(CompactJSON(text: Array("null".utf8)))
+        }
+        guard let bytes = body, !bytes.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count + 16)
+        if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &text) {
+            return .success(CompactJSON(text: text))
+        }
+        // Invalid (or refused by the one-pass check): the parser says why, or, should
+        // it accept what the pass refused, its tree gives the text.
+        do {
+            let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+            text.removeAll(keepingCapacity: true)
+            JSONWriter.write(keys.redacting(value), into: &text)
+            return .success(CompactJSON(text: text))
+        } catch {
+            return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
         }
     }
 }
