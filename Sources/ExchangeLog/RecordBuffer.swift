@@ -23,6 +23,13 @@ struct RecordBuffer: ~Copyable {
 
     deinit { base.deallocate() }
 
+    /// Hands the memory to a batch for the writer, without copying it.
+    consuming func intoEncodedRecords() -> EncodedRecords {
+        let records = EncodedRecords(taking: base)
+        discard self
+        return records
+    }
+
     var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Room for `n` more bytes.

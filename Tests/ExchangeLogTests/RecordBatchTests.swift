@@ -29,6 +29,42 @@ final class RecordBatchTests: XCTestCase {
         XCTAssertTrue(batch.bytes.isEmpty)
     }
 
+    /// A worker's batch keeps the buffer it was encoded into (no copy); cutting it and
+    /// adding to it give the same lines as an array-built batch.
+    func testAWorkersEncodedBatchCutsAndGrowsLikeAnArrayOne() {
+        func encoded(_ lines: [String]) -> RecordBatch {
+            var buffer = RecordBuffer(capacity: 4)  // grows while encoding, as a worker's may
+            var ends: [Int] = []
+            for line in lines {
+                buffer.append(contentsOf: Array(line.utf8))
+                buffer.append(UInt8(ascii: "\n"))
+                ends.append(buffer.count)
+            }
+            return RecordBatch(encoded: buffer.intoEncodedRecords(), ends: ends)
+        }
+        var batch = encoded(["a", "bb", "ccc"])
+        XCTAssertEqual(batch.byteCount, 9)
+        XCTAssertEqual(String(decoding: batch.bytes, as: UTF8.self), "a\nbb\nccc\n")
+        batch.withUnsafeBytes { XCTAssertEqual(String(decoding: $0, as: UTF8.self), "a\nbb\nccc\n") }
+        var copy = batch
+        let rest = copy.splitOff(after: 1)
+        XCTAssertEqual(String(decoding: copy.bytes, as: UTF8.self), "a\n")
+        XCTAssertEqual(copy.byteCount, 2)
+        XCTAssertEqual(String(decoding: rest.bytes, as: UTF8.self), "bb\nccc\n")
+        XCTAssertEqual(rest.ends, [3, 7])
+        // The original shares the buffer and still has all three.
+        XCTAssertEqual(String(decoding: batch.bytes, as: UTF8.self), "a\nbb\nccc\n")
+        copy.append(Array("dddd".utf8))
+        XCTAssertEqual(String(decoding: copy.bytes, as: UTF8.self), "a\ndddd\n")
+        XCTAssertEqual(copy.ends, [2, 7])
+        batch.keepFirst(2)
+        XCTAssertEqual(String(decoding: batch.bytes, as: UTF8.self), "a\nbb\n")
+        batch.withUnsafeBytes { XCTAssertEqual($0.count, 5) }
+        batch.keepFirst(0)
+        XCTAssertTrue(batch.bytes.isEmpty)
+        XCTAssertEqual(encoded([]).byteCount, 0)
+    }
+
     /// One batch of 400 records over files of 4 KiB: it is split only between lines,
     /// every record lands exactly once and in order.
     func testOneBatchSplitsAcrossSizeRotationsBetweenLines() throws {
