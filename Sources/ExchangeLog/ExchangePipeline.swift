@@ -69,8 +69,10 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let backlogSeen = Atomic<Bool>(false)
     /// Written under `condition`, read by the loops without it.
     private let behind = Atomic<Bool>(false)
-    /// Largest batch one worker takes, so other workers get a share under load.
-    private let batchLimit = 256
+    /// Largest batch one worker takes, so other workers get a share under load. Also the
+    /// backlog that wakes the helpers: it must hold a nap's worth at the rates one worker
+    /// keeps up with (10 ms at ~70k req/s), or every nap would wake a helper.
+    private let batchLimit = 1024
     /// Captured bytes one batch takes at most (at least one exchange): a batch is encoded
     /// into one buffer, and 256 records of 64 KiB made 17 MB buffers that malloc mapped
     /// and unmapped each time, so the kernel zeroed every page again (40% of a worker's
@@ -78,9 +80,10 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let batchByteLimit = 1 << 20
     /// The napping worker's nap while traffic flows. Each nap is a context switch for it and
     /// a wake-up of the writer, which on this VM cost ~20 µs each: at 2 ms the napper and
-    /// writer took 5.3 and 1.3 µs a small exchange, at 5 ms 4.4 and 0.8 (wrk at 34k req/s).
-    /// Longer naps would bring the helper in (a batch of `batchLimit` waiting) at ~50k req/s.
-    private let napInterval = 0.005
+    /// writer took 5.3 and 1.3 µs a small exchange, at 5 ms 4.4 and 0.8 (wrk at 34k req/s);
+    /// later, at 5 ms 3.8 and 0.8, at 10 ms 3.3-3.5 and 0.6, at 20 ms 3.9 and 0.55 (batches
+    /// of ~700 records: a 1.1 MB buffer, past what the heap and the caches keep warm).
+    private let napInterval = 0.010
     /// Exchanges waiting before the helpers are woken.
     private(set) var helperBacklog: Int
     private let processedCount = Atomic<Int>(0)
