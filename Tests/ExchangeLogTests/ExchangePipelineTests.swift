@@ -46,6 +46,56 @@ final class ExchangePipelineTests: XCTestCase {
         XCTAssertEqual(pipeline.queueDepth, 0)
     }
 
+    /// A worker hands each finished event back to the thread that accepted it (the loop whose
+    /// malloc arena holds its memory), which frees it at its next `accept`.
+    func testFinishedEventsWaitForTheThreadThatAcceptedThem() throws {
+        let (dir, writer, pipeline) = try makePipeline(workers: 1)
+        defer { dir.remove() }
+        // One long-lived accepting thread, told what to do through a semaphore.
+        let go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        let count = Atomic<Int>(0)
+        let loop = Thread {
+            while true {
+                go.wait()
+                let n = count.load(ordering: .relaxed)
+                if n == 0 { done.signal(); return }
+                for i in 0..<n { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
+                done.signal()
+            }
+        }
+        loop.start()
+        func acceptOnLoop(_ n: Int) {
+            count.store(n, ordering: .relaxed)
+            go.signal()
+            done.wait()
+        }
+        func waitForProcessed(_ n: Int) {
+            let deadline = Date().addingTimeInterval(10)
+            while pipeline.processed < n && Date() < deadline { usleep(1000) }
+            XCTAssertEqual(pipeline.processed, n)
+        }
+        acceptOnLoop(10)
+        waitForProcessed(10)
+        // The last batch waits (an earlier one may have been taken back by the thread's
+        // later accepts, while it was still accepting).
+        let waiting = pipeline.waitingToBeFreed
+        XCTAssertEqual(waiting.count, 1)
+        XCTAssertTrue((1...10).contains(waiting.first ?? 0), "the batch waits for its thread: \(waiting)")
+        acceptOnLoop(1)
+        // Taken back (and freed) by that accept; the worker may have finished the new one since.
+        XCTAssertLessThanOrEqual(pipeline.waitingToBeFreed.first ?? 0, 1)
+        waitForProcessed(11)
+        XCTAssertEqual(pipeline.waitingToBeFreed, [1])
+        // Another thread's events wait for that thread, not the first one's.
+        pipeline.accept(.http(RecordFixture.exchange()))
+        waitForProcessed(12)
+        XCTAssertEqual(pipeline.waitingToBeFreed, [1, 1])
+        acceptOnLoop(0)
+        pipeline.drain()
+        writer.flushAndStop()
+        XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").count, 12)
+    }
+
     func testOverloadIsCountedLostAndReported() throws {
         let (dir, writer, pipeline) = try makePipeline(maxPending: 0)
         defer { dir.remove() }
