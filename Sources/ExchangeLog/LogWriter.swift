@@ -55,6 +55,8 @@ public struct RecordBatch: Sendable {
     public var isEmpty: Bool { ends.isEmpty }
     /// The lines' bytes in all (the lines are back to back from the start).
     public var byteCount: Int { ends.last ?? 0 }
+    /// Bytes the batch holds in memory (tests).
+    var allocatedBytes: Int { encoded?.allocated ?? array.capacity }
 
     /// The lines, newline-terminated, back to back (a copy when a worker encoded them).
     public var bytes: [UInt8] {
@@ -117,8 +119,13 @@ public struct RecordBatch: Sendable {
 /// the batch. Never written once made, so any thread may read it.
 final class EncodedRecords: @unchecked Sendable {
     let base: UnsafeMutablePointer<UInt8>
+    /// Bytes allocated at `base` (tests: at most twice the lines').
+    let allocated: Int
 
-    init(taking base: UnsafeMutablePointer<UInt8>) { self.base = base }
+    init(taking base: UnsafeMutablePointer<UInt8>, allocated: Int) {
+        self.base = base
+        self.allocated = allocated
+    }
 
     deinit { base.deallocate() }
 }

@@ -23,9 +23,20 @@ struct RecordBuffer: ~Copyable {
 
     deinit { base.deallocate() }
 
-    /// Hands the memory to a batch for the writer, without copying it.
+    /// Hands the memory to a batch for the writer, without copying it when it is mostly
+    /// used. A worker sizes its buffer for the captured bodies, which a record may not log
+    /// (`data` without base64, `none`): a 1 MiB download's ~1.5 KB record would have kept
+    /// the whole megabyte in the writer's queue, which counts only the lines' bytes.
     consuming func intoEncodedRecords() -> EncodedRecords {
-        let records = EncodedRecords(taking: base)
+        if count < capacity / 2 {
+            let size = max(count, 1)
+            let exact = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+            exact.initialize(from: base, count: count)
+            base.deallocate()
+            discard self
+            return EncodedRecords(taking: exact, allocated: size)
+        }
+        let records = EncodedRecords(taking: base, allocated: capacity)
         discard self
         return records
     }

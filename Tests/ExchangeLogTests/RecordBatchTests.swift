@@ -65,6 +65,21 @@ final class RecordBatchTests: XCTestCase {
         XCTAssertEqual(encoded([]).byteCount, 0)
     }
 
+    /// A worker's buffer is sized for the captured bodies, which a record may not log: a
+    /// mostly empty one is copied to its size rather than held whole in the writer's queue.
+    func testAMostlyEmptyEncodingBufferIsNotHeldWhole() {
+        var sparse = RecordBuffer(capacity: 1 << 20)
+        sparse.append(contentsOf: Array("{\"size\":1048576}\n".utf8))
+        let end = sparse.count
+        let small = RecordBatch(encoded: sparse.intoEncodedRecords(), ends: [end])
+        XCTAssertEqual(String(decoding: small.bytes, as: UTF8.self), "{\"size\":1048576}\n")
+        XCTAssertLessThanOrEqual(small.allocatedBytes, 2 * small.byteCount)
+        var full = RecordBuffer(capacity: 64)
+        full.append(contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: 40))
+        let whole = RecordBatch(encoded: full.intoEncodedRecords(), ends: [40])
+        XCTAssertEqual(whole.allocatedBytes, 64, "kept as it is")
+    }
+
     /// One batch of 400 records over files of 4 KiB: it is split only between lines,
     /// every record lands exactly once and in order.
     func testOneBatchSplitsAcrossSizeRotationsBetweenLines() throws {
