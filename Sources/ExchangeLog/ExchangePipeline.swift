@@ -54,8 +54,12 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// by the other core: under `perf`, malloc, `_int_malloc` and `unlink_chunk` cost the
     /// loops 0.7 µs more per small exchange with logging on than off. Handed back, that fell
     /// by 0.5 µs and the worker's frees went with it (two alternating runs: 0.8 and 1.0 µs
-    /// less CPU per exchange in all). At most one batch per source waits here (see `work`),
-    /// so a loop that goes quiet holds one batch's memory until its next exchange.
+    /// less CPU per exchange in all). The cost is memory outside `maxPendingBytes` (which
+    /// counts only queued events): a worker's batch stays alive through its hand-off to the
+    /// writer, and then one batch per source (see `work`) until that thread's next
+    /// `accept`, so a loop that goes quiet holds a batch's captures (up to ~1 MiB and one
+    /// larger exchange) until its next exchange. Entries of threads that ended stay with the
+    /// pipeline.
     private var finished: [[CapturedEvent]] = []
     /// Threads past this many (tests) are not tracked: workers free what they accept.
     private let maxSources = 64
@@ -97,7 +101,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// Captured bytes one batch takes at most (at least one exchange): a batch is encoded
     /// into one buffer, and 256 records of 64 KiB made 17 MB buffers that malloc mapped
     /// and unmapped each time, so the kernel zeroed every page again (40% of a worker's
-    /// CPU went to page faults). Buffers of about a megabyte are reused from the heap.
+    /// CPU went to page faults). Buffers of a megabyte or two (`batchLimit` small records, or
+    /// this many captured bytes) are reused from the heap.
     private let batchByteLimit = 1 << 20
     /// The napping worker's nap while traffic flows. Each nap is a context switch for it and
     /// a wake-up of the writer, which on this VM cost ~20 µs each: at 2 ms the napper and
@@ -305,7 +310,8 @@ public final class ExchangePipeline: @unchecked Sendable {
                     processor.encodeRecord(for: tunnel, id: .generated(ids.nextID(startTime: tunnel.start)), into: &buffer)
                     done = .tunnel(tunnel)
                 }
-                if let source = batch[i].source, source < toFree.count { toFree[source].append(done) }
+                // Every source was added before its events were queued, so it has a slot.
+                if let source = batch[i].source { toFree[source].append(done) }
                 buffer.append(UInt8(ascii: "\n"))
                 ends.append(buffer.count)
             }

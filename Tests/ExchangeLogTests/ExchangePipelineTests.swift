@@ -69,27 +69,26 @@ final class ExchangePipelineTests: XCTestCase {
             go.signal()
             done.wait()
         }
-        func waitForProcessed(_ n: Int) {
+        // A worker counts a batch processed before it hands the batch back: wait for both.
+        func waitUntil(_ what: String, _ condition: () -> Bool) {
             let deadline = Date().addingTimeInterval(10)
-            while pipeline.processed < n && Date() < deadline { usleep(1000) }
-            XCTAssertEqual(pipeline.processed, n)
+            while !condition() && Date() < deadline { usleep(1000) }
+            XCTAssertTrue(condition(), "\(what): processed \(pipeline.processed), waiting \(pipeline.waitingToBeFreed)")
         }
         acceptOnLoop(10)
-        waitForProcessed(10)
         // The last batch waits (an earlier one may have been taken back by the thread's
         // later accepts, while it was still accepting).
-        let waiting = pipeline.waitingToBeFreed
-        XCTAssertEqual(waiting.count, 1)
-        XCTAssertTrue((1...10).contains(waiting.first ?? 0), "the batch waits for its thread: \(waiting)")
+        waitUntil("the batch waits for its thread") {
+            pipeline.processed == 10 && (1...10).contains(pipeline.waitingToBeFreed.first ?? 0)
+        }
+        XCTAssertEqual(pipeline.waitingToBeFreed.count, 1)
         acceptOnLoop(1)
         // Taken back (and freed) by that accept; the worker may have finished the new one since.
         XCTAssertLessThanOrEqual(pipeline.waitingToBeFreed.first ?? 0, 1)
-        waitForProcessed(11)
-        XCTAssertEqual(pipeline.waitingToBeFreed, [1])
+        waitUntil("the new one waits") { pipeline.processed == 11 && pipeline.waitingToBeFreed == [1] }
         // Another thread's events wait for that thread, not the first one's.
         pipeline.accept(.http(RecordFixture.exchange()))
-        waitForProcessed(12)
-        XCTAssertEqual(pipeline.waitingToBeFreed, [1, 1])
+        waitUntil("each thread's wait for it") { pipeline.processed == 12 && pipeline.waitingToBeFreed == [1, 1] }
         acceptOnLoop(0)
         pipeline.drain()
         writer.flushAndStop()
