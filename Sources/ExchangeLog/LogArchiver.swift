@@ -28,6 +28,8 @@ public final class LogArchiver: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var jobs: [Job] = []
+    /// Rotated files whose compress job is on its way (see `claim`).
+    private var claimed: Set<String> = []
     private var running = false
     private var stopping = false
     private var threadStarted = false
@@ -51,6 +53,19 @@ public final class LogArchiver: @unchecked Sendable {
     /// the next start to retry.
     public var failures: Int { condition.withLock { failureCount } }
     public var lastFailure: String? { condition.withLock { lastFailureText } }
+
+    /// Called before a file is renamed to `path` to be compressed (its job is enqueued after
+    /// the rename): recovery leaves the file to that job even when it lists the directory
+    /// between the two. Without the claim, a start-up recovery could compress the new file
+    /// and then its own job would again (with a failing disk, one failure counted twice).
+    func claim(_ path: String) {
+        condition.withLock { _ = claimed.insert(path) }
+    }
+
+    /// The rename after `claim` failed: no job comes.
+    func release(_ path: String) {
+        condition.withLock { _ = claimed.remove(path) }
+    }
 
     func enqueue(_ job: Job) {
         condition.lock()
@@ -154,19 +169,12 @@ public final class LogArchiver: @unchecked Sendable {
         switch job {
         case .compress(let path, let layout, let maxFiles):
             do { try compress(path, directory: layout.directory) } catch { failures.append(error) }
+            release(path)
             failures += retain(layout, maxFiles: maxFiles)
         case .retain(let layout, let maxFiles):
             failures += retain(layout, maxFiles: maxFiles)
         case .recover(let layout, let compress, let maxFiles):
-            // Files rotated since the recovery was queued have their own compress job waiting:
-            // recovery leaves them to it (it compressed them first, and a failure counted twice).
-            let queued = condition.withLock {
-                Set(jobs.compactMap { job -> String? in
-                    if case .compress(let path, _, _) = job { return path }
-                    return nil
-                })
-            }
-            failures += recover(layout, compress: compress, skipping: queued)
+            failures += recover(layout, compress: compress)
             failures += retain(layout, maxFiles: maxFiles)
         }
         return failures
@@ -210,9 +218,19 @@ public final class LogArchiver: @unchecked Sendable {
         try? fileSystem.syncDirectory(directory)
     }
 
-    private func recover(_ layout: LogFileLayout, compress: Bool, skipping queued: Set<String>) -> [LogIOError] {
+    private func recover(_ layout: LogFileLayout, compress: Bool) -> [LogIOError] {
         var failures: [LogIOError] = []
         let entries = fileSystem.listDirectory(layout.directory).compactMap(layout.parseRotated)
+        // Files rotated since the recovery was queued have their own compress job, queued or
+        // on its way: recovery leaves them to it (it compressed them first, and a failure
+        // counted twice). Read after the listing: a file listed was renamed before it, so
+        // its claim (made before the rename) is here.
+        let queued = condition.withLock {
+            claimed.union(jobs.compactMap { job -> String? in
+                if case .compress(let path, _, _) = job { return path }
+                return nil
+            })
+        }
         let completed = Set(entries.filter { $0.compressed && !$0.temporary }.map(\.baseName))
         for entry in LogFileLayout.oldestFirst(entries) {
             let path = layout.directory + "/" + entry.name

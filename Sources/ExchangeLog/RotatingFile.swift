@@ -193,7 +193,14 @@ public final class RotatingFile {
         var rotatedPath: String?
         if isStillActivePath() {
             let target = uniqueRotatedPath(now: now)
-            try fileSystem.rename(activePath, target)
+            // Claimed first: see `LogArchiver.claim`.
+            if settings.compress { archiver.claim(target) }
+            do throws(LogIOError) {
+                try fileSystem.rename(activePath, target)
+            } catch {
+                if settings.compress { archiver.release(target) }
+                throw error
+            }
             rotatedPath = target
         }
         // else: someone renamed the file away (logrotate); its records are theirs now.

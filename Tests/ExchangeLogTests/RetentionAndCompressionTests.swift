@@ -173,6 +173,30 @@ final class CompressionTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: second), "kept for a later retry")
     }
 
+    /// Rotation claims the new name before renaming to it and enqueues the compress job
+    /// after: a recovery that lists the directory in between leaves the file to that job.
+    func testRecoveryLeavesAClaimedFileToItsComingJob() throws {
+        let layout = LogFileLayout(directory: directory.path, fileName: "tapwire.jsonl")
+        let claimed = directory.path + "/tapwire-20261203T000002.jsonl"
+        let released = directory.path + "/tapwire-20261203T000003.jsonl"
+        let archiver = LogArchiver()
+        archiver.claim(claimed)
+        archiver.claim(released)
+        archiver.release(released)  // its rename failed; yet a file of that name is there
+        for path in [claimed, released] { XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("{}\n".utf8))) }
+        archiver.enqueue(.recover(layout: layout, compress: true, maxFiles: 10))
+        archiver.waitUntilIdle()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: claimed), "left to its job")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: claimed + ".gz"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: released + ".gz"), "an unclaimed file is recovered")
+        archiver.enqueue(.compress(path: claimed, layout: layout, maxFiles: 10))
+        archiver.waitUntilIdle()
+        archiver.stop()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: claimed + ".gz"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: claimed))
+        XCTAssertEqual(archiver.failures, 0, archiver.lastFailure ?? "")
+    }
+
     func testFailedCompressionKeepsThePlainFileAndNoPartialGzip() throws {
         let faults = FaultSwitch()
         faults.fail([.rename], with: ENOSPC)  // the .gz.tmp → .gz step; rotation itself must still work
