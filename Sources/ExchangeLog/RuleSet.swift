@@ -177,6 +177,14 @@ public struct ContentTypeFields: Sendable, Equatable {
         }
     }
 
+    /// The same from a head's headers in place: wrapping them in an Optional copies them.
+    public init(headers: borrowing HTTPHeaders) {
+        self.init()
+        headers.withFirstValue(name: "Content-Type") { bytes in
+            if let bytes { parse(bytes, whole: nil) }
+        }
+    }
+
     private init() {}
 
     /// Media types most responses carry, as immortal literals (no allocation, no refcount).
