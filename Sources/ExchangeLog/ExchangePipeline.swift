@@ -292,12 +292,7 @@ public final class ExchangePipeline: @unchecked Sendable {
                 batchBytes = bytes
             }
             busyWorkers += 1
-            // Finished events, by source, for `finished`: sized first, so that appending
-            // does not move the events again.
-            var toFree = [[CapturedEvent]](repeating: [], count: sources.count)
-            var perSource = [Int](repeating: 0, count: sources.count)
-            for queued in batch { if let source = queued.source { perSource[source] += 1 } }
-            for source in toFree.indices where perSource[source] > 0 { toFree[source].reserveCapacity(perSource[source]) }
+            let sourceCount = sources.count
             let processor = self.processor
             let hook = self.hook
             let waitForWriter = whenBehind == .wait
@@ -305,6 +300,13 @@ public final class ExchangePipeline: @unchecked Sendable {
             condition.unlock()
             for h in caughtUp { h() }
             hook?(role == .napper, batch.count)
+
+            // Finished events, by source, for `finished`: sized first, so that appending
+            // does not move the events again. Outside the lock, which the loops wait for.
+            var toFree = [[CapturedEvent]](repeating: [], count: sourceCount)
+            var perSource = [Int](repeating: 0, count: sourceCount)
+            for queued in batch { if let source = queued.source { perSource[source] += 1 } }
+            for source in toFree.indices where perSource[source] > 0 { toFree[source].reserveCapacity(perSource[source]) }
 
             // The whole batch is encoded into one pointer buffer, which the writer gets as it is:
             // appending each record to a [UInt8] went through the generic copy path (a tenth of
