@@ -74,7 +74,8 @@ public struct ExchangeProcessor: Sendable {
     /// Appends the `http` record to `buffer` (a worker encodes its whole batch into one).
     func encodeRecord(for exchange: CapturedExchange, id: RecordKey, into buffer: inout RecordBuffer) {
         let start = buffer.count
-        var outcome = self.outcome(for: exchange)
+        // A `let`: as a `var` (for the rare cut below) it was copied for every record.
+        let outcome = self.outcome(for: exchange)
         let url = redactingQuery(exchange.url)
         encodeHTTPRecord(exchange, url: url, id: id, outcome: outcome, into: &buffer)
         // Escaping can make a value six times its decoded size (`\u0001` per control byte, in
@@ -86,10 +87,11 @@ public struct ExchangeProcessor: Sendable {
         let tooLarge = ErrorLogFields(
             error: "responseSerializationFailed", reason: "recordTooLarge",
             message: "the logged values would take \(size) bytes, past \(maxRecordBytes) (twice capture.maxDecodedBytes and 1 MiB)")
-        outcome.result = .failure(tooLarge)
-        if outcome.requestBody != nil { outcome.requestBody = .failure(tooLarge) }
-        outcome.body.truncated = true
-        encodeHTTPRecord(exchange, url: url, id: id, outcome: outcome, into: &buffer)
+        var cut = outcome
+        cut.result = .failure(tooLarge)
+        if cut.requestBody != nil { cut.requestBody = .failure(tooLarge) }
+        cut.body.truncated = true
+        encodeHTTPRecord(exchange, url: url, id: id, outcome: cut, into: &buffer)
     }
 
     /// The largest `http` record written with its values: room for a body and a request body
