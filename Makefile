@@ -8,7 +8,7 @@ DEB_TEST     := curl python3 systemd openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -113,6 +113,14 @@ bench: bench-deps
 	$(SWIFT) build -c release -j $(JOBS) --product tapwire
 	python3 Benchmarks/proxy_bench.py \
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
+
+# Two builds of Tapwire side by side, each with its own wrk, so that both see the same host:
+# CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;
+# `make bench` is what the goals are measured with.
+bench-ab: deps
+	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off]" >&2; exit 2; }
+	$(call apt_install,nginx-light wrk python3)
+	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
 
 clean:
 	rm -rf .build
