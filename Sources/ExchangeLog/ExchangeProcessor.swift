@@ -153,9 +153,9 @@ public struct ExchangeProcessor: Sendable {
     /// Everything the record says beyond the captured exchange.
     public func outcome(for exchange: CapturedExchange) -> HTTPRecordOutcome {
         let rule = ruleSet.match(exchange)
-        // The head and the body are read in place (borrowed), never bound: each copy retains
-        // and releases their arrays, atomics on memory the event loop wrote, which cost the
-        // worker more than the instructions say (a cache line fetched from the other core).
+        // The head is read in place (borrowed), never bound: a copy retains and releases its
+        // arrays, atomics on memory the event loop wrote, which cost the worker more than the
+        // instructions say (a cache line fetched from the other core).
         let (hasResponse, status, contentEncoding, contentType) = ExchangeProcessor.responseFields(exchange.response)
         let body = exchange.responseBody
         let transportError: Error? = exchange.error.map {
@@ -499,7 +499,6 @@ public struct ExchangeProcessor: Sendable {
         return .object([JSON.Member("base64", .string(prefix.base64EncodedString())), size])
     }
 
-    /// Several fields of one list header read as one value (RFC 9110 §5.3).
     /// What the outcome reads of the response head, from the head in place.
     @inline(never)
     private static func responseFields(_ response: HTTPResponseHead?)
@@ -511,6 +510,7 @@ public struct ExchangeProcessor: Sendable {
         }
     }
 
+    /// Several fields of one list header read as one value (RFC 9110 §5.3).
     static func joinedValues(_ values: [String]) -> String? {
         switch values.count {
         case 0: return nil
