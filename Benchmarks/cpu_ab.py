@@ -7,12 +7,15 @@ Why side by side: on this shared VM the host's speed drifts within a minute (ngi
 38-52k req/s on the same day), so a change worth 0.3 µs per exchange hid in back-to-back
 rounds whose CPU per request moved by 20%. Here A and B run at the same time, each
 with its own wrk (16 connections, 1 thread) against one origin, so both see the same
-host; the ports swap every round. CPU comes from each thread's /proc stat, grouped by
+host. CPU comes from each thread's /proc stat, grouped by
 the names Tapwire gives its threads (tapwire-loop-N, tapwire-ser-N, tapwire-writer,
 tapwire-deflate, tapwire-archive), per request that process served.
 
 It answers "does B cost less CPU per exchange than A", not "how fast is Tapwire": the
-two compete for the same two cores, so their req/s are halves of a shared machine.
+two compete for the same two cores, so their req/s are halves of a shared machine. Which one is
+started, loaded and sampled first alternates every round. A round in which either
+build dropped records (`log.whenBehind: drop`, the default, when decoding falls behind)
+is marked: a build that drops does less work per request and looks cheaper.
 A benchmark, not a test: it prints and exits 0.
 """
 import argparse
@@ -21,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -28,12 +32,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxy_bench import (SMALL_JSON, WRK_SCRIPT, Processes, free_port, start_origin,  # noqa: E402
-                         wait_port, write)
+from proxy_bench import (SMALL_JSON, WRK_SCRIPT, Processes, cpu_seconds, free_port,  # noqa: E402
+                         metrics_records, settle, start_origin, wait_port, write)
+
+# Thread names Tapwire sets (tapwire_name_current_thread); every other thread (main,
+# Dispatch's) keeps the executable's name, which differs between A and B, so it is "other".
+NAMED_THREADS = {"tapwire-writer": "writer", "tapwire-deflate": "deflate", "tapwire-archive": "archive"}
 
 
 def thread_cpu(pid):
-    """CPU seconds by thread group of process `pid`."""
+    """CPU seconds by thread group of process `pid`. "other" is the process's total (which
+    keeps the time of threads that ended) less the named groups."""
     groups = {}
     tick = os.sysconf("SC_CLK_TCK")
     for task in glob.glob("/proc/%d/task/*" % pid):
@@ -41,20 +50,38 @@ def thread_cpu(pid):
             with open(task + "/stat") as f:
                 stat = f.read()
         except OSError:
-            continue  # a thread that ended
+            continue  # a thread that ended: counted in the process total
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        group = ("loops" if "loop" in name else "workers" if "ser-" in name
-                 else name.replace("tapwire-", "") if name.startswith("tapwire-") else "other")
-        groups[group] = groups.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        group = ("loops" if name.startswith("tapwire-loop-") else
+                 "workers" if name.startswith("tapwire-ser-") else NAMED_THREADS.get(name))
+        if group:
+            groups[group] = groups.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    groups["other"] = max(0.0, cpu_seconds([pid]) - sum(groups.values()))
     return groups
 
 
+LOADS = []  # wrk processes running, stopped on the way out
+
+
 def wrk(port, origin_port, seconds):
-    return subprocess.Popen(
+    p = subprocess.Popen(
         ["wrk", "-c16", "-t1", "-d%ds" % seconds, "--timeout", "5s", "-s", WRK_SCRIPT,
          "http://127.0.0.1:%d/" % port, "--", "http://127.0.0.1:%d/small.json" % origin_port],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p.seconds = seconds
+    LOADS.append(p)
+    return p
+
+
+def output_of(p):
+    try:
+        return p.communicate(timeout=p.seconds + 30)[0]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.communicate()[0]
+    finally:
+        LOADS.remove(p)
 
 
 def requests_of(out):
@@ -85,6 +112,11 @@ def main():
     os.chmod(root, 0o755)  # nginx workers run as nobody and must read the document
     procs = Processes()
     rows = ([], [])
+
+    def on_signal(signum, _frame):
+        raise SystemExit("stopped by signal %d" % signum)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     try:
         www = os.path.join(root, "www")
         os.makedirs(www)
@@ -94,7 +126,7 @@ def main():
         print("A: %s\nB: %s\nlogging %s; %d rounds of %d s, both at once, wrk -c16 -t1 each\n" % (
             binaries[0], binaries[1], args.logging, args.rounds, args.duration), flush=True)
         for rnd in range(args.rounds):
-            order = (0, 1) if rnd % 2 == 0 else (1, 0)  # which one gets the first port
+            order = (0, 1) if rnd % 2 == 0 else (1, 0)  # which one starts first
             ports = {}
             running = {}
             for slot, i in enumerate(order):
@@ -111,15 +143,22 @@ def main():
                     raise SystemExit("%s did not start; see %s" % (binaries[i], p.out_path))
                 ports[i], running[i] = port, p
             # Warm up (allocator, connections, the first rotation's files), then measure.
-            for w in [wrk(ports[i], origin_port, 2) for i in (0, 1)]:
-                w.communicate()
-            time.sleep(1)
-            before = {i: thread_cpu(running[i].pid) for i in (0, 1)}
-            loads = {i: wrk(ports[i], origin_port, args.duration) for i in (0, 1)}
-            outs = {i: loads[i].communicate()[0] for i in (0, 1)}
-            time.sleep(1.5)  # what the workers and the writer still had queued
-            after = {i: thread_cpu(running[i].pid) for i in (0, 1)}
+            for i, w in [(i, wrk(ports[i], origin_port, 2)) for i in (0, 1)]:
+                out = output_of(w)
+                if requests_of(out) == 0:
+                    raise SystemExit("warm-up: wrk gave no result, or errors, for %s:\n%s" % ("AB"[i], out))
+            settle([running[i].pid for i in (0, 1)])
+            # Sampled and loaded in this round's order too, so neither always goes first.
+            before = {i: thread_cpu(running[i].pid) for i in order}
+            loads = {i: wrk(ports[i], origin_port, args.duration) for i in order}
+            outs = {i: output_of(loads[i]) for i in order}
+            # What the workers, the writer and the archiver still had queued counts too.
+            settle([running[i].pid for i in (0, 1)])
+            after = {i: thread_cpu(running[i].pid) for i in order}
+            lost = {}
             for i in (0, 1):
+                sums = metrics_records(ports[i], seconds=10)
+                lost[i] = sums[2] if sums else None
                 procs.stop(running[i])
             line = "round %d" % (rnd + 1)
             for i in (0, 1):
@@ -132,6 +171,8 @@ def main():
                 rows[i].append(row)
                 line += "   %s %6.0f req/s  total %5.2f  loops %5.2f  workers %4.2f" % (
                     "AB"[i], row["req/s"], row["total"], row.get("loops", 0), row.get("workers", 0))
+                if args.logging == "on" and lost[i] != 0:
+                    line += "  (%s records lost)" % ("?" if lost[i] is None else lost[i])
             print(line, flush=True)
 
         groups = sorted({g for r in rows[0] + rows[1] for g in r} - {"req/s", "total"}) + ["total"]
@@ -146,6 +187,10 @@ def main():
         print("\ntotal B - A by round: " + " ".join("%+.2f" % d for d in diffs) +
               "  (%d of %d rounds favour B)" % (sum(d < 0 for d in diffs), len(diffs)))
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        for p in LOADS:
+            p.kill()
         procs.stop_all()
         shutil.rmtree(root, ignore_errors=True)
 
