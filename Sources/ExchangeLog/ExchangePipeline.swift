@@ -305,7 +305,8 @@ public final class ExchangePipeline: @unchecked Sendable {
             // does not move the events again. Outside the lock, which the loops wait for.
             var toFree = [[CapturedEvent]](repeating: [], count: sourceCount)
             var perSource = [Int](repeating: 0, count: sourceCount)
-            for queued in batch { if let source = queued.source { perSource[source] += 1 } }
+            // By index, reading only `source`: iterating the elements would copy each event.
+            for i in batch.indices { if let source = batch[i].source { perSource[source] += 1 } }
             for source in toFree.indices where perSource[source] > 0 { toFree[source].reserveCapacity(perSource[source]) }
 
             // The whole batch is encoded into one pointer buffer, which the writer gets as it is:

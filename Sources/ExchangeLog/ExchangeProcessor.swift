@@ -153,9 +153,9 @@ public struct ExchangeProcessor: Sendable {
     /// Everything the record says beyond the captured exchange.
     public func outcome(for exchange: CapturedExchange) -> HTTPRecordOutcome {
         let rule = ruleSet.match(exchange)
-        // The head is read in place (borrowed), never bound: a copy retains and releases its
-        // arrays, atomics on memory the event loop wrote, which cost the worker more than the
-        // instructions say (a cache line fetched from the other core).
+        // The head is read in place (a borrowed parameter), never copied: a copy retains and
+        // releases its arrays, atomics on memory the event loop wrote, which cost the worker
+        // more than the instructions say (a cache line fetched from the other core).
         let (hasResponse, status, contentEncoding, contentType) = ExchangeProcessor.responseFields(exchange.response)
         let body = exchange.responseBody
         let transportError: Error? = exchange.error.map {

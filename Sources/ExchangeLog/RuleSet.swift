@@ -171,9 +171,9 @@ public struct ContentTypeFields: Sendable, Equatable {
     /// The first `Content-Type` field of `headers`, read on the head's bytes: a common
     /// media type as sent becomes a shared literal, so most records make no string here.
     public init(headers: HTTPHeaders?) {
-        self.init()
-        headers?.withFirstValue(name: "Content-Type") { bytes in
-            if let bytes { parse(bytes, whole: nil) }
+        switch headers {
+        case .some(let headers): self.init(headers: headers)
+        case .none: self.init()
         }
     }
 

@@ -158,7 +158,11 @@ final class RuleSetTests: XCTestCase {
                       "application/jsonx", "application/jso", "", "a/b/c; charset=\"x\""] {
             let fromHead = ContentTypeFields(headers: HTTPHeaders([("X-Other", "1"), ("content-type", value), ("Content-Type", "text/plain")]))
             XCTAssertEqual(fromHead, ContentTypeFields(value), value)
+            // An optional head's headers (nil: no response) read the same way.
+            let headers: HTTPHeaders? = HTTPHeaders([("Content-Type", value)])
+            XCTAssertEqual(ContentTypeFields(headers: headers), ContentTypeFields(value), value)
         }
+        XCTAssertEqual(ContentTypeFields(headers: nil as HTTPHeaders?), ContentTypeFields(nil))
         XCTAssertNil(ContentTypeFields(headers: HTTPHeaders([("X-Other", "application/json")])).mediaType)
         let noSlash = ContentTypeFields("garbage")
         XCTAssertEqual(noSlash.type, "garbage")
