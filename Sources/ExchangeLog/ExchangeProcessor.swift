@@ -198,26 +198,18 @@ public struct ExchangeProcessor: Sendable {
             // (`errorFor`), then the same serializer steps on the same bytes, the same timeline.
             // A fifth of a small record's instructions went to those objects (21k -> 17k).
             // `CompactFastPathTests` holds the two to the same records.
-            let error: Error? = transportError ?? decodingError ?? (capture.truncated
-                ? TapwireError.responseSerializationFailed(reason: .inputDataTruncated(captured: capture.captured, total: capture.total))
-                : nil)
-            let policy = EmptyResponsePolicy(codes: spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
-                                             methods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
+            let error: Error? = transportError ?? decodingError ?? capture.truncationError
             let bytes = decodingError == nil ? decodedBytes : body.bytes
             let result = bytes.withUnsafeBytes { raw in
                 CompactJSON.serialize(method: exchange.request.method, status: status,
                                       body: hasResponse ? raw : nil, error: error, allowFragments: spec.allowFragments,
-                                      redactingKeys: keyRedactor, policy: policy)
+                                      redactingKeys: keyRedactor, policy: spec.emptyResponsePolicy)
             }
             let timeline = Timeline(requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
                                     requestCompletedTime: completedTime,
                                     serializationCompletedTime: max(self.clock(), completedTime))
-            let recordResult: RecordResult = switch result {
-            case .success(let compact): .successText(compact.text)
-            case .failure(let error): .failure(ErrorLogFields(error))
-            }
             return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
-                                     result: recordResult, timeline: timeline,
+                                     result: RecordResult(compact: result), timeline: timeline,
                                      metrics: ExchangeProcessor.metrics(exchange), body: summary,
                                      mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
                                      requestBody: requestBodyOutcome(exchange, rule: rule))
@@ -243,16 +235,12 @@ public struct ExchangeProcessor: Sendable {
         // What Charset.forResponse would choose, without its Foundation string work.
         let stringCharset = spec.encoding.flatMap { Charset(ianaName: $0) } ?? contentType.knownCharset ?? .isoLatin1
         if spec.kind == .json && !needsTree {
+            let policy = spec.emptyResponsePolicy
             let response = completed.serializeCompactJSON(
                 allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
-                emptyResponseCodes: spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
-                emptyRequestMethods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
-            let recordResult: RecordResult = switch response.result {
-            case .success(let compact): .successText(compact.text)
-            case .failure(let error): .failure(ErrorLogFields(error))
-            }
+                emptyResponseCodes: policy.codes, emptyRequestMethods: policy.methods)
             return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
-                                     result: recordResult, timeline: response.timeline,
+                                     result: RecordResult(compact: response.result), timeline: response.timeline,
                                      metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
                                      mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
                                      requestBody: requestBodyOutcome(exchange, rule: rule))
@@ -317,8 +305,8 @@ public struct ExchangeProcessor: Sendable {
     /// - Parameter charset: what the string serializer decodes with.
     private func serialize(_ completed: CompletedExchange, _ spec: SerializerSpec,
                            charset: Charset) -> (Result<JSON, Error>, Timeline) {
-        let codes = spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes
-        let methods = spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods
+        let policy = spec.emptyResponsePolicy
+        let codes = policy.codes, methods = policy.methods
         switch spec.kind {
         case .none:
             let response = completed.defaultResponse()
@@ -391,10 +379,10 @@ public struct ExchangeProcessor: Sendable {
         if spec.kind == .json && redactPointers.isEmpty {
             // Only key redaction applies here, so the one-pass compactor gives the same text
             // as parse, redact, write (a 512 KiB JSON body: ~1 ms against ~7 ms for the tree).
+            let policy = spec.emptyResponsePolicy
             let response = completed.serializeCompactJSON(
                 allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
-                emptyResponseCodes: spec.emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
-                emptyRequestMethods: spec.emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
+                emptyResponseCodes: policy.codes, emptyRequestMethods: policy.methods)
             switch response.result {
             case .success(let compact): return .valueText(compact.text)
             case .failure(let error): return .failure(ErrorLogFields(error))
@@ -544,5 +532,23 @@ public struct ExchangeProcessor: Sendable {
             receive: span(c.firstResponseByte, c.lastResponseByte),
             connectionReused: exchange.connectionReused,
             upstream: exchange.upstreamAddress)
+    }
+}
+
+extension SerializerSpec {
+    /// The rule's empty-response options, the defaults where it sets none.
+    var emptyResponsePolicy: EmptyResponsePolicy {
+        EmptyResponsePolicy(codes: emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
+                            methods: emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
+    }
+}
+
+extension RecordResult {
+    /// A compact-JSON serializer's result as the record writes it.
+    init(compact result: Result<CompactJSON, Error>) {
+        switch result {
+        case .success(let compact): self = .successText(compact.text)
+        case .failure(let error): self = .failure(ErrorLogFields(error))
+        }
     }
 }

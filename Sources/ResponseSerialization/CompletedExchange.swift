@@ -17,6 +17,11 @@ public struct BodyCapture: Sendable, Equatable {
 
     /// A body kept whole.
     public static func whole(_ count: Int) -> BodyCapture { BodyCapture(captured: count, total: count, truncated: false) }
+
+    /// What a serializer that needs the whole body gets instead of it: nil when it is whole.
+    public var truncationError: Error? {
+        truncated ? TapwireError.responseSerializationFailed(reason: .inputDataTruncated(captured: captured, total: total)) : nil
+    }
 }
 
 /// One finished proxy exchange, seen the way Alamofire's `DataRequest` is seen
@@ -187,11 +192,7 @@ public final class CompletedExchange: @unchecked Sendable {
     /// `inputDataTruncated` when the body was cut and the serializer needs it whole.
     private func errorFor<S: DataResponseSerializerProtocol>(_ serializer: S) -> Error? {
         if let error { return error }
-        if capture.truncated && !serializer.acceptsTruncatedInput {
-            return TapwireError.responseSerializationFailed(
-                reason: .inputDataTruncated(captured: capture.captured, total: capture.total))
-        }
-        return nil
+        return serializer.acceptsTruncatedInput ? nil : capture.truncationError
     }
 
     private func serialize<S: DataResponseSerializerProtocol>(with serializer: S, error: Error?) -> DataResponse<S.SerializedObject> {
