@@ -72,21 +72,27 @@ public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebu
 /// not happen, e.g. no DNS for a literal address, no TLS for plain HTTP, or a
 /// reused connection).
 public struct ExchangeMetrics: Sendable, Equatable {
+    // `connectionReused` is declared first so that the synthesized memberwise initializer has
+    // a signature of its own, for the public one below to delegate to.
+    public var connectionReused: Bool
     public var dns: TimeInterval?
     public var connect: TimeInterval?
     public var tls: TimeInterval?
     public var send: TimeInterval?
     public var wait: TimeInterval?
     public var receive: TimeInterval?
-    public var connectionReused: Bool
     /// The upstream address actually used, `host:port`.
     public var upstream: String?
+}
 
+extension ExchangeMetrics {
+    /// Delegates to the memberwise initializer, which is built in place: assigning the fields
+    /// one by one left the value copied out and the original destroyed (a worker makes one per
+    /// logged exchange).
     public init(dns: TimeInterval? = nil, connect: TimeInterval? = nil, tls: TimeInterval? = nil,
                 send: TimeInterval? = nil, wait: TimeInterval? = nil, receive: TimeInterval? = nil,
                 connectionReused: Bool = false, upstream: String? = nil) {
-        self.dns = dns; self.connect = connect; self.tls = tls
-        self.send = send; self.wait = wait; self.receive = receive
-        self.connectionReused = connectionReused; self.upstream = upstream
+        self.init(connectionReused: connectionReused, dns: dns, connect: connect, tls: tls, send: send, wait: wait,
+                  receive: receive, upstream: upstream)
     }
 }
