@@ -237,10 +237,12 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// the payload in place, where the `switch` on `work`'s local, moved on afterwards, copied
     /// the whole event (a retain and a release of each of its references).
     @inline(never)
-    private static func encode(_ event: CapturedEvent, processor: ExchangeProcessor, ids: RecordIDGenerator, into buffer: inout RecordBuffer) {
+    private static func encode(_ event: CapturedEvent, processor: ExchangeProcessor, ids: RecordIDGenerator,
+                               into buffer: inout RecordBuffer, scratch: inout [UInt8]) {
         switch event {
         case .http(let exchange):
-            processor.encodeRecord(for: exchange, id: .generated(ids.nextID(startTime: exchange.clock.requestStart)), into: &buffer)
+            processor.encodeRecord(for: exchange, id: .generated(ids.nextID(startTime: exchange.clock.requestStart)),
+                                   into: &buffer, scratch: &scratch)
         case .tunnel(let tunnel):
             processor.encodeRecord(for: tunnel, id: .generated(ids.nextID(startTime: tunnel.start)), into: &buffer)
         }
@@ -248,6 +250,9 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     private func work(_ role: Role) {
         var lastWork = Date()
+        /// Where each record's compacted JSON body is written (`ExchangeProcessor.outcome`),
+        /// kept from record to record; let go past 64 KiB, so one large body is not held.
+        var scratch: [UInt8] = []
         while true {
             condition.lock()
             if role == .helper {
@@ -326,13 +331,14 @@ public final class ExchangePipeline: @unchecked Sendable {
             // the worker's time.
             for i in batch.indices {
                 guard let event = batch[i].event.take() else { continue }
-                Self.encode(event, processor: processor, ids: ids, into: &buffer)
+                Self.encode(event, processor: processor, ids: ids, into: &buffer, scratch: &scratch)
                 // Every source was added before its events were queued, so it has a slot.
                 if let source = batch[i].source { toFree[source].append(event) }
                 buffer.append(UInt8(ascii: "\n"))
                 ends.append(buffer.count)
             }
             batch.removeAll(keepingCapacity: true)
+            if scratch.capacity > 1 << 16 { scratch = [] }
             let lines = RecordBatch(encoded: buffer.intoEncodedRecords(), ends: ends)
             writer.submit(lines, waitingForRoom: waitForWriter)
             processedCount.add(lines.count, ordering: .relaxed)

@@ -209,23 +209,34 @@ extension CompactJSON {
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy) -> Result<CompactJSON, Error> {
+        var storage: [UInt8] = []
+        return serialize(method: method, status: status, body: body, error: error, allowFragments: allowFragments,
+                         maxDepth: maxDepth, redactingKeys: keys, policy: policy, reusing: &storage)
+    }
+
+    /// The same, writing the text into `storage`'s memory (emptied first) and sharing it with
+    /// the result: a caller that lets go of each result before the next call (a log worker,
+    /// record after record) allocates no array per body.
+    public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
+                                 allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
+                                 policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
         if let error { return .failure(error) }
         if (body?.isEmpty ?? true) && policy.allowsEmptyBody(method: method, status: status) {
             return .success(CompactJSON(text: Array("null".utf8)))
         }
         guard let bytes = body, !bytes.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count + 16)
-        if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &text) {
-            return .success(CompactJSON(text: text))
+        storage.removeAll(keepingCapacity: true)
+        storage.reserveCapacity(bytes.count + 16)
+        if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
+            return .success(CompactJSON(text: storage))
         }
         // Invalid (or refused by the one-pass check): the parser says why, or, should
         // it accept what the pass refused, its tree gives the text.
         do {
             let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
-            text.removeAll(keepingCapacity: true)
-            JSONWriter.write(keys.redacting(value), into: &text)
-            return .success(CompactJSON(text: text))
+            storage.removeAll(keepingCapacity: true)
+            JSONWriter.write(keys.redacting(value), into: &storage)
+            return .success(CompactJSON(text: storage))
         } catch {
             return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
         }

@@ -118,6 +118,46 @@ final class JSONCompactorTests: XCTestCase {
         XCTAssertEqual(String(decoding: try good.get().text, as: UTF8.self), #"{"Token":"[redacted]"}"#)
     }
 
+    /// A log worker passes the same storage for every record: each result keeps its own text
+    /// (the storage is written in place only once no earlier result holds it), and the results
+    /// are those of the plain call, failures and `null` included.
+    func testReusedStorageGivesTheSameResultsAndKeepsEarlierOnes() throws {
+        let keys = JSONKeySet(["token"])
+        let policy = EmptyResponsePolicy()
+        func plain(_ body: [UInt8]?, method: String? = "GET") -> Result<CompactJSON, Error> {
+            guard let body else {
+                return CompactJSON.serialize(method: method, status: 200, body: nil, error: nil, allowFragments: true,
+                                             redactingKeys: keys, policy: policy)
+            }
+            return body.withUnsafeBytes {
+                CompactJSON.serialize(method: method, status: 200, body: $0, error: nil, allowFragments: true,
+                                      redactingKeys: keys, policy: policy)
+            }
+        }
+        var storage: [UInt8] = []
+        func reusing(_ body: [UInt8]?, method: String? = "GET") -> Result<CompactJSON, Error> {
+            guard let body else {
+                return CompactJSON.serialize(method: method, status: 200, body: nil, error: nil, allowFragments: true,
+                                             redactingKeys: keys, policy: policy, reusing: &storage)
+            }
+            return body.withUnsafeBytes {
+                CompactJSON.serialize(method: method, status: 200, body: $0, error: nil, allowFragments: true,
+                                      redactingKeys: keys, policy: policy, reusing: &storage)
+            }
+        }
+        let first = try reusing(Array(#"{ "token": "t", "a": [1, 2] }"#.utf8)).get().text
+        let second = try reusing(Array(#"[ "x" ]"#.utf8)).get().text
+        XCTAssertEqual(String(decoding: first, as: UTF8.self), #"{"token":"[redacted]","a":[1,2]}"#)
+        XCTAssertEqual(String(decoding: second, as: UTF8.self), #"["x"]"#)
+        XCTAssertEqual(String(decoding: try reusing(Array(#"{"b":true}"#.utf8)).get().text, as: UTF8.self), #"{"b":true}"#)
+        XCTAssertEqual(String(decoding: first, as: UTF8.self), #"{"token":"[redacted]","a":[1,2]}"#)
+        for body in [Array("[1,]".utf8), Array(" 3 ".utf8), []] {
+            XCTAssertEqual("\(reusing(body))", "\(plain(body))")
+        }
+        XCTAssertEqual("\(reusing(nil, method: "HEAD"))", "\(plain(nil, method: "HEAD"))")
+        XCTAssertEqual(try reusing(nil, method: "HEAD").get().text, Array("null".utf8))
+    }
+
     /// Seeded mutations of valid documents (byte flips, insertions, deletions, splices of
     /// JSON tokens): every variant gets the same answer from both paths.
     func testRandomMutationsAgree() {
