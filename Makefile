@@ -118,7 +118,7 @@ bench: bench-deps
 # CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;
 # `make bench` is what the goals are measured with.
 bench-ab: deps
-	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off]" >&2; exit 2; }
+	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off|on-off]" >&2; exit 2; }
 	$(call apt_install,nginx-light wrk python3)
 	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two Tapwire binaries, A and B, side by side: CPU per small-JSON request by thread group.
 
-`make bench-ab A=old-binary B=new-binary` (ROUNDS=6, LOGGING=off for `log.enabled: false`).
+`make bench-ab A=old-binary B=new-binary` (ROUNDS=6, LOGGING=off for `log.enabled: false`;
+LOGGING=on-off runs A with logging on and B with it off: with A=B, what logging costs by thread).
 
 Why side by side: on this shared VM the host's speed drifts within a minute (nginx did
 38-52k req/s on the same day), so a change worth 0.3 µs per exchange hid in back-to-back
@@ -101,7 +102,8 @@ def main():
     ap.add_argument("b", help="binary B")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--duration", type=int, default=8, help="seconds measured per round")
-    ap.add_argument("--logging", choices=("on", "off"), default="on")
+    ap.add_argument("--logging", choices=("on", "off", "on-off"), default="on",
+                    help="on-off: A with logging on, B with it off (what logging costs, by thread)")
     args = ap.parse_args()
     binaries = [os.path.abspath(args.a), os.path.abspath(args.b)]
     for b in binaries:
@@ -134,7 +136,7 @@ def main():
                 os.makedirs(d)
                 port = free_port()
                 log = {"directory": os.path.join(d, "logs")}
-                if args.logging == "off":
+                if args.logging == "off" or (args.logging == "on-off" and i == 1):
                     log["enabled"] = False
                 config = os.path.join(d, "tapwire.json")
                 write(config, json.dumps({"listen": ["127.0.0.1:%d" % port], "log": log}))
@@ -171,7 +173,7 @@ def main():
                 rows[i].append(row)
                 line += "   %s %6.0f req/s  total %5.2f  loops %5.2f  workers %4.2f" % (
                     "AB"[i], row["req/s"], row["total"], row.get("loops", 0), row.get("workers", 0))
-                if args.logging == "on" and lost[i] != 0:
+                if (args.logging == "on" or (args.logging == "on-off" and i == 0)) and lost[i] != 0:
                     line += "  (%s records lost)" % ("?" if lost[i] is None else lost[i])
             print(line, flush=True)
 
