@@ -53,7 +53,11 @@ public struct EngineConfiguration: Sendable, Equatable {
 }
 
 /// Receives finished exchanges on an event-loop thread: it must not block.
-public protocol ExchangeSink: Sendable {
+///
+/// Class-bound: the loops go through `engine.sink` twice per exchange (`isBehind`, `accept`),
+/// and an existential of any type was copied each time through its value witnesses (~70
+/// instructions); a class reference is a retain.
+public protocol ExchangeSink: AnyObject, Sendable {
     /// `consuming`: the event moves into the sink's queue instead of being copied there
     /// (a retain and later a release of every string and array in it, on the loop).
     func accept(_ event: consuming CapturedEvent)

@@ -7,7 +7,8 @@ import Synchronization
 import Systemd
 
 /// Hands the engine's finished exchanges to the record pipeline.
-struct PipelineSink: ExchangeSink {
+final class PipelineSink: ExchangeSink {
+    init(pipeline: ExchangePipeline) { self.pipeline = pipeline }
     let pipeline: ExchangePipeline
     func accept(_ event: consuming CapturedEvent) { pipeline.accept(event) }
     var isBehind: Bool { pipeline.isBehind }
