@@ -512,7 +512,10 @@ public struct ExchangeProcessor: Sendable {
         switch exchange.response {
         case .none: return (false, nil, nil, ContentTypeFields(headers: nil))
         case .some(let head):
-            return (true, head.status, joinedValues(head.headers["Content-Encoding"]), ContentTypeFields(headers: head.headers))
+            // Most responses have no Content-Encoding: one pass that compares lengths first says
+            // so, where collecting the values compared every field's name and built an array.
+            let encoding = head.headers.contains(name: "Content-Encoding") ? joinedValues(head.headers["Content-Encoding"]) : nil
+            return (true, head.status, encoding, ContentTypeFields(headers: head.headers))
         }
     }
 
