@@ -178,16 +178,21 @@ def main():
             print(line, flush=True)
 
         groups = sorted({g for r in rows[0] + rows[1] for g in r} - {"req/s", "total"}) + ["total"]
-        print("\nCPU µs per request, medians of the rounds (B - A: median of the rounds' differences)")
-        print("%-10s %8s %8s %8s" % ("", "A", "B", "B - A"))
+        # on-off: A logs and B does not, so A - B is what logging costs.
+        sign, label = (-1, "A - B") if args.logging == "on-off" else (1, "B - A")
+        print("\nCPU µs per request, medians of the rounds (%s: median of the rounds' differences%s)" % (
+            label, "; logging's cost" if args.logging == "on-off" else ""))
+        print("%-10s %8s %8s %8s" % ("", "A", "B", label))
         for g in groups:
             a = [r.get(g, 0.0) for r in rows[0]]
             b = [r.get(g, 0.0) for r in rows[1]]
             print("%-10s %8.2f %8.2f %+8.2f" % (g, statistics.median(a), statistics.median(b),
-                                                 statistics.median(y - x for x, y in zip(a, b))))
-        diffs = [rb["total"] - ra["total"] for ra, rb in zip(rows[0], rows[1])]
-        print("\ntotal B - A by round: " + " ".join("%+.2f" % d for d in diffs) +
-              "  (%d of %d rounds favour B)" % (sum(d < 0 for d in diffs), len(diffs)))
+                                                 statistics.median(sign * (y - x) for x, y in zip(a, b))))
+        diffs = [sign * (rb["total"] - ra["total"]) for ra, rb in zip(rows[0], rows[1])]
+        line = "\ntotal %s by round: " % label + " ".join("%+.2f" % d for d in diffs)
+        if args.logging != "on-off":
+            line += "  (%d of %d rounds favour B)" % (sum(d < 0 for d in diffs), len(diffs))
+        print(line)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)

@@ -327,7 +327,8 @@ WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 
 
 def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=None):
-    """Tapwire with its default config; `logging=False` sets only `log.enabled: false`
+    """Tapwire with its default config, but for `log.maxFiles` (see below); `logging=False`
+    sets only `log.enabled: false`
     (forwarding without decoding or logging: issue #4's reference); `extra_log` adds
     keys to the `log` object (tapwire-wait)."""
     d = os.path.join(root, label)

@@ -373,7 +373,7 @@ public struct ExchangeProcessor: Sendable {
         let decodedBytes: [UInt8]
         let truncated: Bool
         do throws(ContentDecodingError) {
-            let decoded = try decoder.decode(body.bytes, contentEncoding: ExchangeProcessor.joinedValues(headers["Content-Encoding"]),
+            let decoded = try decoder.decode(body.bytes, contentEncoding: ExchangeProcessor.contentEncoding(headers),
                                              inputTruncated: body.truncated)
             decodedBytes = decoded.bytes
             truncated = body.truncated || decoded.truncated
@@ -512,11 +512,15 @@ public struct ExchangeProcessor: Sendable {
         switch exchange.response {
         case .none: return (false, nil, nil, ContentTypeFields(headers: nil))
         case .some(let head):
-            // Most responses have no Content-Encoding: one pass that compares lengths first says
-            // so, where collecting the values compared every field's name and built an array.
-            let encoding = head.headers.contains(name: "Content-Encoding") ? joinedValues(head.headers["Content-Encoding"]) : nil
-            return (true, head.status, encoding, ContentTypeFields(headers: head.headers))
+            return (true, head.status, contentEncoding(head.headers), ContentTypeFields(headers: head.headers))
         }
+    }
+
+    /// The Content-Encoding fields' values as one, nil without any. Most heads have none:
+    /// `contains(name:)` says so taking the name's bytes once, where collecting the values
+    /// took them again for every field, through a closure each.
+    static func contentEncoding(_ headers: borrowing HTTPHeaders) -> String? {
+        headers.contains(name: "Content-Encoding") ? joinedValues(headers["Content-Encoding"]) : nil
     }
 
     /// Several fields of one list header read as one value (RFC 9110 §5.3).

@@ -73,7 +73,9 @@ public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebu
 /// reused connection).
 public struct ExchangeMetrics: Sendable, Equatable {
     // `connectionReused` is declared first so that the synthesized memberwise initializer has
-    // a signature of its own, for the public one below to delegate to.
+    // a signature of its own, for the public one below to delegate to. Inside this module (and
+    // with `@testable import`) a call naming only some trailing arguments, such as
+    // `ExchangeMetrics(connectionReused: true)`, matches both and is ambiguous: name `dns:` too.
     public var connectionReused: Bool
     public var dns: TimeInterval?
     public var connect: TimeInterval?
