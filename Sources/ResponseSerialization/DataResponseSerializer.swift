@@ -215,8 +215,8 @@ extension CompactJSON {
     }
 
     /// The same, writing the text into `storage`'s memory (emptied before the text is written)
-    /// and sharing it with the result: a caller that lets go of each result before the next call (a log worker,
-    /// record after record) allocates no array per body.
+    /// and sharing it with the result: a caller that lets go of each result before the next
+    /// call (a log worker, record after record) allocates no array per body.
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
