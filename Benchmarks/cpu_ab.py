@@ -20,7 +20,6 @@ is marked: a build that drops does less work per request and looks cheaper.
 A benchmark, not a test: it prints and exits 0.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -33,34 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxy_bench import (SMALL_JSON, WRK_SCRIPT, Processes, cpu_seconds, free_port,  # noqa: E402
-                         metrics_records, settle, start_origin, wait_port, write)
-
-# Thread names Tapwire sets (tapwire_name_current_thread); every other thread (main,
-# Dispatch's) keeps the executable's name, which differs between A and B, so it is "other".
-NAMED_THREADS = {"tapwire-writer": "writer", "tapwire-deflate": "deflate", "tapwire-archive": "archive"}
-
-
-def thread_cpu(pid):
-    """CPU seconds by thread group of process `pid`. "other" is the process's total (which
-    keeps the time of threads that ended) less the named groups."""
-    groups = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for task in glob.glob("/proc/%d/task/*" % pid):
-        try:
-            with open(task + "/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue  # a thread that ended: counted in the process total
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        group = ("loops" if name.startswith("tapwire-loop-") else
-                 "workers" if name.startswith("tapwire-ser-") else NAMED_THREADS.get(name))
-        if group:
-            groups[group] = groups.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
-    groups["other"] = max(0.0, cpu_seconds([pid]) - sum(groups.values()))
-    return groups
-
+from proxy_bench import (SMALL_JSON, WRK_SCRIPT, Processes, free_port, metrics_records,  # noqa: E402
+                         settle, start_origin, thread_cpu, wait_port, write)
 
 LOADS = []  # wrk processes running, stopped on the way out
 

@@ -12,6 +12,7 @@ overall time bound (--timeout) runs out. Exits 0 whatever the figures, unless
 """
 
 import argparse
+import glob
 import gzip
 import http.client
 import json
@@ -225,6 +226,33 @@ def cpu_seconds(pids):
         except (OSError, IndexError, ValueError):
             pass
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+# Thread names Tapwire sets (tapwire_name_current_thread); every other thread (main,
+# Dispatch's) keeps the executable's name, which differs between A and B, so it is "other".
+NAMED_THREADS = {"tapwire-writer": "writer", "tapwire-deflate": "deflate", "tapwire-archive": "archive"}
+
+
+def thread_cpu(pid):
+    """CPU seconds by thread group of process `pid`. "other" is the process's total (which
+    keeps the time of threads that ended) less the named groups."""
+    groups = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            with open(task + "/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # a thread that ended: counted in the process total
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        group = ("loops" if name.startswith("tapwire-loop-") else
+                 "workers" if name.startswith("tapwire-ser-") else NAMED_THREADS.get(name))
+        if group:
+            groups[group] = groups.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    groups["other"] = max(0.0, cpu_seconds([pid]) - sum(groups.values()))
+    return groups
+
 
 
 def machine_busy_seconds():
@@ -520,6 +548,8 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
                 continue
             pids = process_tree(p.proc.pid)
             ours = pids + args.origin_pids
+            # Tapwire's CPU by thread group too: which group a slow round's time went to.
+            groups0 = thread_cpu(p.proc.pid) if p.name.startswith("tapwire") else None
             cpu0, own0, wrk0, busy0, t0 = (cpu_seconds(pids), cpu_seconds(ours), children_cpu_seconds(),
                                            machine_busy_seconds(), time.monotonic())
             r = run_wrk(p, origin_port, path, args, args.duration)
@@ -542,11 +572,19 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
                 # Its log writer and archiver finish the round's records after wrk stops;
                 # that work must not land in the next proxy's round.
                 settle(pids)
+            groups = ""
+            if groups0 is not None:
+                # After the settle: the round's queued records count too.
+                after = thread_cpu(p.proc.pid)
+                r["cpu_groups_us"] = {g: (after[g] - groups0.get(g, 0.0)) * 1e6 / max(1, r["requests"])
+                                      for g in after}
+                groups = "  (" + " ".join("%s %.1f" % (g, v) for g, v in sorted(r["cpu_groups_us"].items())
+                                          if v >= 0.05) + ")"
             results[p.name].append(r)
             log("  %-9s %s round %d: %7.0f req/s  p50 %6.2f ms  p99 %6.2f ms  %5.1f CPU µs/req  "
-                "others %2.0f%%  %s" % (
+                "others %2.0f%%  %s%s" % (
                     p.name, label, rnd + 1, r["rps"], r["p50_us"] / 1000, r["p99_us"] / 1000,
-                    r["cpu_us"], r["foreign_pct"], error_text(r) or "no errors"))
+                    r["cpu_us"], r["foreign_pct"], error_text(r) or "no errors", groups))
     summary = {}
     for name, rs in results.items():
         if rs:
