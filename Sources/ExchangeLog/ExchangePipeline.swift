@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// The first worker naps under traffic and picks up what arrived every couple of
 /// milliseconds, so `accept` never has to wake anyone; the others (helpers) sleep until
-/// `helperBacklog` exchanges (or a quarter of `maxPendingBytes`) wait, then bring another
+/// `backlogForHelpers` exchanges (or a quarter of `maxPendingBytes`) wait, then bring another
 /// core in. (Running the napping worker at nice 19 was tried: no throughput gain once the
 /// host's steal time was near zero, and p99 latency rose 1.5-3x from the helpers'
 /// bursts, so every worker keeps the loops' priority.)
@@ -42,9 +42,8 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     private let condition = NSCondition()
     // Guarded by `condition`. The state `accept` touches is `@exclusivity(unchecked)`: every
-    // access is under the lock (but tests' reads of `helperBacklog`, which only `init` and
-    // `apply` write) and none overlaps another on its thread (no closure or callee reaches
-    // these during an access), so the runtime's exclusivity checks could never fire; they
+    // access is under the lock and none overlaps another on its thread (no closure or callee
+    // reaches these during an access), so the runtime's exclusivity checks could never fire; they
     // cost the event loop 7 calls per exchange (~300 instructions, callgrind).
     @exclusivity(unchecked) private var queue: [Queued] = []
     /// An emptied batch array kept for its capacity, swapped in for the queue next time.
@@ -115,7 +114,9 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// of ~700 records: a 1.1 MB buffer, past what the heap and the caches keep warm).
     private let napInterval = 0.010
     /// Exchanges waiting before the helpers are woken.
-    @exclusivity(unchecked) private(set) var helperBacklog: Int
+    @exclusivity(unchecked) private var backlogForHelpers: Int
+    /// Tests: `backlogForHelpers`, read under the lock like every other access to it.
+    var helperBacklog: Int { condition.withLock { backlogForHelpers } }
     private let processedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let depth = Atomic<Int>(0)
@@ -128,7 +129,7 @@ public final class ExchangePipeline: @unchecked Sendable {
         self.maxPending = maxPending
         self.maxPendingBytes = maxPendingBytes
         self.whenBehind = whenBehind
-        helperBacklog = Self.helperBacklog(maxPending: maxPending, batchLimit: batchLimit)
+        backlogForHelpers = Self.helperBacklog(maxPending: maxPending, batchLimit: batchLimit)
         let count = max(1, workers)
         for i in 0..<count {
             let role: Role = i == 0 ? .napper : .helper
@@ -212,7 +213,7 @@ public final class ExchangePipeline: @unchecked Sendable {
         self.maxPending = max(1, maxPending)
         self.maxPendingBytes = max(1, maxPendingBytes)
         self.whenBehind = whenBehind
-        helperBacklog = Self.helperBacklog(maxPending: self.maxPending, batchLimit: batchLimit)
+        backlogForHelpers = Self.helperBacklog(maxPending: self.maxPending, batchLimit: batchLimit)
         let handlers = clearBehindIfCaughtUp()
         if helperSleepers > 0 && backlogged { condition.broadcast() }
         condition.unlock()
@@ -232,7 +233,7 @@ public final class ExchangePipeline: @unchecked Sendable {
     }
 
     /// Never with an empty queue: with a byte bound under 4 the second test would always hold.
-    private var backlogged: Bool { !queue.isEmpty && (queue.count >= helperBacklog || queuedBytes >= maxPendingBytes / 4) }
+    private var backlogged: Bool { !queue.isEmpty && (queue.count >= backlogForHelpers || queuedBytes >= maxPendingBytes / 4) }
 
     /// A separate function, not a `switch` in `work`: matching on a borrowed parameter binds
     /// the payload in place, where the `switch` on `work`'s local, moved on afterwards, copied
