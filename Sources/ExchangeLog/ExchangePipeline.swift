@@ -49,26 +49,15 @@ public final class ExchangePipeline: @unchecked Sendable {
         var bytes: Int
     }
 
-    /// One accepting thread's slots. Only that thread touches them (in `accept`), and the
-    /// pipeline's `deinit` after every thread is done.
+    /// One accepting thread's empty slots. Only that thread touches `empty` (in `accept`),
+    /// and the pipeline's `deinit` after every thread is done.
     private final class SourceSlots {
-        /// Handed back by a worker, their events not freed yet (see `takeBack`).
-        @exclusivity(unchecked) var stale: [Slot] = []
-        /// The captured bytes of `stale`'s events, as `capturedBytes` counts them.
-        @exclusivity(unchecked) var staleBytes = 0
-        /// Ready for this thread's next events.
         @exclusivity(unchecked) var empty: [Slot] = []
-        deinit {
-            for slot in stale { slot.deinitialize(count: 1) }
-            for slot in stale + empty { slot.deallocate() }
-        }
+        deinit { for slot in empty { slot.deallocate() } }
     }
     /// Empty slots each accepting thread keeps at most: a backlog's worth (up to `maxPending`)
     /// would otherwise stay allocated once it drained. A batch's worth, ~0.5 MiB.
     private let maxReusableSlots: Int
-    /// Captured bytes of handed-back events a thread keeps before it frees more than one per
-    /// `accept` (see `takeBack`): a batch's worth.
-    private let maxStaleBytes: Int
 
     private let condition = NSCondition()
     // Guarded by `condition`. The state `accept` touches is `@exclusivity(unchecked)`: every
@@ -80,8 +69,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     private var spare: [Queued] = []
     /// The threads that accepted events (the event loops), in order of their first `accept`.
     @exclusivity(unchecked) private var sources: [pthread_t] = []
-    /// Per source: finished events waiting to be freed by the thread that allocated them, from
-    /// its next `accept` on. An event's ~6 blocks (target, both heads' bytes and spans, body)
+    /// Per source: finished events waiting to be freed by the thread that allocated them, at
+    /// its next `accept`. An event's ~6 blocks (target, both heads' bytes and spans, body)
     /// come from its loop's malloc arena. Freed by a worker they left the loop's thread cache
     /// empty, so the loop's next allocations took malloc's slow path on chunks last written
     /// by the other core: under `perf`, malloc, `_int_malloc` and `unlink_chunk` cost the
@@ -89,15 +78,12 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// by 0.5 µs and the worker's frees went with it (two alternating runs: 0.8 and 1.0 µs
     /// less CPU per exchange in all). The cost is memory outside `maxPendingBytes` (which
     /// counts only queued events): a worker's batch stays alive through its hand-off to the
-    /// writer, then one batch per source waits here (see `work`) for that thread's next
-    /// `accept`, which takes it into its `SourceSlots.stale` and frees those events one an
-    /// exchange (see `takeBack`). So a loop that goes quiet holds up to two batches' captures
-    /// (a batch is up to ~1 MiB and one larger exchange) until its next exchanges. Entries of
-    /// threads that ended stay with the pipeline.
+    /// writer, and then one batch per source (see `work`) until that thread's next
+    /// `accept`, so a loop that goes quiet holds a batch's captures (up to ~1 MiB and one
+    /// larger exchange) until its next exchange. Entries of threads that ended stay with the
+    /// pipeline. The slots go back to their thread's `slots` once emptied.
     @exclusivity(unchecked) private var finished: [[Slot]] = []
-    /// Per source: the captured bytes of its `finished` events.
-    @exclusivity(unchecked) private var finishedBytes: [Int] = []
-    /// Per source: its slots (see `Slot`), used by that thread alone.
+    /// Per source: its empty slots (see `Slot`).
     @exclusivity(unchecked) private var slots: [SourceSlots] = []
     /// Threads past this many (tests) are not tracked: workers free what they accept.
     private let maxSources = 64
@@ -160,14 +146,13 @@ public final class ExchangePipeline: @unchecked Sendable {
                             maxPendingBytes: Int = 256 << 20, whenBehind: WhenBehind = .drop,
                             workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.init(processor: processor, writer: writer, maxPending: maxPending, maxPendingBytes: maxPendingBytes,
-                  whenBehind: whenBehind, workers: workers, maxReusableSlots: 1024, maxStaleBytes: 1 << 20)
+                  whenBehind: whenBehind, workers: workers, maxReusableSlots: 1024)
     }
 
-    /// Tests: `maxReusableSlots` and `maxStaleBytes` other than a batch's worth.
+    /// Tests: `maxReusableSlots` other than a batch's worth.
     init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int, maxPendingBytes: Int,
-         whenBehind: WhenBehind, workers: Int, maxReusableSlots: Int, maxStaleBytes: Int) {
+         whenBehind: WhenBehind, workers: Int, maxReusableSlots: Int) {
         self.maxReusableSlots = maxReusableSlots
-        self.maxStaleBytes = maxStaleBytes
         self.processor = processor
         self.writer = writer
         self.maxPending = maxPending
@@ -199,25 +184,21 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     /// Called on an event-loop thread for every finished exchange or tunnel.
     public func accept(_ event: consuming CapturedEvent) {
-        let size = Self.capturedBytes(&event)
-        // This thread's finished events, taken back once unlocked.
+        let size = Self.capturedBytes(event)
+        // This thread's finished events, emptied here once unlocked.
         var freed: [Slot] = []
-        var freedBytes = 0
         condition.lock()
         let source = sourceIndex()
         // Only this thread uses its `SourceSlots`, which lives as long as the pipeline: no
         // reference count on the way.
         let own: Unmanaged<SourceSlots>? = source.map { Unmanaged.passUnretained(slots[$0]) }
-        if let source, !finished[source].isEmpty {
-            swap(&freed, &finished[source])
-            freedBytes = finishedBytes[source]
-        }
+        if let source, !finished[source].isEmpty { swap(&freed, &finished[source]) }
         let full = queue.count >= maxPending || (queuedBytes + size > maxPendingBytes && !queue.isEmpty)
         guard !stopping, !full || whenBehind == .wait else {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
-            if let own { takeBack(freed, bytes: freedBytes, into: own) }
+            if let own { Self.empty(freed, into: own, keepingAtMost: maxReusableSlots) }
             return
         }
         let slot = own?._withUnsafeGuaranteedRef { $0.empty.popLast() } ?? Slot.allocate(capacity: 1)
@@ -233,31 +214,15 @@ public final class ExchangePipeline: @unchecked Sendable {
         // helpers once a backlog has built up.
         if napperAsleep || (helperSleepers > 0 && backlogged) { condition.broadcast() }
         condition.unlock()
-        if let own { takeBack(freed, bytes: freedBytes, into: own) }
+        if let own, !freed.isEmpty { Self.empty(freed, into: own, keepingAtMost: maxReusableSlots) }
     }
 
-    /// On the slots' own thread: keeps the slots a worker handed back, and frees the events of
-    /// one of them (keeping that slot for its next events), or of more while the kept events
-    /// exceed a batch (`batchLimit` events, `maxStaleBytes`). A whole batch freed at once
-    /// overflowed malloc's per-thread cache (7 chunks a size), so the loop's next allocations
-    /// took `_int_malloc`'s slow path, sorting the freed chunks into bins: ~400 instructions an
-    /// exchange (callgrind). One at a time, each exchange's blocks go back to that cache and
-    /// serve the next exchange's allocations (88 instructions of `_int_malloc`, against 3 with
-    /// logging off; two at a time left 248).
-    private func takeBack(_ handedBack: consuming [Slot], bytes: Int, into own: Unmanaged<SourceSlots>) {
-        var handedBack = handedBack
+    /// On the slots' own thread: frees their events and keeps the slots for its next ones.
+    private static func empty(_ freed: [Slot], into own: Unmanaged<SourceSlots>, keepingAtMost limit: Int) {
         own._withUnsafeGuaranteedRef { own in
-            if !handedBack.isEmpty {
-                if own.stale.isEmpty { swap(&own.stale, &handedBack) } else { own.stale.append(contentsOf: handedBack) }
-                own.staleBytes += bytes
-            }
-            var emptied = 0
-            while emptied == 0 || own.stale.count > batchLimit || own.staleBytes > maxStaleBytes {
-                guard let slot = own.stale.popLast() else { return }
-                own.staleBytes -= Self.capturedBytes(&slot.pointee)
+            for slot in freed {
                 slot.deinitialize(count: 1)
-                if own.empty.count < maxReusableSlots { own.empty.append(slot) } else { slot.deallocate() }
-                emptied += 1
+                if own.empty.count < limit { own.empty.append(slot) } else { slot.deallocate() }
             }
         }
     }
@@ -269,7 +234,6 @@ public final class ExchangePipeline: @unchecked Sendable {
         guard sources.count < maxSources else { return nil }
         sources.append(me)
         finished.append([])
-        finishedBytes.append(0)
         slots.append(SourceSlots())
         return sources.count - 1
     }
@@ -411,7 +375,6 @@ public final class ExchangePipeline: @unchecked Sendable {
 
             // Finished events, by source, for `finished`. Outside the lock, which the loops wait for.
             var toFree = [[Slot]](repeating: [], count: sourceCount)
-            var toFreeBytes = [Int](repeating: 0, count: sourceCount)
             var perSource = [Int](repeating: 0, count: sourceCount)
             for item in batch { if let source = item.source { perSource[source] += 1 } }
             for source in toFree.indices where perSource[source] > 0 { toFree[source].reserveCapacity(perSource[source]) }
@@ -430,7 +393,6 @@ public final class ExchangePipeline: @unchecked Sendable {
                 // Every source was added before its events were queued, so it has a slot.
                 if let source = item.source {
                     toFree[source].append(item.slot)
-                    toFreeBytes[source] += item.bytes
                 } else {
                     item.slot.deinitialize(count: 1)
                     item.slot.deallocate()
@@ -454,7 +416,6 @@ public final class ExchangePipeline: @unchecked Sendable {
             // this one is freed here, after unlocking.
             for source in toFree.indices where finished[source].isEmpty && !toFree[source].isEmpty {
                 swap(&finished[source], &toFree[source])
-                finishedBytes[source] = toFreeBytes[source]
             }
             busyWorkers -= 1
             depth.store(queue.count + busyWorkers, ordering: .relaxed)
@@ -467,8 +428,7 @@ public final class ExchangePipeline: @unchecked Sendable {
         }
     }
 
-    /// `inout`, though nothing is written: see `encode`.
-    private static func capturedBytes(_ event: inout CapturedEvent) -> Int {
+    private static func capturedBytes(_ event: CapturedEvent) -> Int {
         switch event {
         // Capacity, not count: the memory held is what the byte bound is for.
         case .http(let x): return x.requestBody.bytes.capacity + x.responseBody.bytes.capacity + 512
@@ -497,10 +457,8 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     /// Exchanges waiting for or in serialization (batches in progress count as one each worker).
     public var queueDepth: Int { depth.load(ordering: .relaxed) }
-    /// Tests: finished events waiting for each accepting thread, in order of their first
-    /// `accept`: to be handed back, or handed back and not freed yet. Only while those threads
-    /// are not accepting.
-    var waitingToBeFreed: [Int] { condition.withLock { zip(finished, slots).map { $0.count + $1.stale.count } } }
+    /// Tests: finished events waiting for each accepting thread, in order of their first `accept`.
+    var waitingToBeFreed: [Int] { condition.withLock { finished.map(\.count) } }
     /// Tests: each accepting thread's empty slots. Only while those threads are not accepting.
     var reusableSlots: [Int] { condition.withLock { slots.map { $0.empty.count } } }
     public var processed: Int { processedCount.load(ordering: .relaxed) }
