@@ -31,33 +31,14 @@ public final class ExchangePipeline: @unchecked Sendable {
         case helper
     }
 
-    /// An accepted event's memory. Each accepting thread keeps its own (`SourceSlots`): the
-    /// event is written once, into a slot that thread last wrote itself, and the queue, the
-    /// batches and the hand-back move only the pointer. With the ~500-byte events themselves
-    /// in the arrays, each was written into lines the worker had last written (the emptied
-    /// batch array), read back by the worker, written again into the hand-back list and read
-    /// there by the loop: four passes over the event's lines, each a transfer between cores.
-    /// Owned by the pipeline throughout: initialized while in `queue`, a batch or `finished`;
-    /// uninitialized in a `SourceSlots`.
-    private typealias Slot = UnsafeMutablePointer<CapturedEvent>
-
-    /// A queued event: its slot, the index of the thread that accepted it in `sources`
-    /// (`nil`: too many threads to track; the worker frees it) and its captured bytes.
+    /// A queued event and the index of the thread that accepted it in `sources`
+    /// (`nil`: too many threads to track; the worker frees it).
     private struct Queued {
-        var slot: Slot
+        /// Optional so that a worker can move the event out of its batch in place (`take()`),
+        /// leaving nil: see `work`.
+        var event: CapturedEvent?
         var source: Int?
-        var bytes: Int
     }
-
-    /// One accepting thread's empty slots. Only that thread touches `empty` (in `accept`),
-    /// and the pipeline's `deinit` after every thread is done.
-    private final class SourceSlots {
-        @exclusivity(unchecked) var empty: [Slot] = []
-        deinit { for slot in empty { slot.deallocate() } }
-    }
-    /// Empty slots each accepting thread keeps at most: a backlog's worth (up to `maxPending`)
-    /// would otherwise stay allocated once it drained. A batch's worth, ~0.5 MiB.
-    private let maxReusableSlots: Int
 
     private let condition = NSCondition()
     // Guarded by `condition`. The state `accept` touches is `@exclusivity(unchecked)`: every
@@ -81,10 +62,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// writer, and then one batch per source (see `work`) until that thread's next
     /// `accept`, so a loop that goes quiet holds a batch's captures (up to ~1 MiB and one
     /// larger exchange) until its next exchange. Entries of threads that ended stay with the
-    /// pipeline. The slots go back to their thread's `slots` once emptied.
-    @exclusivity(unchecked) private var finished: [[Slot]] = []
-    /// Per source: its empty slots (see `Slot`).
-    @exclusivity(unchecked) private var slots: [SourceSlots] = []
+    /// pipeline.
+    @exclusivity(unchecked) private var finished: [[CapturedEvent]] = []
     /// Threads past this many (tests) are not tracked: workers free what they accept.
     private let maxSources = 64
     /// Captured body bytes waiting in `queue`: bounded too, since a count alone lets
@@ -142,17 +121,9 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let droppedCount = Atomic<Int>(0)
     private let depth = Atomic<Int>(0)
 
-    public convenience init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int = 65_536,
-                            maxPendingBytes: Int = 256 << 20, whenBehind: WhenBehind = .drop,
-                            workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        self.init(processor: processor, writer: writer, maxPending: maxPending, maxPendingBytes: maxPendingBytes,
-                  whenBehind: whenBehind, workers: workers, maxReusableSlots: 1024)
-    }
-
-    /// Tests: `maxReusableSlots` other than a batch's worth.
-    init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int, maxPendingBytes: Int,
-         whenBehind: WhenBehind, workers: Int, maxReusableSlots: Int) {
-        self.maxReusableSlots = maxReusableSlots
+    public init(processor: ExchangeProcessor, writer: LogWriter, maxPending: Int = 65_536,
+                maxPendingBytes: Int = 256 << 20, whenBehind: WhenBehind = .drop,
+                workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.processor = processor
         self.writer = writer
         self.maxPending = maxPending
@@ -170,40 +141,22 @@ public final class ExchangePipeline: @unchecked Sendable {
         }
     }
 
-    /// Workers hold the pipeline until `drain` stops them, so this runs with no thread inside.
-    deinit {
-        for item in queue {
-            item.slot.deinitialize(count: 1)
-            item.slot.deallocate()
-        }
-        for slot in finished.joined() {
-            slot.deinitialize(count: 1)
-            slot.deallocate()
-        }
-    }
-
     /// Called on an event-loop thread for every finished exchange or tunnel.
     public func accept(_ event: consuming CapturedEvent) {
         let size = Self.capturedBytes(event)
-        // This thread's finished events, emptied here once unlocked.
-        var freed: [Slot] = []
+        // This thread's finished events, freed here once unlocked.
+        var freed: [CapturedEvent] = []
         condition.lock()
         let source = sourceIndex()
-        // Only this thread uses its `SourceSlots`, which lives as long as the pipeline: no
-        // reference count on the way.
-        let own: Unmanaged<SourceSlots>? = source.map { Unmanaged.passUnretained(slots[$0]) }
         if let source, !finished[source].isEmpty { swap(&freed, &finished[source]) }
         let full = queue.count >= maxPending || (queuedBytes + size > maxPendingBytes && !queue.isEmpty)
         guard !stopping, !full || whenBehind == .wait else {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
-            if let own { Self.empty(freed, into: own, keepingAtMost: maxReusableSlots) }
             return
         }
-        let slot = own?._withUnsafeGuaranteedRef { $0.empty.popLast() } ?? Slot.allocate(capacity: 1)
-        slot.initialize(to: consume event)
-        queue.append(Queued(slot: slot, source: source, bytes: size))
+        queue.append(Queued(event: consume event, source: source))
         queuedBytes += size
         depth.store(queue.count + busyWorkers, ordering: .relaxed)
         if whenBehind == .wait && (queue.count >= maxPending || queuedBytes >= maxPendingBytes) {
@@ -214,17 +167,7 @@ public final class ExchangePipeline: @unchecked Sendable {
         // helpers once a backlog has built up.
         if napperAsleep || (helperSleepers > 0 && backlogged) { condition.broadcast() }
         condition.unlock()
-        if let own, !freed.isEmpty { Self.empty(freed, into: own, keepingAtMost: maxReusableSlots) }
-    }
-
-    /// On the slots' own thread: frees their events and keeps the slots for its next ones.
-    private static func empty(_ freed: [Slot], into own: Unmanaged<SourceSlots>, keepingAtMost limit: Int) {
-        own._withUnsafeGuaranteedRef { own in
-            for slot in freed {
-                slot.deinitialize(count: 1)
-                if own.empty.count < limit { own.empty.append(slot) } else { slot.deallocate() }
-            }
-        }
+        _ = consume freed
     }
 
     /// Under `condition`: the calling thread's index in `sources`, added on its first call.
@@ -234,7 +177,6 @@ public final class ExchangePipeline: @unchecked Sendable {
         guard sources.count < maxSources else { return nil }
         sources.append(me)
         finished.append([])
-        slots.append(SourceSlots())
         return sources.count - 1
     }
 
@@ -295,12 +237,9 @@ public final class ExchangePipeline: @unchecked Sendable {
 
     /// A separate function, not a `switch` in `work`: matching on a borrowed parameter binds
     /// the payload in place, where the `switch` on `work`'s local, moved on afterwards, copied
-    /// the whole event (a retain and a release of each of its references). `inout`, though
-    /// nothing is written: read from its slot as a plain parameter, the event was copied first
-    /// (the compiler cannot rule out a write to a pointer's memory during the call), which an
-    /// exclusive access rules out.
+    /// the whole event (a retain and a release of each of its references).
     @inline(never)
-    private static func encode(_ event: inout CapturedEvent, processor: ExchangeProcessor, ids: RecordIDGenerator,
+    private static func encode(_ event: CapturedEvent, processor: ExchangeProcessor, ids: RecordIDGenerator,
                                into buffer: inout RecordBuffer, scratch: inout [UInt8]) {
         switch event {
         case .http(let exchange):
@@ -342,9 +281,9 @@ public final class ExchangePipeline: @unchecked Sendable {
             // Not while stopping: exchanges refused then are no backlog.
             let firstBacklog = !stopping && !backlogSeen.load(ordering: .relaxed) ? backlogHandler : nil
             let decodeBehind = firstBacklog != nil && (decodeQueueBacklogged || droppedCount.load(ordering: .relaxed) > 0)
-            // Usually the whole queue fits a batch: swap arrays rather than copy the entries
-            // out and shift the rest. Moved out, not shared: a shared array would be copied by
-            // the append below.
+            // Usually the whole queue fits a batch: swap arrays rather than copy the events
+            // out (a retain and a release of every string in them) and shift the rest.
+            // Moved out, not shared: a shared array would be copied by the append below.
             var batch: [Queued] = []
             swap(&batch, &spare)
             let batchBytes: Int
@@ -355,7 +294,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             } else {
                 var take = 0, bytes = 0
                 while take < min(queue.count, batchLimit) && (take == 0 || bytes < batchByteLimit) {
-                    bytes += queue[take].bytes
+                    bytes += queue[take].event.map(Self.capturedBytes) ?? 0
                     take += 1
                 }
                 batch.append(contentsOf: queue.prefix(take))
@@ -373,10 +312,12 @@ public final class ExchangePipeline: @unchecked Sendable {
             for h in caughtUp { h() }
             hook?(role == .napper, batch.count)
 
-            // Finished events, by source, for `finished`. Outside the lock, which the loops wait for.
-            var toFree = [[Slot]](repeating: [], count: sourceCount)
+            // Finished events, by source, for `finished`: sized first, so that appending
+            // does not move the events again. Outside the lock, which the loops wait for.
+            var toFree = [[CapturedEvent]](repeating: [], count: sourceCount)
             var perSource = [Int](repeating: 0, count: sourceCount)
-            for item in batch { if let source = item.source { perSource[source] += 1 } }
+            // By index, reading only `source`: iterating the elements would copy each event.
+            for i in batch.indices { if let source = batch[i].source { perSource[source] += 1 } }
             for source in toFree.indices where perSource[source] > 0 { toFree[source].reserveCapacity(perSource[source]) }
 
             // The whole batch is encoded into one pointer buffer, which the writer gets as it is:
@@ -385,18 +326,17 @@ public final class ExchangePipeline: @unchecked Sendable {
             var buffer = RecordBuffer(capacity: batch.count * 1600 + batchBytes)
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
-            // Each event is read in place, through its slot: copied out (`for event in …` over
-            // events, or a `switch` rebuilding the enum) it cost a retain and a release of each
-            // of its ~10 references, a seventh of the worker's time.
-            for item in batch {
-                Self.encode(&item.slot.pointee, processor: processor, ids: ids, into: &buffer, scratch: &scratch)
+            // Each event is moved out of its slot (nil left behind), read in place and moved
+            // on to its source's list. `for event in batch` copied every event (a retain per
+            // string and array in it) and released the copy before removeAll released the
+            // original; rebuilding the enum after the switch (`done = .http(exchange)`) also
+            // copied it: a retain and a release of each of its ~10 references, a seventh of
+            // the worker's time.
+            for i in batch.indices {
+                guard let event = batch[i].event.take() else { continue }
+                Self.encode(event, processor: processor, ids: ids, into: &buffer, scratch: &scratch)
                 // Every source was added before its events were queued, so it has a slot.
-                if let source = item.source {
-                    toFree[source].append(item.slot)
-                } else {
-                    item.slot.deinitialize(count: 1)
-                    item.slot.deallocate()
-                }
+                if let source = batch[i].source { toFree[source].append(event) }
                 buffer.append(UInt8(ascii: "\n"))
                 ends.append(buffer.count)
             }
@@ -421,10 +361,7 @@ public final class ExchangePipeline: @unchecked Sendable {
             depth.store(queue.count + busyWorkers, ordering: .relaxed)
             if drainers > 0 { condition.broadcast() }
             condition.unlock()
-            for slot in toFree.joined() {
-                slot.deinitialize(count: 1)
-                slot.deallocate()
-            }
+            _ = consume toFree
         }
     }
 
@@ -459,8 +396,6 @@ public final class ExchangePipeline: @unchecked Sendable {
     public var queueDepth: Int { depth.load(ordering: .relaxed) }
     /// Tests: finished events waiting for each accepting thread, in order of their first `accept`.
     var waitingToBeFreed: [Int] { condition.withLock { finished.map(\.count) } }
-    /// Tests: each accepting thread's empty slots. Only while those threads are not accepting.
-    var reusableSlots: [Int] { condition.withLock { slots.map { $0.empty.count } } }
     public var processed: Int { processedCount.load(ordering: .relaxed) }
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
 }

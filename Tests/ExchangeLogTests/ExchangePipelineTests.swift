@@ -51,60 +51,48 @@ final class ExchangePipelineTests: XCTestCase {
     func testFinishedEventsWaitForTheThreadThatAcceptedThem() throws {
         let (dir, writer, pipeline) = try makePipeline(workers: 1)
         defer { dir.remove() }
-        let loop = AcceptingThread(pipeline)
-        loop.accept(10)
+        // One long-lived accepting thread, told what to do through a semaphore.
+        let go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        let count = Atomic<Int>(0)
+        let loop = Thread {
+            while true {
+                go.wait()
+                let n = count.load(ordering: .relaxed)
+                if n == 0 { done.signal(); return }
+                for i in 0..<n { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
+                done.signal()
+            }
+        }
+        loop.start()
+        func acceptOnLoop(_ n: Int) {
+            count.store(n, ordering: .relaxed)
+            go.signal()
+            done.wait()
+        }
+        // A worker counts a batch processed before it hands the batch back: wait for both.
+        func waitUntil(_ what: String, _ condition: () -> Bool) {
+            let deadline = Date().addingTimeInterval(10)
+            while !condition() && Date() < deadline { usleep(1000) }
+            XCTAssertTrue(condition(), "\(what): processed \(pipeline.processed), waiting \(pipeline.waitingToBeFreed)")
+        }
+        acceptOnLoop(10)
         // The last batch waits (an earlier one may have been taken back by the thread's
         // later accepts, while it was still accepting).
-        loop.waitUntil("the batch waits for its thread") {
+        waitUntil("the batch waits for its thread") {
             pipeline.processed == 10 && (1...10).contains(pipeline.waitingToBeFreed.first ?? 0)
         }
         XCTAssertEqual(pipeline.waitingToBeFreed.count, 1)
-        let kept = pipeline.reusableSlots.first ?? 0, waiting = pipeline.waitingToBeFreed.first ?? 0
-        loop.accept(1)
+        acceptOnLoop(1)
         // Taken back (and freed) by that accept; the worker may have finished the new one since.
         XCTAssertLessThanOrEqual(pipeline.waitingToBeFreed.first ?? 0, 1)
-        // Their memory is kept for the thread's next events: the new one took a kept slot (if
-        // there was one) before the batch's were emptied.
-        XCTAssertEqual(pipeline.reusableSlots.first, kept - min(kept, 1) + waiting)
-        loop.waitUntil("the new one waits") { pipeline.processed == 11 && pipeline.waitingToBeFreed == [1] }
+        waitUntil("the new one waits") { pipeline.processed == 11 && pipeline.waitingToBeFreed == [1] }
         // Another thread's events wait for that thread, not the first one's.
         pipeline.accept(.http(RecordFixture.exchange()))
-        loop.waitUntil("each thread's wait for it") { pipeline.processed == 12 && pipeline.waitingToBeFreed == [1, 1] }
-        loop.stop()
+        waitUntil("each thread's wait for it") { pipeline.processed == 12 && pipeline.waitingToBeFreed == [1, 1] }
+        acceptOnLoop(0)
         pipeline.drain()
         writer.flushAndStop()
         XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").count, 12)
-    }
-
-    /// A thread keeps at most `maxReusableSlots` empty slots; the rest are freed.
-    func testAThreadKeepsAtMostItsShareOfEmptySlots() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let writer = try LogWriter(settings: LogSettings(directory: dir.path, compress: false))
-        let pipeline = ExchangePipeline(processor: RecordFixture.processor(), writer: writer, maxPending: 65_536,
-                                        maxPendingBytes: 256 << 20, whenBehind: .drop, workers: 1, maxReusableSlots: 4)
-        let loop = AcceptingThread(pipeline)
-        var accepted = 0, capped = false
-        for _ in 0..<5 {
-            // Ten at once, while the worker naps: usually one batch, handed back whole.
-            loop.accept(10)
-            accepted += 10
-            loop.waitUntil("the batch waits for its thread") {
-                pipeline.processed == accepted && (pipeline.waitingToBeFreed.first ?? 0) > 0
-            }
-            let kept = pipeline.reusableSlots.first ?? 0, waiting = pipeline.waitingToBeFreed.first ?? 0
-            XCTAssertLessThanOrEqual(kept, 4)
-            loop.accept(1)
-            accepted += 1
-            let reusable = kept - min(kept, 1) + waiting
-            capped = capped || reusable > 4
-            XCTAssertEqual(pipeline.reusableSlots.first, min(4, reusable))
-        }
-        XCTAssertTrue(capped, "no hand-back brought more than 4 slots")
-        loop.stop()
-        pipeline.drain()
-        writer.flushAndStop()
-        XCTAssertEqual(try LogTestFiles.lines(dir.path + "/tapwire.jsonl").count, accepted)
     }
 
     func testOverloadIsCountedLostAndReported() throws {
@@ -307,46 +295,5 @@ final class ExchangePipelineBacklogTests: XCTestCase {
         stall.signal()
         pipeline.drain()
         writer.flushAndStop()
-    }
-}
-
-/// One long-lived thread accepting exchanges into a pipeline when told to, as an event loop
-/// does; the caller waits until it is done, so the thread is idle whenever the caller reads.
-private final class AcceptingThread: @unchecked Sendable {
-    private let go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-    private let count = Atomic<Int>(0)
-    private let pipeline: ExchangePipeline
-
-    init(_ pipeline: ExchangePipeline) {
-        self.pipeline = pipeline
-        // Holds this object until `stop`.
-        let thread = Thread { [self] in
-            while true {
-                go.wait()
-                let n = count.load(ordering: .relaxed)
-                if n == 0 { done.signal(); return }
-                for i in 0..<n { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
-                done.signal()
-            }
-        }
-        thread.start()
-    }
-
-    /// Accepts `n` exchanges on the thread and returns once it is done.
-    func accept(_ n: Int) {
-        count.store(n, ordering: .relaxed)
-        go.signal()
-        done.wait()
-    }
-
-    /// Ends the thread.
-    func stop() { accept(0) }
-
-    /// A worker counts a batch processed before it hands the batch back: waits for both.
-    func waitUntil(_ what: String, _ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() && Date() < deadline { usleep(1000) }
-        XCTAssertTrue(condition(), "\(what): processed \(pipeline.processed), waiting \(pipeline.waitingToBeFreed)",
-                      file: file, line: line)
     }
 }
