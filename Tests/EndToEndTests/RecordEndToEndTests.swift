@@ -321,6 +321,53 @@ extension ReloadEndToEndTests {
     }
 }
 
+/// The default redaction, end to end: each secret it names, wherever it comes from, reaches
+/// no file at all (the active log, rotated plain files, their .gz archives), not only the
+/// exchange's own line.
+final class RedactionEndToEndTests: XCTestCase {
+    func testDefaultRedactionKeepsEverySecretOutOfEveryFile() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["log": ["maxFileBytes": 4096, "maxFiles": 1000, "compress": true]])
+        let secrets = ["AUTH-SECRET-1", "PROXYAUTH-SECRET-2", "COOKIE-SECRET-3", "BODY-SECRET-4",
+                       "SETCOOKIE-SECRET-5", "NESTED-SECRET-6", "ARRAY-SECRET-7"]
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                                  "-H", "Authorization: Bearer AUTH-SECRET-1",
+                                                  "-H", "Proxy-Authorization: Basic PROXYAUTH-SECRET-2",
+                                                  "-H", "Cookie: sid=COOKIE-SECRET-3", "-H", "Content-Type: application/json",
+                                                  "--data-binary", #"{"login":{"user":"ann","password":"BODY-SECRET-4"}}"#,
+                                                  "\(origin.base)/secrets?tag=s"])
+        XCTAssertEqual(r.text, "200")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/secrets?tag=s") })
+        // The record is there with each value replaced, not dropped: the check below is not vacuous.
+        for kept in [#"["Authorization","[redacted]"]"#, #"["Proxy-Authorization","[redacted]"]"#, #"["Cookie","[redacted]"]"#, #"["Set-Cookie","[redacted]"]"#,
+                     #""user":"ann","password":"[redacted]""#, #""profile":{"password":"[redacted]"}"#,
+                     #"[{"token":"[redacted]"}]"#] {
+            XCTAssertTrue(line.contains(kept), "\(kept) not in \(line)")
+        }
+        // Later records rotate that one out of the active file and into an archive.
+        for i in 0..<40 {
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json?fill=\(i)"])
+        }
+        XCTAssertEqual(proxy.stop(), 0)
+        let names = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path)
+        XCTAssertTrue(names.contains { $0.hasSuffix(".jsonl.gz") }, "no archive to search: \(names)")
+        var searched = 0
+        for name in names {
+            let url = proxy.logDirectory.appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            var bytes = try Data(contentsOf: url)
+            if name.hasSuffix(".gz") { bytes = Data(try runCommand("gzip", ["-dc", url.path]).text.utf8) }
+            searched += bytes.count
+            for secret in secrets {
+                XCTAssertNil(bytes.range(of: Data(secret.utf8)), "\(secret) reached \(name)")
+            }
+        }
+        XCTAssertTrue(try logLines(proxy.logDirectory).contains { $0.contains("/secrets?tag=s") }, "the record itself was lost")
+        XCTAssertGreaterThan(searched, 8192)
+    }
+}
+
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {

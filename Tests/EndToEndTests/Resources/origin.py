@@ -77,6 +77,11 @@ def handle(conn):
             if path == "/json":
                 b = b'{"id":12345678901234567890,"ok":true,"name":"tap","items":[1,2,3],"password":"hunter2"}'
                 reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Length", len(b))], b"" if nobody else b)
+            elif path == "/secrets":
+                # Secrets in a response head and at depth in its JSON, for the redaction tests.
+                b = b'{"user":{"name":"ann","profile":{"password":"NESTED-SECRET-6"}},"items":[{"token":"ARRAY-SECRET-7"}]}'
+                reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Set-Cookie", "session=SETCOOKIE-SECRET-5; HttpOnly"),
+                                        ("Content-Length", len(b))], b"" if nobody else b)
             elif path == "/gzip-json":
                 b = gzip.compress(b'{"compressed":true,"n":1.50}')
                 reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", len(b))], b)
