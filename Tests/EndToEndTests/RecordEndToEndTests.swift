@@ -370,28 +370,48 @@ final class RedactionEndToEndTests: XCTestCase {
 
 /// Many exchanges at once across many size rotations: nothing lost, nothing twice.
 final class RotationLoadEndToEndTests: XCTestCase {
+    /// 3,000 exchanges over 100 connections at once, 131 KB files (five rotations and more),
+    /// and halfway through, logrotate's `create`: the active file renamed away, then SIGUSR1.
     func testThreeThousandConcurrentExchangesAcrossRotationsWithSIGUSR1() throws {
         let origin = try OriginServer()
         let proxy = try TapwireProcess(config: ["log": ["maxFileBytes": 131_072, "maxFiles": 1000, "compress": true]])
-        let total = 3000, workers = 30
-        let perWorker = total / workers
+        let total = 3000, connections = 100
+        let perConnection = total / connections
         let failures = Locked(0)
+        let completed = Locked(0)
         let group = DispatchGroup()
-        for w in 0..<workers {
+        for w in 0..<connections {
             group.enter()
             Thread {
                 defer { group.leave() }
-                guard let c = try? RawClient(port: proxy.port) else { failures.update { $0 += perWorker }; return }
-                for i in 0..<perWorker {
-                    let n = w * perWorker + i
+                guard let c = try? RawClient(port: proxy.port) else { failures.update { $0 += perConnection }; return }
+                for i in 0..<perConnection {
+                    let n = w * perConnection + i
                     c.send("GET \(origin.base)/status?code=200&n=\(n) HTTP/1.1\r\nHost: x\r\n\r\n")
                     let r = c.read { $0.hasSuffix("status body") }
                     if !r.text.hasPrefix("HTTP/1.1 200") { failures.update { $0 += 1 } }
-                    if n == total / 2 { kill(proxy.process.processIdentifier, SIGUSR1) }
+                    completed.update { $0 += 1 }
                 }
             }.start()
         }
+        // Halfway, counted in answered requests: logrotate moves the file, then signals.
+        let deadline = Date().addingTimeInterval(60)
+        while completed.value < total / 2 && Date() < deadline { usleep(1000) }
+        let atSignal = completed.value
+        let active = proxy.logDirectory.appendingPathComponent("tapwire.jsonl")
+        let moved = proxy.logDirectory.appendingPathComponent("logrotate-moved.jsonl")
+        var renamed = false
+        // The writer's own size rotation renames the file too; between its rename and its
+        // reopen the active path is briefly missing.
+        for _ in 0..<1000 where !renamed {
+            renamed = (try? FileManager.default.moveItem(at: active, to: moved)) != nil
+            if !renamed { usleep(1000) }
+        }
+        XCTAssertTrue(renamed, "the active file was never there to move")
+        kill(proxy.process.processIdentifier, SIGUSR1)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("reopening") }, "no reopen logged")
         group.wait()
+        XCTAssertLessThan(atSignal, total * 3 / 4, "the signal came too late to be in the middle of the load")
         XCTAssertEqual(failures.value, 0)
         XCTAssertEqual(proxy.stop(timeout: 30), 0)
         let lines = try logLines(proxy.logDirectory)
@@ -403,6 +423,8 @@ final class RotationLoadEndToEndTests: XCTestCase {
             if let n = Int(digits), n < total { seen[n] += 1 }
         }
         XCTAssertEqual(seen.filter { $0 != 1 }.count, 0, "records missing or doubled: \(seen.enumerated().filter { $0.element != 1 }.prefix(10))")
+        // After the reopen the writer went on in a new active file, and rotated again.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: active.path), "no new active file after SIGUSR1")
         let rotated = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
         XCTAssertGreaterThanOrEqual(rotated.count, 5, "only \(rotated.count) rotations")
     }
