@@ -184,6 +184,43 @@ final class ReloadEndToEndTests: XCTestCase {
 }
 
 extension ReloadEndToEndTests {
+    /// A reload swaps redaction and log settings along with the rules: the next records are
+    /// redacted by the new lists (which replace the defaults) and rotate at the new size.
+    func testSIGHUPAppliesNewRedactionAndLogSettings() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: [:])
+        let configURL = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        func logged(_ tag: String) throws -> String {
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-H", "X-Api-Key: KEY-\(tag)",
+                                                  "-H", "Authorization: Bearer AUTH-\(tag)", "\(origin.base)/json?tag=\(tag)"])
+            return try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("tag=\(tag)") })
+        }
+        let before = try logged("before")
+        XCTAssertTrue(before.contains(#""name":"tap""#) && before.contains("KEY-before"), before)
+        XCTAssertFalse(before.contains("AUTH-before") || before.contains("hunter2"), before)
+
+        let config: [String: Any] = ["listen": ["127.0.0.1:0"],
+                                     "log": ["directory": proxy.logDirectory.path, "maxFileBytes": 4096, "maxFiles": 1000],
+                                     "redact": ["headers": ["x-api-key"], "jsonKeys": ["name"]]]
+        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("config reloaded") })
+        let after = try logged("after")
+        XCTAssertTrue(after.contains(#"["X-Api-Key","[redacted]"]"#) && after.contains(#""name":"[redacted]""#), after)
+        XCTAssertFalse(after.contains("KEY-after"), after)
+        XCTAssertTrue(after.contains("AUTH-after") && after.contains("hunter2"), "the new lists replace the defaults: \(after)")
+
+        let rotatedBefore = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
+        XCTAssertEqual(rotatedBefore, [], "64 MiB files rotated already")
+        for i in 0..<12 {
+            _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json?fill=\(i)"])
+        }
+        XCTAssertEqual(proxy.stop(), 0)
+        let rotated = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
+        XCTAssertGreaterThanOrEqual(rotated.count, 2, "log.maxFileBytes did not take effect: \(rotated)")
+        XCTAssertEqual(try logLines(proxy.logDirectory).filter { $0.contains("fill=") }.count, 12)
+    }
+
     /// Settings that apply only at a restart are named in the reload's log line: a narrowed
     /// access.allow or a changed tls block must not pass as "config reloaded" alone.
     func testSIGHUPNamesTheSettingsThatWaitForARestart() throws {
