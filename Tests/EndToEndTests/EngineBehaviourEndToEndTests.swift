@@ -22,11 +22,14 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "\(origin.base)/json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
-        let wanted = ["tapwire-loop-0", "tapwire-ser-0", "tapwire-writer"]
+        // One event loop and one serialization worker per core (issue #4: a pool as wide as the cores).
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let wanted = (0..<cores).flatMap { ["tapwire-loop-\($0)", "tapwire-ser-\($0)"] } + ["tapwire-writer"]
         let names = Set(try niceByThreadName(of: proxy, waitingFor: wanted).keys)
         for name in wanted {
             XCTAssertTrue(names.contains(name), "no thread named \(name) in \(names.sorted())")
         }
+        XCTAssertFalse(names.contains("tapwire-ser-\(cores)"), "more workers than cores: \(names.sorted())")
     }
 
     /// Each thread's nice value by the name it carries in the kernel, once `names` are all
