@@ -16,16 +16,22 @@ func logLines(_ directory: URL) throws -> [String] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
     var lines: [String] = []
     for name in names.sorted() where name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.gz") {
-        let path = directory.appendingPathComponent(name).path
-        let text: String
-        if name.hasSuffix(".gz") {
-            text = try runCommand("gzip", ["-dc", path]).text
-        } else {
-            text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        }
+        let text = String(data: try logFileContents(directory.appendingPathComponent(name)), encoding: .utf8) ?? ""
         lines += text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }
     return lines
+}
+
+/// A log file's bytes, decompressed when it is a .gz archive; a plain file that cannot be
+/// read is empty (it may have been rotated away meanwhile).
+func logFileContents(_ url: URL) throws -> Data {
+    if url.pathExtension == "gz" { return Data(try runCommand("gzip", ["-dc", url.path]).text.utf8) }
+    return (try? Data(contentsOf: url)) ?? Data()
+}
+
+/// The size or interval rotations in a log directory (`tapwire-<time>.jsonl[.gz]`).
+func rotatedLogFiles(_ directory: URL) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("tapwire-") }
 }
 
 /// Waits until the log holds a line for which `predicate` holds.
@@ -210,13 +216,12 @@ extension ReloadEndToEndTests {
         XCTAssertFalse(after.contains("KEY-after"), after)
         XCTAssertTrue(after.contains("AUTH-after") && after.contains("hunter2"), "the new lists replace the defaults: \(after)")
 
-        let rotatedBefore = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
-        XCTAssertEqual(rotatedBefore, [], "64 MiB files rotated already")
+        XCTAssertEqual(try rotatedLogFiles(proxy.logDirectory), [], "64 MiB files rotated already")
         for i in 0..<12 {
             _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json?fill=\(i)"])
         }
         XCTAssertEqual(proxy.stop(), 0)
-        let rotated = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
+        let rotated = try rotatedLogFiles(proxy.logDirectory)
         XCTAssertGreaterThanOrEqual(rotated.count, 2, "log.maxFileBytes did not take effect: \(rotated)")
         XCTAssertEqual(try logLines(proxy.logDirectory).filter { $0.contains("fill=") }.count, 12)
     }
@@ -393,8 +398,7 @@ final class RedactionEndToEndTests: XCTestCase {
             let url = proxy.logDirectory.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
-            var bytes = try Data(contentsOf: url)
-            if name.hasSuffix(".gz") { bytes = Data(try runCommand("gzip", ["-dc", url.path]).text.utf8) }
+            let bytes = try logFileContents(url)
             searched += bytes.count
             for secret in secrets {
                 XCTAssertNil(bytes.range(of: Data(secret.utf8)), "\(secret) reached \(name)")
@@ -462,7 +466,7 @@ final class RotationLoadEndToEndTests: XCTestCase {
         XCTAssertEqual(seen.filter { $0 != 1 }.count, 0, "records missing or doubled: \(seen.enumerated().filter { $0.element != 1 }.prefix(10))")
         // After the reopen the writer went on in a new active file, and rotated again.
         XCTAssertTrue(FileManager.default.fileExists(atPath: active.path), "no new active file after SIGUSR1")
-        let rotated = try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path).filter { $0.hasPrefix("tapwire-") }
+        let rotated = try rotatedLogFiles(proxy.logDirectory)
         XCTAssertGreaterThanOrEqual(rotated.count, 5, "only \(rotated.count) rotations")
     }
 
