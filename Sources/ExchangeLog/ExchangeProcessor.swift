@@ -175,7 +175,7 @@ public struct ExchangeProcessor: Sendable {
         let (hasResponse, status, contentEncoding, contentType) = ExchangeProcessor.responseFields(of: exchange)
         let body = exchange.responseBody
         let transportError: Error? = exchange.error.map {
-            TapwireError.transportFailed(TransportFailure(code: .init(rawValue: $0.code), message: $0.message))
+            TapwireError.transportFailed($0)
         }
 
         // Undo the Content-Encoding. A body cut by a transport failure (`cutShort`) is as incomplete as one
