@@ -32,6 +32,16 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case shuttingDown
 
         public var description: String { rawValue }
+
+        /// The status (and its reason phrase) a proxy answers a client with when the
+        /// exchange failed this way before any response head reached it.
+        public var statusForClient: (status: Int, reason: String) {
+            switch self {
+            case .upstreamTimeout: return (504, "Gateway Timeout")
+            case .loopDetected: return (508, "Loop Detected")
+            default: return (502, "Bad Gateway")
+            }
+        }
     }
 
     public var code: Code

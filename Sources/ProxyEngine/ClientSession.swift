@@ -146,9 +146,7 @@ final class ClientSession {
             do {
                 result = try HTTPHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                let reason = error.kind == .headTooLarge ? "Request Header Fields Too Large" :
-                    error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request"
-                respondError(error.status, reason, error.reason, close: true)
+                respondError(error.status, error.reasonPhrase, error.reason, close: true)
                 return
             }
             guard case .complete(let head, let length) = result else { return }
@@ -166,8 +164,7 @@ final class ClientSession {
             form = try head.proxyForm()
             framing = try head.bodyFraming()
         } catch {
-            respondError(error.status, error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request",
-                         error.reason, close: true)
+            respondError(error.status, error.reasonPhrase, error.reason, close: true)
             return
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a

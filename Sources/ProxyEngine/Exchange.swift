@@ -216,7 +216,7 @@ final class Exchange: UpstreamOwner {
         } catch {
             closeClientAfter = true
             if !headForwarded {
-                finish(error: TransportError(.malformedRequest, error.reason), respond: (error.status, "Bad Request", error.reason))
+                finish(error: TransportError(.malformedRequest, error.reason), respond: (error.status, error.reasonPhrase, error.reason))
             } else {
                 finish(error: TransportError(.malformedRequest, error.reason), respond: nil)
             }
@@ -443,11 +443,7 @@ final class Exchange: UpstreamOwner {
     /// A failure before any response head reached the client: answer with the matching status.
     private func failBeforeResponse(_ error: TransportError) {
         guard !finished else { return }
-        let (status, reason): (Int, String) = switch error.code {
-        case .upstreamTimeout: (504, "Gateway Timeout")
-        case .loopDetected: (508, "Loop Detected")
-        default: (502, "Bad Gateway")
-        }
+        let (status, reason) = error.code.statusForClient
         if !requestDone { closeClientAfter = true }
         finish(error: error, respond: (status, reason, error.message))
     }
@@ -517,11 +513,7 @@ final class Exchange: UpstreamOwner {
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let (status, reason): (Int, String) = switch error.code {
-                case .upstreamTimeout: (504, "Gateway Timeout")
-                case .loopDetected: (508, "Loop Detected")
-                default: (502, "Bad Gateway")
-                }
+                let (status, reason) = error.code.statusForClient
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
