@@ -24,8 +24,10 @@ let package = Package(
 
         // Pure logic: no sockets, tested and fuzzed on bytes.
         .target(name: "HTTP1"),
+        // SSE2 byte-class scans (header-only, inlined into Swift) for the JSON scanners.
+        .target(name: "CJSONScan"),
         .target(name: "ResponseSerialization",
-                dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
+                dependencies: ["HTTP1", "CJSONScan", "CZlib", "CBrotli", "CZstd"]),
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization"]),
 
