@@ -355,8 +355,12 @@ extension JSONCompactor {
             } else if c < 0x20 {
                 return (-1, 0)
             } else {
-                i = validateUTF8Sequence(p, at: i, end: end)
-                guard i >= 0 else { return (-1, 0) }
+                // Multi-byte sequences come in runs (a word of non-Latin text): the run is
+                // validated before the ASCII scan resumes, which would stop at once.
+                repeat {
+                    i = validateUTF8Sequence(p, at: i, end: end)
+                    guard i >= 0 else { return (-1, 0) }
+                } while i < end && p[i] >= 0x80
             }
             i = scanPlain(p, from: i, end: end)
         }
