@@ -15,6 +15,9 @@ final class ClientSession {
     private var exchange: Exchange?
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
+    /// Resumes the scan of a head that arrives in pieces; the input only grows until
+    /// the head is drained, which is the parser's invariant.
+    private var requestHeadParser = HTTPHeadParser()
     private var closeWhenFlushed = false
     /// The client shut down its sending side: what it sent is answered, then we close.
     private var inputEnded = false
@@ -144,7 +147,7 @@ final class ClientSession {
             guard let p = evbuffer_pullup(input, n) else { return }
             let result: HeadParseResult<HTTPRequestHead>
             do {
-                result = try HTTPHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+                result = try requestHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
                 let reason = error.kind == .headTooLarge ? "Request Header Fields Too Large" :
                     error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request"

@@ -61,6 +61,9 @@ final class Exchange: UpstreamOwner {
     private var responseHead: HTTPResponseHead?
     private var responseFramer: BodyFramer?
     private var responseBytesSeen = false
+    /// Resumes the scan of a response head that arrives in pieces (interim heads
+    /// included); the upstream input only grows until a head is drained.
+    private var responseHeadParser = HTTPHeadParser()
     /// A chunked response to an HTTP/1.0 client: sent as its payload, ended by closing.
     private var dechunkResponse = false
     private var headForwarded = false
@@ -291,7 +294,7 @@ final class Exchange: UpstreamOwner {
             guard let p = evbuffer_pullup(input, n) else { return }
             let parsed: HeadParseResult<HTTPResponseHead>
             do {
-                parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+                parsed = try responseHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
                 failBeforeResponse(TransportError("malformedResponse", "malformed response head from the origin: \(error.reason)"))
                 return
