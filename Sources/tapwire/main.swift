@@ -9,6 +9,9 @@ usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire check-config FILE   (or --config FILE)
        tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
        tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
+       tapwire show|curl ID [--config FILE] [--log-dir DIR]
+       tapwire diff ID1 ID2 [--config FILE] [--log-dir DIR]
+       tapwire replay ID... [--direct | --proxy HOST:PORT] [--timeout SECONDS] [--config FILE] [--log-dir DIR]
        tapwire env [--config FILE]
        tapwire ca export [--config FILE]
 filters: host=GLOB path=GLOB status=404|4xx|200-299 method=GET type=json error
@@ -110,6 +113,18 @@ case "har":
     let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
     exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
+
+case "show", "curl", "diff":
+    let f = flags(rest, allowed: ["--config", "--log-dir"])
+    let config = loadConfiguration(f.values["--config"])
+    let run = arguments[1] == "show" ? RecordCommandsCLI.show : arguments[1] == "curl" ? RecordCommandsCLI.curl : RecordCommandsCLI.diff
+    exit(run(config, f.values["--log-dir"], f.positional))
+
+case "replay":
+    let f = flags(rest, allowed: ["--config", "--log-dir", "--proxy", "--timeout"], switches: ["--direct"])
+    exit(RecordCommandsCLI.replay(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                                  ids: f.positional, direct: f.values["--direct"] != nil, proxy: f.values["--proxy"],
+                                  timeout: f.values["--timeout"]))
 
 case "ca":
     if rest.first == "-h" || rest.first == "--help" { print(usageText, terminator: ""); exit(0) }
