@@ -17,6 +17,8 @@ public enum JSONPrettyText {
         switch value {
         case .array(let items):
             guard !items.isEmpty else { out.append(contentsOf: Array("[]".utf8)); return }
+            // A short array of scalars (a header pair, a few numbers) reads better on one line.
+            if let inline = inlineScalars(items) { out.append(contentsOf: inline); return }
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -41,5 +43,23 @@ public enum JSONPrettyText {
             // Scalars: the compact writer keeps number text and escapes strings.
             JSONWriter.write(value, into: &out)
         }
+    }
+
+    static let inlineWidth = 72
+
+    /// `[1, 2, "x"]` when every item is a scalar and the line stays within `inlineWidth`.
+    static func inlineScalars(_ items: [JSON]) -> [UInt8]? {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, item) in items.enumerated() {
+            switch item {
+            case .array, .object: return nil
+            default: break
+            }
+            if i > 0 { out.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: " ")]) }
+            JSONWriter.write(item, into: &out)
+            if out.count > inlineWidth { return nil }
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
     }
 }

@@ -60,6 +60,12 @@ public struct RecordedRequest: Equatable {
         "te", "trailer", "upgrade", "proxy-authorization", "expect",
     ]
 
+    public init(id: String, method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?,
+                bodyMissing: String? = nil, redactions: [String] = [], notes: [String] = []) {
+        self.id = id; self.method = method; self.url = url; self.headers = headers; self.body = body
+        self.bodyMissing = bodyMissing; self.redactions = redactions; self.notes = notes
+    }
+
     /// - Parameter captureMaxBodyBytes: the configured `capture.maxBodyBytes`: a body larger on
     ///   the wire was cut, whatever its logged value looks like.
     public init(record: JSON, captureMaxBodyBytes: Int? = nil) throws(RecordError) {
