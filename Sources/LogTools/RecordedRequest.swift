@@ -101,6 +101,9 @@ public struct RecordedRequest: Equatable {
         if let body, !body.isEmpty, let contentEncoding {
             decoded = true
             notes.append("the body was logged decoded: it is sent without its Content-Encoding (\(contentEncoding))")
+        } else if let body, body.count != bodySize {
+            // Only a JSON body gets here (a string body of another size was refused above).
+            notes.append("the body is the logged JSON, compact: \(body.count) bytes where the original had \(bodySize)")
         }
 
         headers = all.filter { header in

@@ -24,6 +24,7 @@ final class RecordedRequestTests: XCTestCase {
         XCTAssertEqual(r.headers.map(\.name), ["Content-Type", "X-Trace"], "Host, framing and hop-by-hop fields are the sender's")
         XCTAssertNil(r.replayRefusal)
         XCTAssertEqual(r.id, "0000018c2b1f4a1e-000007")
+        XCTAssertEqual(r.notes, ["the body is the logged JSON, compact: 33 bytes where the original had 40"])
     }
 
     func testRedactedHeaderBodyMemberAndQueryAreListedAndRefused() throws {
