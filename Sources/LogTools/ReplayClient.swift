@@ -96,6 +96,9 @@ public struct ReplayClient {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw SendError("\(host):\(port) sent nothing more for \(timeout) s (--timeout)")
+            }
             if n < 0 { throw SendError("reading from \(host):\(port): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             total += n

@@ -127,6 +127,27 @@ final class RecordCommandsEndToEndTests: XCTestCase {
         usleep(500_000)
         XCTAssertEqual(try logLines(proxy.logDirectory).count, 5)
 
+        // A proxy that accepts (the kernel's backlog does) and never answers: the named limit ends the wait.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) == 0 && listen(silent, 4) == 0 && getsockname(silent, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        let started = Date()
+        let timedOut = try runCommand(bin, ["replay", ids[0], "--proxy", "127.0.0.1:\(UInt16(bigEndian: address.sin_port))",
+                                            "--timeout", "0.5", "--log-dir", dir])
+        XCTAssertEqual(timedOut.status, 1)
+        XCTAssertTrue(timedOut.stderr.contains("replay \(ids[0]) failed") && timedOut.stderr.contains("--timeout"), timedOut.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+        let badTimeout = try runCommand(bin, ["replay", ids[0], "--timeout", "soon", "--log-dir", dir])
+        XCTAssertEqual(badTimeout.status, 2)
+        XCTAssertTrue(badTimeout.stderr.contains("--timeout"), badTimeout.stderr)
+
         let unknown = try runCommand(bin, ["replay", "0000000000000000-000099", "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.stderr.contains("0000000000000000-000099"), unknown.stderr)
