@@ -262,11 +262,22 @@ public final class CompletedExchange: @unchecked Sendable {
 
     // MARK: Internals
 
-    /// The error a serializer is handed: transport, else validation, else
-    /// `inputDataTruncated` when the body was cut and the serializer needs it whole.
     private func errorFor<S: DataResponseSerializerProtocol>(_ serializer: S) -> Error? {
-        if let error { return error }
-        return serializer.acceptsTruncatedInput ? nil : capture.truncationError
+        CompletedExchange.serializerError(error, capture: capture, acceptsTruncatedInput: serializer.acceptsTruncatedInput)
+    }
+
+    /// The error a serializer is handed, written once for the exchange and for callers that
+    /// serialize without one (the log's compact path): the exchange's own (transport, else
+    /// validation), else `inputDataTruncated` when the body was cut and the serializer
+    /// needs it whole.
+    /// - Parameters:
+    ///   - exchangeError: The transport failure, else the first validation failure.
+    ///   - capture: How much of the body was kept.
+    ///   - acceptsTruncatedInput: Whether the serializer takes a cut body.
+    public static func serializerError(_ exchangeError: Error?, capture: BodyCapture,
+                                       acceptsTruncatedInput: Bool) -> Error? {
+        if let exchangeError { return exchangeError }
+        return acceptsTruncatedInput ? nil : capture.truncationError
     }
 
     private func serialize<S: DataResponseSerializerProtocol>(with serializer: S, error: Error?) -> DataResponse<S.SerializedObject> {
