@@ -5,7 +5,7 @@ import ResponseSerialization
 /// `formatter` line. Returns how many records were printed.
 public enum TailCommand {
     @discardableResult
-    public static func run(source: RecordSource, filter: RecordFilter, formatter: TailFormatter,
+    public static func run(source: RecordSource, filter: Query, formatter: TailFormatter,
                            rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
         var printed = 0
         while let line = try source.nextLine() {
@@ -30,7 +30,7 @@ public enum TailCommand {
 /// `writer` (finished here). Returns how many entries were written.
 public enum HARExport {
     @discardableResult
-    public static func run(source: RecordSource, filter: RecordFilter, writer: HARWriter) throws -> Int {
+    public static func run(source: RecordSource, filter: Query, writer: HARWriter) throws -> Int {
         while let line = try source.nextLine() {
             guard let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
                 continue

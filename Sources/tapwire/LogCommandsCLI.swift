@@ -9,9 +9,9 @@ enum LogCommandsCLI {
         RecordSource(directory: logDirectory ?? config.log.directory, fileName: config.log.fileName, follow: follow)
     }
 
-    private static func filter(_ words: [String]) -> RecordFilter {
+    private static func filter(_ words: [String]) -> Query {
         do {
-            return try RecordFilter.parse(words)
+            return try Query.parse(words)
         } catch {
             fail("\(error)", code: 2)
         }
