@@ -1,5 +1,397 @@
-/// Byte tests on a raw record line that rule it out before its JSON is parsed.
-struct QueryPrefilter: Sendable {
-    init(_ expression: QueryExpression) {}
-    func mayMatch(_ line: [UInt8]) -> Bool { true }
+import ResponseSerialization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Byte tests on a raw record line that rule it out before its JSON is parsed: a query for
+/// `"secret"` cannot match a line without those six letters, nor `status>=500` a line where no
+/// `"status"` key is followed by such a number. The tests are necessary conditions only (every
+/// line they pass is still parsed and evaluated), so they may pass too much, never too little:
+///
+/// - needles come only from parts of the query that must appear as text in the line (a value
+///   compared with `=`, a glob's literal runs, a bare word, a JSON Pointer's last key), and only
+///   the runs of them that the writer copies verbatim (printable ASCII without `"` and `\`);
+///   ASCII letters compare without case where the field does;
+/// - `not`, `!=`, regexes, times and the mitmproxy filters give no needle (every line passes);
+/// - a line with a `\u` or `\/` escape always passes: a foreign writer could spell any
+///   character that way.
+struct QueryPrefilter: @unchecked Sendable {
+    /// What a line must contain.
+    indirect enum Requirement {
+        case anything
+        case contains(Needle)
+        case allOf([Requirement])
+        case anyOf([Requirement])
+    }
+
+    let requirement: Requirement
+    /// The needles a scan looks for to find candidate lines (any of them); nil: every line is one.
+    let anchors: [Needle]?
+
+    init(_ expression: QueryExpression) {
+        requirement = QueryPrefilter.requirement(expression)
+        anchors = QueryPrefilter.anchors(requirement)
+    }
+
+    var passesEverything: Bool { anchors == nil }
+
+    /// Whether `line` may match (false: it cannot).
+    func mayMatch(_ line: [UInt8]) -> Bool {
+        line.withUnsafeBufferPointer { mayMatch($0) }
+    }
+
+    func mayMatch(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard anchors != nil, let base = line.baseAddress else { return true }
+        if QueryPrefilter.escapes.contains(where: { $0.find(base, 0, line.count) != nil }) { return true }
+        return holds(requirement, base, line.count)
+    }
+
+    private func holds(_ requirement: Requirement, _ base: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        switch requirement {
+        case .anything: return true
+        case .contains(let needle): return needle.find(base, 0, count) != nil
+        case .allOf(let parts): return parts.allSatisfy { holds($0, base, count) }
+        case .anyOf(let parts): return parts.contains { holds($0, base, count) }
+        }
+    }
+
+    static let escapes = [Needle.literal(Array(#"\u"#.utf8), caseInsensitive: false),
+                          Needle.literal(Array(#"\/"#.utf8), caseInsensitive: false)]
+
+    /// Calls `body` with the byte range of every line in `region` (lines end with `\n`; the
+    /// region ends after one) that contains an anchor, in order; every line when there are no
+    /// anchors. `body` returns false to stop.
+    func forEachCandidate(in region: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) -> Bool) {
+        guard let base = region.baseAddress else { return }
+        let count = region.count
+        guard let anchors else {
+            var start = 0
+            while start < count {
+                let end = QueryPrefilter.lineEnd(base, start, count)
+                if end > start, !body(start..<end) { return }
+                start = end + 1
+            }
+            return
+        }
+        let all = anchors + QueryPrefilter.escapes
+        // The next hit of each anchor at or after `position` (Int.max: none left).
+        var next = [Int](repeating: -1, count: all.count)
+        var position = 0
+        while position < count {
+            var hit = Int.max
+            for i in all.indices {
+                if next[i] != Int.max && next[i] < position { next[i] = all[i].find(base, position, count) ?? Int.max }
+                hit = min(hit, next[i])
+            }
+            if hit == Int.max { return }
+            var start = hit
+            while start > position && base[start - 1] != 10 { start -= 1 }
+            let end = QueryPrefilter.lineEnd(base, hit, count)
+            if end > start, !body(start..<end) { return }
+            position = end + 1
+        }
+    }
+
+    @inline(__always)
+    static func lineEnd(_ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> Int {
+        guard from < count, let newline = memchr(base + from, 10, count - from) else { return count }
+        return base.distance(to: newline.assumingMemoryBound(to: UInt8.self))
+    }
+
+    // MARK: From the expression
+
+    static func requirement(_ expression: QueryExpression) -> Requirement {
+        switch expression {
+        case .and(let terms):
+            return simplify(.allOf(terms.map(requirement)))
+        case .or(let terms):
+            return simplify(.anyOf(terms.map(requirement)))
+        case .text(let text):
+            return literal(text, caseInsensitive: true)
+        case .exists(let field):
+            switch field {
+            case .responseJSON(let pointer), .requestJSON(let pointer):
+                guard let last = pointer.tokens.last, JSONPointerIndex.isIndex(last) == false else { return .anything }
+                return literal("\"" + last + "\"", caseInsensitive: false, whole: true)
+            case .requestHeader(let name), .responseHeader(let name):
+                return literal("\"" + name + "\"", caseInsensitive: true, whole: true)
+            default:
+                return .anything
+            }
+        case .compare(let field, let op, let value):
+            guard op != .notEqual, op != .regex else { return .anything }
+            return compare(field, op, value)
+        default:
+            return .anything
+        }
+    }
+
+    private static func compare(_ field: QueryField, _ op: QueryOperator, _ value: QueryValue) -> Requirement {
+        switch value {
+        case .statuses(let patterns):
+            return .contains(.keyedNumber(keys: [Array(#""status""#.utf8)]) { number in
+                patterns.contains { pattern in
+                    number.isInteger && number >= ExactNumber(pattern.range.lowerBound) && number <= ExactNumber(pattern.range.upperBound)
+                }
+            })
+        case .number(let wanted):
+            guard let keys = numberKeys(field) else { return .anything }
+            return .contains(.keyedNumber(keys: keys.map { Array(("\"" + $0 + "\"").utf8) }) { number in
+                switch op {
+                case .equal: return number == wanted
+                case .less: return number < wanted
+                case .lessOrEqual: return number <= wanted
+                case .greater: return number > wanted
+                case .greaterOrEqual: return number >= wanted
+                default: return true
+                }
+            })
+        case .text(let text) where op == .equal:
+            guard textIsVerbatim(field) else { return .anything }
+            return literal(text, caseInsensitive: QueryValueReader.caseInsensitive(field))
+        case .glob(let glob) where op == .equal:
+            guard textIsVerbatim(field) else { return .anything }
+            return simplify(.allOf(glob.literals.map { literal($0, caseInsensitive: glob.caseInsensitive) }))
+        default:
+            return .anything
+        }
+    }
+
+    /// Fields whose value appears in the line as written (`method` does not: a tunnel is CONNECT).
+    private static func textIsVerbatim(_ field: QueryField) -> Bool {
+        switch field {
+        case .id, .url, .host, .path, .query, .mime, .rule, .error, .failure, .client, .upstream,
+             .requestHeader, .responseHeader, .responseJSON, .requestJSON:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The record keys a numeric field's value may sit under.
+    private static func numberKeys(_ field: QueryField) -> [String]? {
+        switch field {
+        case .status: return ["status"]
+        case .duration: return ["requestDuration", "totalDuration", "duration"]
+        case .latency: return ["latency"]
+        case .wait: return ["wait"]
+        case .size: return ["size", "bodySize", "bytesFromUpstream"]
+        case .requestSize: return ["bodySize", "bytesFromClient"]
+        case .responseJSON(let pointer), .requestJSON(let pointer):
+            guard let last = pointer.tokens.last, !JSONPointerIndex.isIndex(last), isVerbatim(last) else { return nil }
+            return [last]
+        default: return nil
+        }
+    }
+
+    /// The longest run of `text` the writer copies verbatim; `.anything` when it is shorter than
+    /// two bytes (a one-letter needle would only cost time).
+    private static func literal(_ text: String, caseInsensitive: Bool, whole: Bool = false) -> Requirement {
+        if whole {
+            return isVerbatim(text) ? .contains(.literal(Array(caseInsensitive ? text.lowercased().utf8 : text.utf8), caseInsensitive: caseInsensitive)) : .anything
+        }
+        var best: [UInt8] = []
+        var run: [UInt8] = []
+        for byte in text.utf8 {
+            if isVerbatimByte(byte) {
+                run.append(caseInsensitive ? TextSearch.lower(byte) : byte)
+                if run.count > best.count { best = run }
+            } else {
+                run = []
+            }
+        }
+        guard best.count >= 2 else { return .anything }
+        return .contains(.literal(best, caseInsensitive: caseInsensitive))
+    }
+
+    private static func isVerbatim(_ text: String) -> Bool { text.utf8.allSatisfy(isVerbatimByte) }
+
+    private static func isVerbatimByte(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+    }
+
+    private static func simplify(_ requirement: Requirement) -> Requirement {
+        switch requirement {
+        case .allOf(let parts):
+            let kept = parts.filter { if case .anything = $0 { return false } else { return true } }
+            if kept.isEmpty { return .anything }
+            return kept.count == 1 ? kept[0] : .allOf(kept)
+        case .anyOf(let parts):
+            if parts.contains(where: { if case .anything = $0 { return true } else { return false } }) { return .anything }
+            return parts.count == 1 ? parts[0] : .anyOf(parts)
+        default:
+            return requirement
+        }
+    }
+
+    /// The needles a line must contain one of for `requirement` to hold; nil when any line may.
+    static func anchors(_ requirement: Requirement) -> [Needle]? {
+        switch requirement {
+        case .anything:
+            return nil
+        case .contains(let needle):
+            return [needle]
+        case .anyOf(let parts):
+            var all: [Needle] = []
+            for part in parts {
+                guard let needles = anchors(part) else { return nil }
+                all += needles
+            }
+            return all
+        case .allOf(let parts):
+            // Any one part's anchors will do: take the most selective.
+            return parts.compactMap(anchors).max { selectivity($0) < selectivity($1) }
+        }
+    }
+
+    private static func selectivity(_ needles: [Needle]) -> Int {
+        needles.map(\.selectivity).min() ?? 0
+    }
+}
+
+enum JSONPointerIndex {
+    static func isIndex(_ token: String) -> Bool { !token.isEmpty && token.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }
+}
+
+/// Something to find in raw record bytes.
+enum Needle {
+    /// Bytes, ASCII letters compared without case when `caseInsensitive` (then the bytes are lower case).
+    case literal([UInt8], caseInsensitive: Bool)
+    /// A key (with its quotes) followed by `:` and a number for which the test holds; an
+    /// occurrence followed by anything else does not count.
+    case keyedNumber(keys: [[UInt8]], (ExactNumber) -> Bool)
+
+    /// A guess at how rarely the needle occurs: longer literals are rarer; a keyed number tests
+    /// every record's key but few pass.
+    var selectivity: Int {
+        switch self {
+        case .literal(let bytes, _): return bytes.count
+        case .keyedNumber: return 6
+        }
+    }
+
+    /// The offset of the first occurrence in base[from..<count], nil when none.
+    func find(_ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> Int? {
+        switch self {
+        case .literal(let bytes, let caseInsensitive):
+            return caseInsensitive ? Needle.findFolded(bytes, base, from, count) : Needle.findExact(bytes, base, from, count)
+        case .keyedNumber(let keys, let test):
+            var best: Int?
+            for key in keys {
+                var at = from
+                while let hit = Needle.findExact(key, base, at, count) {
+                    if let best, hit >= best { break }
+                    if Needle.numberAfterKey(base, hit + key.count, count).map(test) == true {
+                        best = hit
+                        break
+                    }
+                    at = hit + 1
+                }
+            }
+            return best
+        }
+    }
+
+    /// The number after `"key"` `:` (spaces allowed around the colon), when one follows.
+    static func numberAfterKey(_ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> ExactNumber? {
+        var i = from
+        while i < count, base[i] == 32 { i += 1 }
+        guard i < count, base[i] == UInt8(ascii: ":") else { return nil }
+        i += 1
+        while i < count, base[i] == 32 { i += 1 }
+        let start = i
+        while i < count, (base[i] >= 48 && base[i] <= 57) || base[i] == UInt8(ascii: "-") || base[i] == UInt8(ascii: ".")
+                || base[i] == UInt8(ascii: "e") || base[i] == UInt8(ascii: "E") || base[i] == UInt8(ascii: "+") {
+            i += 1
+        }
+        guard i > start else { return nil }
+        return ExactNumber(UnsafeBufferPointer(start: base + start, count: i - start))
+    }
+
+    /// memchr for the needle's rarest byte, then memcmp around it (glibc's memmem is a GNU
+    /// extension Swift's Glibc module does not show).
+    static func findExact(_ needle: [UInt8], _ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> Int? {
+        guard count - from >= needle.count, !needle.isEmpty else { return needle.isEmpty ? from : nil }
+        let k = rarestIndex(needle)
+        let rare = needle[k]
+        var at = from + k
+        let last = count - needle.count + k
+        return needle.withUnsafeBufferPointer { n -> Int? in
+            guard let nBase = n.baseAddress else { return nil }
+            while at <= last {
+                guard let hit = memchrOffset(base, rare, at, last + 1) else { return nil }
+                let start = hit - k
+                if memcmp(base + start, nBase, n.count) == 0 { return start }
+                at = hit + 1
+            }
+            return nil
+        }
+    }
+
+    /// Case-insensitive search for a lower-case ASCII needle: memchr for its rarest byte (both
+    /// cases of a letter), then a check of the whole needle around it.
+    static func findFolded(_ needle: [UInt8], _ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> Int? {
+        guard count - from >= needle.count, !needle.isEmpty else { return needle.isEmpty ? from : nil }
+        let k = rarestIndex(needle)
+        let lowerByte = needle[k]
+        let isLetter = lowerByte >= 97 && lowerByte <= 122
+        let upperByte = isLetter ? lowerByte - 32 : lowerByte
+        var nextLower = -1, nextUpper = isLetter ? -1 : Int.max
+        var at = from + k
+        let last = count - needle.count + k   // the last offset the rare byte can sit at
+        while at <= last {
+            if nextLower != Int.max && nextLower < at { nextLower = memchrOffset(base, lowerByte, at, last + 1) ?? Int.max }
+            if nextUpper != Int.max && nextUpper < at { nextUpper = memchrOffset(base, upperByte, at, last + 1) ?? Int.max }
+            let hit = min(nextLower, nextUpper)
+            if hit == Int.max { return nil }
+            let start = hit - k
+            var j = 0
+            while j < needle.count, TextSearch.lower(base[start + j]) == needle[j] { j += 1 }
+            if j == needle.count { return start }
+            at = hit + 1
+        }
+        return nil
+    }
+
+    @inline(__always)
+    private static func memchrOffset(_ base: UnsafePointer<UInt8>, _ byte: UInt8, _ from: Int, _ end: Int) -> Int? {
+        guard from < end, let hit = memchr(base + from, Int32(byte), end - from) else { return nil }
+        return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// The index of the needle byte least likely in a record (rough English / JSON frequencies).
+    static func rarestIndex(_ needle: [UInt8]) -> Int {
+        var best = 0
+        var bestScore = Int.max
+        for (i, byte) in needle.enumerated() {
+            let score = frequency(byte)
+            if score < bestScore { best = i; bestScore = score }
+        }
+        return best
+    }
+
+    private static let letterFrequency: [UInt8: Int] = {
+        let order = Array("zqjxkvbpygfwmucldrhsnioate".utf8)   // rarest first
+        var table: [UInt8: Int] = [:]
+        for (rank, byte) in order.enumerated() { table[byte] = 10 + rank * 10 }
+        return table
+    }()
+
+    private static func frequency(_ byte: UInt8) -> Int {
+        if let letter = letterFrequency[byte] { return letter }
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: ":"), UInt8(ascii: ","), UInt8(ascii: "{"), UInt8(ascii: "}"): return 400
+        case 48...57: return 200
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "/"), UInt8(ascii: " "): return 150
+        default: return 5
+        }
+    }
+}
+
+extension ExactNumber {
+    init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.init(String(decoding: bytes, as: UTF8.self))
+    }
+
+    var isInteger: Bool { digits.count <= exponent }
 }
