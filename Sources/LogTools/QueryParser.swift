@@ -145,7 +145,7 @@ struct QueryParser {
             return .text(text)
         case .comparison(let name, let op, let value, let opColumn, let valueColumn, let quoted):
             guard let field = try QueryParser.field(named: name, column: token.column, strict: true) else {
-                throw QuerySyntaxError(column: token.column, message: QueryParser.unknownField(name))
+                throw QuerySyntaxError(column: token.column, message: QueryParser.unknownField(name, in: token.text))
             }
             guard let value else {
                 throw QuerySyntaxError(column: valueColumn, message: "expected a value after '\(op.rawValue)'")
@@ -157,8 +157,8 @@ struct QueryParser {
         }
     }
 
-    static func unknownField(_ name: String) -> String {
-        "unknown field '\(name)'; expected one of " + QueryField.simpleNames.map(\.0).joined(separator: ", ")
+    static func unknownField(_ name: String, in term: String) -> String {
+        "unknown field '\(name)' in '\(term)'; expected one of " + QueryField.simpleNames.map(\.0).joined(separator: ", ")
             + ", req.header.NAME, res.header.NAME, json:/POINTER, reqjson:/POINTER"
     }
 

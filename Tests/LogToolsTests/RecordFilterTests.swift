@@ -99,7 +99,7 @@ final class RecordFilterTests: XCTestCase {
                 return error.description
             }
         }
-        XCTAssertEqual(message(["colour=red"])?.hasPrefix("query:1:1: unknown field 'colour'; expected one of id, kind, method"), true)
+        XCTAssertEqual(message(["colour=red"])?.hasPrefix("query:1:1: unknown field 'colour' in 'colour=red'; expected one of id, kind, method"), true)
         XCTAssertEqual(message(["status=4x"]), "query:1:8: expected a status such as 404, 4xx or 200-299, found '4x'")
         XCTAssertEqual(message(["status=299-200"]), "query:1:8: expected a status such as 404, 4xx or 200-299, found '299-200'")
         XCTAssertEqual(message(["status=4xx,5x"]), "query:1:12: expected a status such as 404, 4xx or 200-299, found '5x'")
