@@ -140,7 +140,7 @@ def main():
 
     file_list = "[" + ",".join("'%s'" % p for p in paths) + "]"
     duck = lambda where: [a.python, "-c",
-                          "import duckdb,sys; print(duckdb.connect().execute(sys.argv[1]).fetchone()[0])",
+                          "import duckdb,sys; c=duckdb.connect(); c.execute('SET enable_progress_bar=false'); print(c.execute(sys.argv[1]).fetchone()[0])",
                           "SELECT count(*) FROM read_json_auto(%s, format='newline_delimited', maximum_object_size=16777216) WHERE %s" % (file_list, where)]
     cat = "( zcat %s; cat %s )" % (" ".join(paths[:-1]), paths[-1])
     queries = [

@@ -15,8 +15,8 @@ struct QueryLexer {
         case or
         case and
         case not
-        /// `field` as written; `op` nil for a bare field used as a test (`error`, `json:/x`).
-        case comparison(field: String, op: QueryOperator, value: String?, opColumn: Int, valueColumn: Int, quoted: Bool)
+        /// `field` as written; `value` nil when nothing follows the operator.
+        case comparison(field: String, op: QueryOperator, value: String?, valueColumn: Int, quoted: Bool)
         case mitm(code: String, argument: String?, argumentColumn: Int)
         case word(String)
         case phrase(String)
@@ -82,7 +82,6 @@ struct QueryLexer {
         let nameEnd = fieldNameEnd(from: i)
         if nameEnd > i, let (op, opLength) = operatorAt(nameEnd) {
             let field = String(chars[i..<nameEnd])
-            let opColumn = nameEnd + 1
             i = nameEnd + opLength
             let valueColumn = i + 1
             var value: String?
@@ -94,8 +93,7 @@ struct QueryLexer {
                 let raw = rawValue()
                 value = raw.isEmpty ? nil : raw
             }
-            return Token(kind: .comparison(field: field, op: op, value: value, opColumn: opColumn,
-                                           valueColumn: valueColumn, quoted: quoted),
+            return Token(kind: .comparison(field: field, op: op, value: value, valueColumn: valueColumn, quoted: quoted),
                          column: column, text: String(chars[start..<i]))
         }
         while i < chars.count, !chars[i].isWhitespace, chars[i] != "(", chars[i] != ")" { i += 1 }

@@ -136,21 +136,20 @@ struct QueryParser {
             // parseUnary handles `not`; reaching here would be a parser bug, reported as a syntax error.
             throw QuerySyntaxError(column: token.column, message: "unexpected '\(token.text)'")
         case .word(let word):
-            if let field = try QueryParser.field(named: word, column: token.column, strict: false) {
+            if let field = try QueryParser.field(named: word, column: token.column) {
                 return .exists(field)
             }
             return .text(word)
         case .phrase(let text):
             guard !text.isEmpty else { throw QuerySyntaxError(column: token.column, message: "expected text inside the quotes") }
             return .text(text)
-        case .comparison(let name, let op, let value, let opColumn, let valueColumn, let quoted):
-            guard let field = try QueryParser.field(named: name, column: token.column, strict: true) else {
+        case .comparison(let name, let op, let value, let valueColumn, let quoted):
+            guard let field = try QueryParser.field(named: name, column: token.column) else {
                 throw QuerySyntaxError(column: token.column, message: QueryParser.unknownField(name, in: token.text))
             }
             guard let value else {
                 throw QuerySyntaxError(column: valueColumn, message: "expected a value after '\(op.rawValue)'")
             }
-            _ = opColumn
             return .compare(field, op, try QueryValueReader.read(value, quoted: quoted, for: field, op: op, column: valueColumn))
         case .mitm(let code, let argument, let argumentColumn):
             return try QueryParser.mitm(code, argument, column: token.column, argumentColumn: argumentColumn)
@@ -162,8 +161,8 @@ struct QueryParser {
             + ", req.header.NAME, res.header.NAME, json:/POINTER, reqjson:/POINTER"
     }
 
-    /// The field `name` names; nil when it names none (with `strict` false: then it is a word to search).
-    static func field(named name: String, column: Int, strict: Bool) throws(QuerySyntaxError) -> QueryField? {
+    /// The field `name` names; nil when it names none (a bare word is then text to search).
+    static func field(named name: String, column: Int) throws(QuerySyntaxError) -> QueryField? {
         let lower = name.lowercased()
         if let simple = QueryField.simpleNames.first(where: { $0.0 == lower }) { return simple.1 }
         for (prefix, isRequest) in [("req.header.", true), ("request.header.", true), ("res.header.", false), ("response.header.", false)]
@@ -188,7 +187,6 @@ struct QueryParser {
             }
             return isRequest ? .requestJSON(pointer) : .responseJSON(pointer)
         }
-        if strict { return nil }
         return nil
     }
 
