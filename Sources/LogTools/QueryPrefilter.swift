@@ -129,14 +129,14 @@ struct QueryPrefilter: @unchecked Sendable {
     private static func compare(_ field: QueryField, _ op: QueryOperator, _ value: QueryValue) -> Requirement {
         switch value {
         case .statuses(let patterns):
-            return .contains(.keyedNumber(keys: [Array(#""status""#.utf8)]) { number in
+            return keyed(["status"]) { number in
                 patterns.contains { pattern in
                     number.isInteger && number >= ExactNumber(pattern.range.lowerBound) && number <= ExactNumber(pattern.range.upperBound)
                 }
-            })
+            }
         case .number(let wanted):
             guard let keys = numberKeys(field) else { return .anything }
-            return .contains(.keyedNumber(keys: keys.map { Array(("\"" + $0 + "\"").utf8) }) { number in
+            return keyed(keys) { number in
                 switch op {
                 case .equal: return number == wanted
                 case .less: return number < wanted
@@ -145,7 +145,7 @@ struct QueryPrefilter: @unchecked Sendable {
                 case .greaterOrEqual: return number >= wanted
                 default: return true
                 }
-            })
+            }
         case .text(let text) where op == .equal:
             guard textIsVerbatim(field) else { return .anything }
             return literal(text, caseInsensitive: QueryValueReader.caseInsensitive(field))
@@ -155,6 +155,12 @@ struct QueryPrefilter: @unchecked Sendable {
         default:
             return .anything
         }
+    }
+
+    /// One needle per key (a scan keeps each needle's next hit, so a key absent from the file
+    /// is looked for once per piece, not once per candidate line).
+    private static func keyed(_ keys: [String], _ test: @escaping (ExactNumber) -> Bool) -> Requirement {
+        simplify(.anyOf(keys.map { .contains(.keyedNumber(key: Array(("\"" + $0 + "\"").utf8), test)) }))
     }
 
     /// Fields whose value appears in the line as written (`method` does not: a tunnel is CONNECT).
@@ -259,7 +265,7 @@ enum Needle {
     case literal([UInt8], caseInsensitive: Bool)
     /// A key (with its quotes) followed by `:` and a number for which the test holds; an
     /// occurrence followed by anything else does not count.
-    case keyedNumber(keys: [[UInt8]], (ExactNumber) -> Bool)
+    case keyedNumber(key: [UInt8], (ExactNumber) -> Bool)
 
     /// A guess at how rarely the needle occurs: longer literals are rarer; a keyed number tests
     /// every record's key but few pass.
@@ -275,20 +281,13 @@ enum Needle {
         switch self {
         case .literal(let bytes, let caseInsensitive):
             return caseInsensitive ? Needle.findFolded(bytes, base, from, count) : Needle.findExact(bytes, base, from, count)
-        case .keyedNumber(let keys, let test):
-            var best: Int?
-            for key in keys {
-                var at = from
-                while let hit = Needle.findExact(key, base, at, count) {
-                    if let best, hit >= best { break }
-                    if Needle.numberAfterKey(base, hit + key.count, count).map(test) == true {
-                        best = hit
-                        break
-                    }
-                    at = hit + 1
-                }
+        case .keyedNumber(let key, let test):
+            var at = from
+            while let hit = Needle.findExact(key, base, at, count) {
+                if Needle.numberAfterKey(base, hit + key.count, count).map(test) == true { return hit }
+                at = hit + 1
             }
-            return best
+            return nil
         }
     }
 
@@ -329,21 +328,25 @@ enum Needle {
     }
 
     /// Case-insensitive search for a lower-case ASCII needle: memchr for its rarest byte (both
-    /// cases of a letter), then a check of the whole needle around it.
+    /// cases of a letter), then a check of the whole needle around it. The two cases are looked
+    /// for window by window, so a case that never occurs costs one window per hit of the other,
+    /// not a scan to the end of the text.
     static func findFolded(_ needle: [UInt8], _ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> Int? {
         guard count - from >= needle.count, !needle.isEmpty else { return needle.isEmpty ? from : nil }
         let k = rarestIndex(needle)
         let lowerByte = needle[k]
         let isLetter = lowerByte >= 97 && lowerByte <= 122
-        let upperByte = isLetter ? lowerByte - 32 : lowerByte
-        var nextLower = -1, nextUpper = isLetter ? -1 : Int.max
-        var at = from + k
+        let upperByte = lowerByte - 32
         let last = count - needle.count + k   // the last offset the rare byte can sit at
+        var at = from + k
         while at <= last {
-            if nextLower != Int.max && nextLower < at { nextLower = memchrOffset(base, lowerByte, at, last + 1) ?? Int.max }
-            if nextUpper != Int.max && nextUpper < at { nextUpper = memchrOffset(base, upperByte, at, last + 1) ?? Int.max }
-            let hit = min(nextLower, nextUpper)
-            if hit == Int.max { return nil }
+            let windowEnd = min(last + 1, at + 4096)
+            let lower = memchrOffset(base, lowerByte, at, windowEnd)
+            let upper = isLetter ? memchrOffset(base, upperByte, at, lower ?? windowEnd) : nil
+            guard let hit = upper ?? lower else {
+                at = windowEnd
+                continue
+            }
             let start = hit - k
             var j = 0
             while j < needle.count, TextSearch.lower(base[start + j]) == needle[j] { j += 1 }
