@@ -134,6 +134,23 @@ final class QueryScanTests: XCTestCase {
         XCTAssertEqual(try run("kind=http", threads: 2), Array(41...120) + Array(200...205))
     }
 
+    /// `--reverse --limit` stops at the newest records: an old archive it never needs is never
+    /// an error, while a query that does need it names the file.
+    func testReverseWithALimitStopsBeforeOlderFiles() throws {
+        try writeLog()
+        let oldest = path("tapwire-20261201T000000.jsonl.gz")
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: oldest)))
+        bytes.removeLast(bytes.count / 2)
+        try Data(bytes).write(to: URL(fileURLWithPath: oldest))
+        for threads in [1, 2] {
+            XCTAssertEqual(try run("", limit: 5, reverse: true, threads: threads), [120, 119, 118, 117, 116])
+            XCTAssertEqual(try run("status=503", limit: 2, reverse: true, threads: threads), try Array(expected("status=503").reversed().prefix(2)))
+        }
+        XCTAssertThrowsError(try run("")) { error in
+            XCTAssertEqual((error as? LogReadError)?.path, oldest)
+        }
+    }
+
     func testAnEmptyOrMissingActiveFileAndAnEmptyDirectory() throws {
         XCTAssertEqual(try run(""), [])
         XCTAssertEqual(try count("status>=500"), 0)
