@@ -37,4 +37,17 @@ public enum RecordLookup {
         for id in ids where found[id] == nil { throw LookupError.unknownID(id) }
         return found
     }
+
+    /// The `http` records `query` keeps, oldest first: the exchanges `tapwire replay --query`
+    /// sends again (a tunnel or a loss record is no request to send). Read once, before any is
+    /// sent, so the replays the proxy logs meanwhile are not read back.
+    public static func exchanges(matching query: Query, in source: RecordSource) throws -> [(id: String, record: JSON)] {
+        var found: [(id: String, record: JSON)] = []
+        while let line = try source.nextLine() {
+            guard query.matches(line: line), let record = try? JSONParser.parse(line, allowFragments: false),
+                  RecordView(json: record).kind == "http", let id = record[member: "id"]?.stringValue else { continue }
+            found.append((id, record))
+        }
+        return found
+    }
 }

@@ -51,9 +51,10 @@ enum RecordCommandsCLI {
 
     /// Exit 0 when every request was sent, 1 when any was refused or failed (one line each on
     /// stderr, naming its id); the others are still sent.
-    static func replay(config: TapwireConfiguration, logDirectory: String?, ids: [String], direct: Bool,
+    static func replay(config: TapwireConfiguration, logDirectory: String?, ids: [String], query: String?, direct: Bool,
                        proxy: String?, timeout: String?) -> Int32 {
-        guard !ids.isEmpty else { fail("replay needs at least one ID", code: 2) }
+        if query != nil && !ids.isEmpty { fail("replay takes IDs or --query EXPR, not both", code: 2) }
+        guard !ids.isEmpty || query != nil else { fail("replay needs at least one ID, or --query EXPR", code: 2) }
         if direct && proxy != nil { fail("--direct and --proxy exclude each other", code: 2) }
         var seconds = ReplayClient.defaultTimeout
         if let timeout {
@@ -71,10 +72,27 @@ enum RecordCommandsCLI {
             route = r
         }
         let client = ReplayClient(route: route, timeout: seconds)
-        let found = records(ids, config: config, logDirectory: logDirectory)
+        let chosen: [(id: String, record: JSON)]
+        if let query {
+            let parsed: Query
+            do {
+                parsed = try Query.parse(query)
+            } catch {
+                fail("--query: \(error)", code: 2)
+            }
+            let source = RecordSource(directory: logDirectory ?? config.log.directory, fileName: config.log.fileName)
+            do {
+                chosen = try RecordLookup.exchanges(matching: parsed, in: source)
+            } catch {
+                fail("\(error)", code: 1)
+            }
+            if chosen.isEmpty { FileHandle.standardError.write(Data("tapwire: no exchange matches \(query)\n".utf8)) }
+        } else {
+            let found = records(ids, config: config, logDirectory: logDirectory)
+            chosen = ids.compactMap { id in found[id].map { (id, $0) } }
+        }
         var failed = false
-        for id in ids {
-            guard let record = found[id] else { continue }
+        for (id, record) in chosen {
             func refuse(_ reason: String) {
                 FileHandle.standardError.write(Data("tapwire: replay \(id) refused: \(reason)\n".utf8))
                 failed = true

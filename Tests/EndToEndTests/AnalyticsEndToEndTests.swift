@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// docs/analytics.md's DuckDB and ClickHouse (chdb) recipes, run on a log with rotated .gz files
-/// that a running proxy wrote, read what `tapwire tail` reads: the same records, counts and fields,
+/// that a running proxy wrote, read what `tapwire tail` and `tapwire query` read: the same records, counts and fields,
 /// and (ClickHouse) each result's exact text.
 final class AnalyticsEndToEndTests: XCTestCase {
     /// The venv `make test-deps` fills; TAPWIRE_ANALYTICS_PYTHON names another interpreter.
@@ -59,6 +59,15 @@ final class AnalyticsEndToEndTests: XCTestCase {
         let ids = http.compactMap { $0["id"] as? String }.sorted()
         XCTAssertEqual(byKind, ["http": 61, "tunnel": 1])
         XCTAssertEqual(errors, ["upstreamConnectFailed": 1])
+        // tapwire query agrees with tail.
+        func count(_ expression: [String]) throws -> Int? {
+            let r = try runCommand(try tapwireBinary(), ["query", "--count", "--log-dir", directory.path] + expression)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return Int(r.text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        XCTAssertEqual(try count([]), lines.count)
+        XCTAssertEqual(try count(["kind=http"]), http.count)
+        XCTAssertEqual(try count(["kind=http", "status=404"]), statuses["404"])
 
         // What the recipes read.
         let run = try runCommand(python, [packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/analytics_check.py").path,

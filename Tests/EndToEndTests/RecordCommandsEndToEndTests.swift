@@ -127,6 +127,22 @@ final class RecordCommandsEndToEndTests: XCTestCase {
         usleep(500_000)
         XCTAssertEqual(try logLines(proxy.logDirectory).count, 5)
 
+        // By query: the exchanges it keeps, as read before the first is sent (the original and
+        // its replay both have a request body member /n; the replays of them are not read back).
+        let byQuery = try runCommand(bin, ["replay", "--query", "reqjson:/n", "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(byQuery.status, 0, byQuery.stderr)
+        XCTAssertEqual(byQuery.text, "\(ids[0]) POST \(url) → 200 OK\n\(try XCTUnwrap(copy["id"] as? String)) POST \(url) → 200 OK\n")
+        let afterQuery = try records(proxy.logDirectory, count: 7)
+        XCTAssertEqual(afterQuery.count, 7)
+        XCTAssertEqual(Set(afterQuery[5...].compactMap { $0["replayOf"] as? String }), [ids[0], try XCTUnwrap(copy["id"] as? String)])
+        let refusedByQuery = try runCommand(bin, ["replay", "--query", "method=PUT", "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(refusedByQuery.status, 1)
+        XCTAssertTrue(refusedByQuery.stderr.contains("replay \(ids[3]) refused"), refusedByQuery.stderr)
+        for bad in [["replay", ids[0], "--query", "method=PUT"], ["replay", "--query", "status>>1"], ["replay"]] {
+            let r = try runCommand(bin, bad + ["--log-dir", dir])
+            XCTAssertEqual(r.status, 2, "\(bad): \(r.stderr)")
+        }
+
         // A proxy that accepts (the kernel's backlog does) and never answers: the named limit ends the wait.
         let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(silent) }

@@ -90,6 +90,16 @@ final class RecordedRequestTests: XCTestCase {
         }
     }
 
+    func testReplayQueryKeepsHTTPExchangesOnly() throws {
+        let dir = try TemporaryLogDirectory()
+        defer { dir.remove() }
+        try dir.writeGzip("tapwire-20261202T100000.jsonl.gz", Fixture.lines([Fixture.http(1, status: 500), Fixture.loss(2)]))
+        dir.write("tapwire.jsonl", Fixture.lines([Fixture.http(2), Fixture.tunnel(3), Fixture.http(4, status: 500)]))
+        let kept = try RecordLookup.exchanges(matching: try Query.parse("status>=500 or kind=tunnel or kind=loss"),
+                                              in: RecordSource(directory: dir.path))
+        XCTAssertEqual(kept.map(\.id), ["0000018c2b1f4a1e-000001", "0000018c2b1f4a1e-000004"])
+    }
+
     func testLookupFindsRecordsAcrossRotatedFilesAndNamesAnUnknownID() throws {
         let dir = try TemporaryLogDirectory()
         defer { dir.remove() }
