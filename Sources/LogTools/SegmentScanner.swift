@@ -56,9 +56,11 @@ struct SegmentScanner {
         buffer.reserveCapacity(chunkSize + readChunkSize)
         while true {
             var atEnd = false
-            while buffer.count < chunkSize {
+            // At least one read per round: a line longer than a chunk grows the buffer until
+            // its newline arrives.
+            repeat {
                 if try reader.read(into: &buffer) == 0 { atEnd = true; break }
-            }
+            } while buffer.count < chunkSize
             let complete = buffer.withUnsafeBufferPointer { bytes -> Int in
                 var i = bytes.count
                 while i > 0 && bytes[i - 1] != 10 { i -= 1 }

@@ -161,11 +161,15 @@ final class QueryScanTests: XCTestCase {
     }
 
     func testCRLFLinesAndLinesLongerThanAChunk() throws {
-        let long = Fixture.http(1, result: #"{"success":{"note":"\#(String(repeating: "x", count: 20000)) needle"}}"#)
+        // Longer than a chunk and than one read of the file (64 KiB).
+        let long = Fixture.http(1, result: #"{"success":{"note":"\#(String(repeating: "x", count: 300_000)) needle"}}"#)
         directory.write("tapwire.jsonl", long + "\r\n" + record(2) + "\r\n" + long.replacingOccurrences(of: "-000001", with: "-000003") + "\n")
         XCTAssertEqual(try run("needle"), [1, 3])
         XCTAssertEqual(try run("needle", reverse: true), [3, 1])
         XCTAssertEqual(try run("", reverse: true, chunkSize: 4096), [3, 2, 1])
+        try directory.writeGzip("tapwire-20261201T000000.jsonl.gz", long + "\n" + record(4) + "\n")
+        XCTAssertEqual(try run("needle"), [1, 1, 3])
+        XCTAssertEqual(try run("needle", reverse: true), [3, 1, 1])
     }
 
     // MARK: Prefilter
