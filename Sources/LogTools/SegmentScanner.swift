@@ -48,18 +48,26 @@ struct SegmentScanner {
         return going
     }
 
-    /// Reads `reader` to its current end. The active file's last line without `\n` is still being
-    /// written and is left out; a rotated file's is a record.
-    func forward(_ reader: LogFileReader, isActive: Bool, cancelled: () -> Bool,
+    /// Reads `reader` to its end, or its first `byteLimit` bytes. The active file's last line
+    /// without `\n` is still being written and is left out; a rotated file's is a record.
+    func forward(_ reader: LogFileReader, isActive: Bool, byteLimit: Int64? = nil, cancelled: () -> Bool,
                  emit: ([UInt8]) -> Bool) throws(LogReadError) {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(chunkSize + readChunkSize)
+        var unread = byteLimit ?? Int64.max
         while true {
             var atEnd = false
             // At least one read per round: a line longer than a chunk grows the buffer until
             // its newline arrives.
             repeat {
-                if try reader.read(into: &buffer) == 0 { atEnd = true; break }
+                let n = try reader.read(into: &buffer)
+                if n == 0 { atEnd = true; break }
+                unread -= Int64(n)
+                if unread <= 0 {
+                    buffer.removeLast(Int(-unread))
+                    atEnd = true
+                    break
+                }
             } while buffer.count < chunkSize
             let complete = buffer.withUnsafeBufferPointer { bytes -> Int in
                 var i = bytes.count

@@ -151,6 +151,20 @@ final class QueryScanTests: XCTestCase {
         }
     }
 
+    /// Records appended to the active file after the snapshot are not part of the answer, in
+    /// either direction; the line half-written at the snapshot is left out even if finished since.
+    func testTheActiveFileIsReadUpToItsSizeAtTheSnapshot() throws {
+        try writeLog()
+        let snapshot = try LogSnapshot(layout: layout)
+        try directory.append("tapwire.jsonl", "\",\"x\":1}\n" + lines(122...125))
+        for reverse in [false, true] {
+            var out: [UInt8] = []
+            _ = try QueryRun(snapshot: snapshot, query: .all, options: QueryScanOptions(form: .json, reverse: reverse, chunkSize: 4096)).run { out += $0 }
+            let numbers = out.split(separator: 10).map { Fixture.number(ofLine: Array($0)) ?? -1 }
+            XCTAssertEqual(numbers, reverse ? Array((1...120).reversed()) : Array(1...120))
+        }
+    }
+
     func testAnEmptyOrMissingActiveFileAndAnEmptyDirectory() throws {
         XCTAssertEqual(try run(""), [])
         XCTAssertEqual(try count("status>=500"), 0)
