@@ -134,7 +134,13 @@ public struct RecordedRequest: Equatable {
         let fields = ContentTypeFields(contentType)
         let kind = RuleSet.defaultSerializer(contentType: contentType, body: [])
         if record[member: "serializer"]?.stringValue == "data" || kind == .data {
-            // `{"size":N}`: the data serializer logs a request body by its size only.
+            // The data serializer's shape: `{"size":N}`, or `{"base64":"…","size":N}` with the
+            // first `base64Bytes` bytes; whole only when those are all N.
+            if let text = value[member: "base64"]?.stringValue, let size = value[member: "size"]?.intValue,
+               let data = Data(base64Encoded: text) {
+                if data.count == size { return (Array(data), nil) }
+                return (nil, "the record holds the first \(data.count) of its \(size) bytes (serializer data, base64Bytes)")
+            }
             return (nil, "logged by size only (serializer data)")
         }
         switch kind {

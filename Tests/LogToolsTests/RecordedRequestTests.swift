@@ -76,6 +76,16 @@ final class RecordedRequestTests: XCTestCase {
         XCTAssertNil(empty.replayRefusal)
     }
 
+    func testABase64BodyIsWholeOnlyWhenItHoldsEveryByte() throws {
+        let whole = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","image/png"]]"#, bodySize: 4,
+                                                            body: #"{"base64":"AFBORw==","size":4}"#))
+        XCTAssertEqual(whole.body, [0, 0x50, 0x4E, 0x47])
+        XCTAssertNil(whole.replayRefusal)
+        let prefix = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","image/png"]]"#, bodySize: 9,
+                                                             body: #"{"base64":"AFBORw==","size":9}"#))
+        XCTAssertTrue(try XCTUnwrap(prefix.bodyMissing).contains("first 4 of its 9 bytes"), prefix.bodyMissing ?? "")
+    }
+
     func testDecodedBodyIsSentWithoutItsContentEncoding() throws {
         let r = try RecordedRequest(record: Self.record(
             headers: #"[["Content-Type","application/json"],["Content-Encoding","gzip"]]"#, bodySize: 31, body: #"{"a":1}"#))
