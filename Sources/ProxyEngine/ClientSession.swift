@@ -488,9 +488,8 @@ final class ClientSession {
 
     /// Closes once the answer is out, or once the client has taken none of it for
     /// `limits.clientIdleTimeout` (a client that stops reading must not keep its slot).
-    /// Before, the limit ran from the end of the exchange whatever the progress (10 s with
-    /// TLS), so a slow but steady reader lost the end of a long answer that the record
-    /// called complete. Polled, because a TLS filter reports its own buffer drained while
+    /// The limit counts time without progress, not time since the exchange ended, so a slow
+    /// but steady reader gets the end of a long answer that the record calls complete. Polled, because a TLS filter reports its own buffer drained while
     /// the socket below still holds the tail, and that drain is not reported to us; the
     /// interval grows from 5 ms to 250 ms.
     private func pollUntilFlushed(lastLength: Int, idleSince: Double, interval: Double) {

@@ -2,53 +2,12 @@ import CLibevent
 import Foundation
 import HTTP1
 
-/// Moves one message body from `source` to `destination` without copying
-/// (evbuffer chain moves), through `framer` to find where the body ends; copies
-/// at most `captureLimit` payload bytes into `capture` for decoding later.
-/// Returns true once the body is complete.
-/// With `payloadOnly`, only the payload is copied to `destination` and the framing (chunk
-/// sizes, trailers) is dropped: for an HTTP/1.0 client, which cannot read chunks.
-func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
-              capture: inout CapturedBody, captureLimit: Int, payloadOnly: Bool = false) throws(HTTPParseError) -> Bool {
-    while !framer.isComplete {
-        var vec = iovec()
-        let n = evbuffer_peek(source, -1, nil, &vec, 1)
-        guard n > 0, vec.iov_len > 0, let base = vec.iov_base else { break }
-        let segment = UnsafeRawBufferPointer(start: base, count: vec.iov_len)
-        let consumed = try framer.consume(segment) { payload in
-            let room = captureLimit - capture.bytes.count
-            if room > 0 {
-                let piece = payload.prefix(room)
-                let needed = capture.bytes.count + piece.count
-                if needed > capture.bytes.capacity {
-                    // Grown by the array's doubling, a capture could take twice the limit
-                    // (which the pipeline's byte bound would not see): never past the limit.
-                    // Not reserved from a declared Content-Length: a peer could declare the
-                    // limit, send a byte and reset, holding the whole limit in the queue.
-                    capture.bytes.reserveCapacity(min(captureLimit, max(needed, capture.bytes.capacity * 2)))
-                }
-                // As typed bytes: appending a slice of raw bytes went element by element
-                // (~1.7 instructions a byte, callgrind), a memcpy this way.
-                UnsafeRawBufferPointer(rebasing: piece).withMemoryRebound(to: UInt8.self) { capture.bytes.append(contentsOf: $0) }
-            }
-            // Copied while `segment` (the source's memory) is still there: drained below.
-            if payloadOnly, let p = payload.baseAddress, payload.count > 0 { evbuffer_add(destination, p, payload.count) }
-        }
-        capture.totalBytes = framer.payloadBytes
-        if consumed > 0 {
-            if payloadOnly { evbuffer_drain(source, consumed) } else { evbuffer_remove_buffer(source, destination, consumed) }
-        }
-        if consumed < segment.count { break }
-    }
-    return framer.isComplete
-}
-
 /// One request/response exchange on a client session: connects (or reuses) the
 /// upstream, forwards the rewritten head, streams both bodies with backpressure,
 /// and hands a `CapturedExchange` to the sink when it ends, however it ends.
 final class Exchange: UpstreamOwner {
     /// Strong on purpose: the session drops its exchange when it ends, which breaks the
-    /// cycle; an `unowned` reference cost a slow-path refcount on every access.
+    /// cycle; an `unowned` reference would take a slow-path refcount on every access.
     let session: ClientSession
     let head: HTTPRequestHead
     let authority: HTTPAuthority
@@ -208,7 +167,7 @@ final class Exchange: UpstreamOwner {
         guard !requestDone, let input = session.clientInput, let c = upstream, let out = c.output else { return }
         let before = evbuffer_get_length(input)
         do {
-            let done = try pumpBody(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
+            let done = try BodyPump.pump(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
                                     captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
             engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
             c.flush()
@@ -347,7 +306,7 @@ final class Exchange: UpstreamOwner {
         let before = evbuffer_get_length(input)
         let done: Bool
         do {
-            done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes,
+            done = try BodyPump.pump(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes,
                                 payloadOnly: dechunkResponse)
             responseFramer = framer
             session.flush()
