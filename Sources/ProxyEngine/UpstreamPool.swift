@@ -20,7 +20,7 @@ final class UpstreamPool {
         while let c = idle.popLast(authority) {
             loop.engine?.metrics.pooledUpstreams.sub()
             // The idle timer keeps running; lent out, the connection has no deadline.
-            c.idleDeadline = nil
+            c.taken()
             if c.bev != nil && !c.isClosed { return c }
         }
         return nil
@@ -35,30 +35,11 @@ final class UpstreamPool {
         // One timer per connection, made once and armed when it is not already running:
         // the connection is usually back within the exchange, so neither a new timer nor a
         // cancel on every take and a re-arm on every put is paid per exchange on the loop.
-        // When it fires it checks the deadline and waits out what is left of it.
-        // The connection owns its timer, so the timer never outlives it (unowned, no side table).
-        c.idleDeadline = EventLoop.monotonicNow() + idleTimeout
-        let timer = c.idleTimer ?? LoopTimer(loop: loop) { [unowned self, unowned c] in
-            self.idleTimerFired(c)
-        }
-        if !timer.isScheduled { timer.schedule(after: idleTimeout) }
-        c.idleTimer = timer
+        // When it fires it checks the deadline and waits out what is left of it
+        // (`UpstreamConnectionStateMachine.idleTimerFired`).
+        c.pooled(idleTimeout: idleTimeout)
         idle.append(c, c.authority)
         loop.engine?.metrics.pooledUpstreams.add()
-    }
-
-    /// Closes a pooled connection idle for `upstream.idleTimeout`; one lent out since has
-    /// no deadline (its next return arms the timer again), one returned since waits on.
-    private func idleTimerFired(_ c: UpstreamConnection) {
-        guard let deadline = c.idleDeadline else { return }
-        let remaining = deadline - EventLoop.monotonicNow()
-        if remaining > 0 {
-            c.idleTimer?.schedule(after: remaining)
-            return
-        }
-        let connection = c  // strong: the pool's list held the last reference
-        remove(connection)
-        connection.close()
     }
 
     func remove(_ c: UpstreamConnection) {
