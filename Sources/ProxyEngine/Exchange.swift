@@ -223,7 +223,7 @@ final class Exchange: UpstreamOwner {
             c.flush()
             progress = done ? .complete : .partial(queued: c.bev != nil ? c.queuedOutputLength : 0)
         } catch {
-            progress = .malformed(reason: error.reason, status: error.status)
+            progress = .malformed(error)
         }
         perform(machine.requestBodyPumped(progress, clientInputEmpty: evbuffer_get_length(input) == 0))
     }
@@ -250,7 +250,7 @@ final class Exchange: UpstreamOwner {
 
     /// The session is going away: account for the exchange and drop the upstream.
     func abandon() {
-        perform(machine.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange")))
+        perform(machine.clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange")))
     }
 
     // MARK: response
@@ -314,7 +314,7 @@ final class Exchange: UpstreamOwner {
         } catch {
             responseFramer = framer
             session.flush()
-            progress = .malformed(reason: error.reason, status: error.status)
+            progress = .malformed(error)
         }
         perform(machine.responseBodyPumped(progress))
     }
@@ -422,7 +422,7 @@ final class Exchange: UpstreamOwner {
                 let (status, reason) = ExchangeStateMachine.answer(for: error)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
-                    start: start, end: self.now(), closedBy: "error", error: error, upgrade: nil)))
+                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
                 if answered { self.session.close() } else { self.session.respondError(status, reason, error.message, close: true) }
             case .success:
                 if !answered { self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) }

@@ -113,8 +113,8 @@ struct ExchangeStateMachine {
     /// How a body pump went.
     enum Progress: Equatable {
         case complete
-        /// The body broke its framing: `reason`, and the status a client gets for it.
-        case malformed(reason: String, status: Int)
+        /// The body broke its framing.
+        case malformed(HTTPParseError)
         /// More to come; the destination holds `queued` bytes.
         case partial(queued: Int)
     }
@@ -183,13 +183,7 @@ struct ExchangeStateMachine {
     var isRequestComplete: Bool { requestSent || !hasBody }
 
     /// The status an exchange that failed before its answer began gets.
-    static func answer(for error: TransportError) -> (status: Int, reason: String) {
-        switch error.code {
-        case "upstreamTimeout": return (504, "Gateway Timeout")
-        case "loopDetected": return (508, "Loop Detected")
-        default: return (502, "Bad Gateway")
-        }
-    }
+    static func answer(for error: TransportError) -> (status: Int, reason: String) { error.code.statusForClient }
 
     // MARK: starting
 
@@ -232,11 +226,11 @@ struct ExchangeStateMachine {
         case .complete:
             state = .exchanging(a, .sent, response)
             return [.requestSent]
-        case .malformed(let reason, let status):
+        case .malformed(let e):
             closeClientAfter = true
-            let error = TransportError("malformedRequest", reason)
+            let error = TransportError(.malformedRequest, e.reason)
             if case .streaming = response { return finish(error: error, answer: nil) }
-            return finish(error: error, answer: ErrorAnswer(status: status, reason: "Bad Request", detail: reason))
+            return finish(error: error, answer: ErrorAnswer(status: e.status, reason: e.reasonPhrase, detail: e.reason))
         case .partial(let queued):
             var actions = ActionList<Action>()
             if queued >= limits.highWaterBytes {
@@ -247,7 +241,7 @@ struct ExchangeStateMachine {
             if clientEnded && clientInputEmpty {
                 // Everything the client sent before its half-close is forwarded and the body
                 // is still short: no more is coming.
-                actions.append(contentsOf: clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange")))
+                actions.append(contentsOf: clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange")))
             }
             return actions
         }
@@ -286,7 +280,7 @@ struct ExchangeStateMachine {
     /// The origin's head or body broke the protocol (`message` says how).
     mutating func malformedResponse(_ message: String) -> ActionList<Action> {
         guard case .exchanging(_, _, let response) = state else { return ActionList() }
-        let error = TransportError("malformedResponse", message)
+        let error = TransportError(.malformedResponse, message)
         if case .streaming = response {
             closeClientAfter = true
             return finish(error: error, answer: nil)
@@ -326,8 +320,8 @@ struct ExchangeStateMachine {
         switch progress {
         case .complete:
             return finish(error: nil, answer: nil)
-        case .malformed(let reason, _):
-            return malformedResponse("malformed response body from the origin: \(reason)")
+        case .malformed(let e):
+            return malformedResponse("malformed response body from the origin: \(e.reason)")
         case .partial(let queued):
             guard queued >= limits.highWaterBytes else { return ActionList() }
             if !paused { state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: true)) }
@@ -352,8 +346,8 @@ struct ExchangeStateMachine {
         guard requestPaused || responsePaused else { return ActionList() }
         // The stall armed last is the one reported.
         let error = lastPaused == .response
-            ? TransportError("clientTimeout", "the client took none of the answer for \(limits.clientIdleTimeout) s")
-            : TransportError("upstreamTimeout", "the origin took none of the request body for \(limits.upstreamReadTimeout) s")
+            ? TransportError(.clientTimeout, "the client took none of the answer for \(limits.clientIdleTimeout) s")
+            : TransportError(.upstreamTimeout, "the origin took none of the request body for \(limits.upstreamReadTimeout) s")
         closeClientAfter = true
         var actions = finish(error: error, answer: nil)
         actions.append(.closeClient)
@@ -363,7 +357,7 @@ struct ExchangeStateMachine {
     /// The origin sent nothing for `upstreamReadTimeout` while an answer was due.
     mutating func upstreamTimedOut() -> ActionList<Action> {
         guard case .exchanging(_, _, let response) = state else { return ActionList() }
-        let error = TransportError("upstreamTimeout", "the origin sent nothing for \(limits.upstreamReadTimeout) s")
+        let error = TransportError(.upstreamTimeout, "the origin sent nothing for \(limits.upstreamReadTimeout) s")
         if case .streaming = response {
             closeClientAfter = true
             return finish(error: error, answer: nil)
@@ -380,7 +374,7 @@ struct ExchangeStateMachine {
         case .streaming:
             closeClientAfter = true
             var actions: ActionList<Action> = [.closeUpstream]
-            actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError("upstreamReset",
+            actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError(.upstreamReset,
                 "the origin closed the connection before the body was complete"), answer: nil))
             return actions
         case .awaitingHead(let bytesSeen):
@@ -390,8 +384,8 @@ struct ExchangeStateMachine {
                 return [.retry]
             }
             return failBeforeResponse(bytesSeen
-                ? TransportError("malformedResponse", "the origin closed the connection inside the response head")
-                : TransportError("upstreamReset", "the origin closed the connection without answering"))
+                ? TransportError(.malformedResponse, "the origin closed the connection inside the response head")
+                : TransportError(.upstreamReset, "the origin closed the connection without answering"))
         }
     }
 

@@ -144,7 +144,7 @@ final class Tunnel {
     }
 
     /// Closes both sides and hands the tunnel record to the sink.
-    private func close(closedBy: String, error: TransportError?) {
+    private func close(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
         idleTimer?.cancel()
         idleTimer = nil
         client.reader?.detach()

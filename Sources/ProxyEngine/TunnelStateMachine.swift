@@ -1,12 +1,12 @@
 import HTTP1
 
 /// One end of a tunnel.
-enum TunnelSide: Equatable, CustomStringConvertible {
+enum TunnelSide: Equatable {
     case client, upstream
 
     var partner: TunnelSide { self == .client ? .upstream : .client }
     /// What a record's `closedBy` calls this side.
-    var description: String { self == .client ? "client" : "upstream" }
+    var closer: CapturedTunnel.ClosedBy { self == .client ? .client : .upstream }
 }
 
 /// The lifecycle of a two-way byte pipe (CONNECT, or a WebSocket after 101), without
@@ -24,7 +24,7 @@ enum TunnelSide: Equatable, CustomStringConvertible {
 /// - The tunnel ends, once, when both directions are shut (`closedBy` the side whose EOF
 ///   came first); on an error or reset on either socket (`closedBy` the side that closed
 ///   first, else that side; a reset records `clientAborted` or `upstreamReset`); when
-///   `tunnelIdleTimeout` passes without a byte either way (`closedBy` "timeout"; a pause
+///   `tunnelIdleTimeout` passes without a byte either way (`closedBy` `.timeout`; a pause
 ///   does not count as activity, which is why the idle timer is the tunnel's own); or at
 ///   shutdown. After the end no event yields an action.
 struct TunnelStateMachine {
@@ -52,7 +52,7 @@ struct TunnelStateMachine {
         case forward(from: TunnelSide)
         case shutdownWrite(TunnelSide)
         /// Close both sockets and record the tunnel. Always the last action.
-        case end(closedBy: String, error: TransportError?)
+        case end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?)
     }
 
     private(set) var state: State = .open(fromClient: .flowing, fromUpstream: .flowing)
@@ -146,20 +146,20 @@ struct TunnelStateMachine {
     mutating func peerFailed(_ side: TunnelSide, reset: Bool) -> ActionList<Action> {
         guard isOpen else { return ActionList() }
         if firstClosed == nil { firstClosed = side }
-        let error = reset ? TransportError(side == .client ? "clientAborted" : "upstreamReset", "connection reset") : nil
-        return end(closedBy: (firstClosed ?? side).description, error: error)
+        let error = reset ? TransportError(side == .client ? .clientAborted : .upstreamReset, "connection reset") : nil
+        return end(closedBy: (firstClosed ?? side).closer, error: error)
     }
 
     /// The idle check ran at `now`.
     mutating func idleTimerFired(now: Double) -> ActionList<Action> {
         guard isOpen, now - lastActivity >= idleTimeout else { return ActionList() }
-        return end(closedBy: "timeout", error: nil)
+        return end(closedBy: .timeout, error: nil)
     }
 
     /// The engine shuts down.
     mutating func shutdown() -> ActionList<Action> {
         guard isOpen else { return ActionList() }
-        return end(closedBy: "shutdown", error: nil)
+        return end(closedBy: .shutdown, error: nil)
     }
 
     // MARK: transitions
@@ -169,11 +169,11 @@ struct TunnelStateMachine {
         setDirection(from: side, .shut)
         actions.append(.shutdownWrite(side.partner))
         if direction(from: side.partner) == .shut {
-            actions.append(contentsOf: end(closedBy: (firstClosed ?? .client).description, error: nil))
+            actions.append(contentsOf: end(closedBy: (firstClosed ?? .client).closer, error: nil))
         }
     }
 
-    private mutating func end(closedBy: String, error: TransportError?) -> ActionList<Action> {
+    private mutating func end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) -> ActionList<Action> {
         state = .ended
         return ActionList(.end(closedBy: closedBy, error: error))
     }

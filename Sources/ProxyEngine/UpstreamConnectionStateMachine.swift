@@ -87,7 +87,7 @@ struct UpstreamConnectionStateMachine {
             actions.append(contentsOf: fail(e))
         case .success(let addresses):
             if let own = ownListener {
-                actions.append(contentsOf: fail(TransportError("loopDetected",
+                actions.append(contentsOf: fail(TransportError(.loopDetected,
                     "\(authority) is this proxy's own listener (\(own))")))
             } else {
                 state = .connecting(addresses: addresses, next: 0, lastError: "")
@@ -121,18 +121,18 @@ struct UpstreamConnectionStateMachine {
     /// TLS could not start or the handshake failed (`message` says why and with whom).
     mutating func tlsFailed(_ message: String) -> ActionList<Action> {
         guard isConnecting else { return ActionList() }
-        return fail(TransportError("tlsFailed", message))
+        return fail(TransportError(.tlsFailed, message))
     }
 
     mutating func connectDeadlinePassed() -> ActionList<Action> {
         guard isConnecting else { return ActionList() }
-        return fail(TransportError("upstreamTimeout", "connecting to \(authority.description) timed out"))
+        return fail(TransportError(.upstreamTimeout, "connecting to \(authority.description) timed out"))
     }
 
     private mutating func nextAddress() -> ActionList<Action> {
         guard case .connecting(let addresses, let next, let lastError) = state else { return ActionList() }
         guard next < addresses.count else {
-            return fail(TransportError("upstreamConnectFailed", "cannot connect to \(authority): \(lastError)"))
+            return fail(TransportError(.upstreamConnectFailed, "cannot connect to \(authority): \(lastError)"))
         }
         state = .connecting(addresses: addresses, next: next + 1, lastError: lastError)
         return [.tryAddress(addresses[next])]

@@ -1,4 +1,3 @@
-// CONTRACT (filled in by the JSON work): signatures here are what other code calls.
 import Foundation  // the `Data` overload and NSLock; the parser itself works on raw bytes.
 
 /// Where and why a document is not RFC 8259 JSON.

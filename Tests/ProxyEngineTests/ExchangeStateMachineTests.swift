@@ -38,7 +38,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(Array(m.responseBodyPumped(.partial(queued: 10))), [])
         XCTAssertEqual(Array(m.responseBodyPumped(.complete)), [ending(reusable: true, close: false)])
         XCTAssertTrue(m.isFinished)
-        XCTAssertEqual(Array(m.clientFailed(TransportError("clientAborted", "late"))), [], "nothing after the end")
+        XCTAssertEqual(Array(m.clientFailed(TransportError(.clientAborted, "late"))), [], "nothing after the end")
     }
 
     func testAPooledConnectionIsUsedAtOnce() {
@@ -116,7 +116,7 @@ final class ExchangeStateMachineTests: XCTestCase {
 
         var unasked = machine()
         _ = unasked.begin(pooled: true)
-        let error = TransportError("malformedResponse", "the origin switched protocols without being asked")
+        let error = TransportError(.malformedResponse, "the origin switched protocols without being asked")
         XCTAssertEqual(head(&unasked, status: 101, framing: nil),
                        [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
     }
@@ -147,14 +147,14 @@ final class ExchangeStateMachineTests: XCTestCase {
     func testAMalformedBodyIsAnsweredBeforeTheAnswerBeganElseClosed() {
         var m = machine(method: "POST", body: true)
         _ = m.begin(pooled: true)
-        let error = TransportError("malformedRequest", "bad chunk size")
-        XCTAssertEqual(Array(m.requestBodyPumped(.malformed(reason: "bad chunk size", status: 400), clientInputEmpty: false)),
+        let error = TransportError(.malformedRequest, "bad chunk size")
+        XCTAssertEqual(Array(m.requestBodyPumped(.malformed(HTTPParseError(.malformed, "bad chunk size")), clientInputEmpty: false)),
                        [ending(error: error, answer: .init(status: 400, reason: "Bad Request", detail: "bad chunk size"), close: true)])
 
         var late = machine(method: "POST", body: true)
         _ = late.begin(pooled: true)
         _ = head(&late)
-        XCTAssertEqual(Array(late.requestBodyPumped(.malformed(reason: "bad chunk size", status: 400), clientInputEmpty: false)),
+        XCTAssertEqual(Array(late.requestBodyPumped(.malformed(HTTPParseError(.malformed, "bad chunk size")), clientInputEmpty: false)),
                        [ending(error: error, close: true)])
     }
 
@@ -171,7 +171,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = cut.begin(pooled: false)
         _ = cut.connected()
         XCTAssertEqual(Array(cut.clientEndedWhileHeld()), [.pumpRequest])
-        let aborted = TransportError("clientAborted", "the client closed the connection mid-exchange")
+        let aborted = TransportError(.clientAborted, "the client closed the connection mid-exchange")
         XCTAssertEqual(Array(cut.requestBodyPumped(.partial(queued: 5), clientInputEmpty: true)),
                        [ending(error: aborted, close: true)])
     }
@@ -192,7 +192,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = m.begin(pooled: true)
         XCTAssertEqual(Array(m.stallTimerFired()), [], "nothing paused: a stale timer does nothing")
         _ = m.requestBodyPumped(.partial(queued: 5000), clientInputEmpty: false)
-        let error = TransportError("upstreamTimeout", "the origin took none of the request body for 60.0 s")
+        let error = TransportError(.upstreamTimeout, "the origin took none of the request body for 60.0 s")
         XCTAssertEqual(Array(m.stallTimerFired()), [ending(error: error, close: true), .closeClient])
     }
 
@@ -205,7 +205,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(Array(m.clientDrained()), [.resumeResponseBody, .pumpResponse])
         XCTAssertEqual(Array(m.clientDrained()), [])
         _ = m.responseBodyPumped(.partial(queued: 4000))
-        let error = TransportError("clientTimeout", "the client took none of the answer for 30.0 s")
+        let error = TransportError(.clientTimeout, "the client took none of the answer for 30.0 s")
         XCTAssertEqual(Array(m.stallTimerFired()), [ending(error: error, paused: true, close: true), .closeClient])
     }
 
@@ -213,9 +213,9 @@ final class ExchangeStateMachineTests: XCTestCase {
 
     func testConnectFailuresAreAnsweredWithTheirStatus() {
         for (error, status, reason) in [
-            (TransportError("upstreamTimeout", "connecting to a:80 timed out"), 504, "Gateway Timeout"),
-            (TransportError("loopDetected", "a:80 is this proxy's own listener"), 508, "Loop Detected"),
-            (TransportError("upstreamConnectFailed", "cannot connect"), 502, "Bad Gateway"),
+            (TransportError(.upstreamTimeout, "connecting to a:80 timed out"), 504, "Gateway Timeout"),
+            (TransportError(.loopDetected, "a:80 is this proxy's own listener"), 508, "Loop Detected"),
+            (TransportError(.upstreamConnectFailed, "cannot connect"), 502, "Bad Gateway"),
         ] {
             var m = machine()
             _ = m.begin(pooled: false)
@@ -227,7 +227,7 @@ final class ExchangeStateMachineTests: XCTestCase {
     }
 
     func testAnOriginSilentPastTheReadTimeoutIsAnswered504BeforeTheHeadElseCut() {
-        let error = TransportError("upstreamTimeout", "the origin sent nothing for 60.0 s")
+        let error = TransportError(.upstreamTimeout, "the origin sent nothing for 60.0 s")
         var before = machine()
         _ = before.begin(pooled: true)
         XCTAssertEqual(Array(before.upstreamTimedOut()),
@@ -241,7 +241,7 @@ final class ExchangeStateMachineTests: XCTestCase {
     func testAClientResetOrTheDrainDeadlineEndsTheExchange() {
         var m = machine()
         _ = m.begin(pooled: false)
-        let cut = TransportError("shuttingDown", "Tapwire shut down")
+        let cut = TransportError(.shuttingDown, "Tapwire shut down")
         XCTAssertEqual(Array(m.clientFailed(cut)), [ending(error: cut, close: true)])
     }
 
@@ -251,7 +251,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = head(&m)
         m.upstreamEndedNoted()
         XCTAssertEqual(Array(m.upstreamClosed(reset: false, cleanEndOfBody: false)),
-                       [.closeUpstream, ending(error: TransportError("upstreamReset",
+                       [.closeUpstream, ending(error: TransportError(.upstreamReset,
                             "the origin closed the connection before the body was complete"), close: true)])
     }
 
@@ -272,7 +272,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(m.state, .connecting(.init(reused: false, retried: true)))
         XCTAssertEqual(Array(m.connected()), [.attach(bodyFollows: false)])
         // The new connection fails the same way: answered, not retried again.
-        let error = TransportError("upstreamReset", "the origin closed the connection without answering")
+        let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
         XCTAssertEqual(Array(m.upstreamClosed(reset: true, cleanEndOfBody: false)),
                        [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
     }
@@ -294,7 +294,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         var seen = machine()
         _ = seen.begin(pooled: true)
         _ = seen.upstreamBytesArrived()
-        let error = TransportError("malformedResponse", "the origin closed the connection inside the response head")
+        let error = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
         XCTAssertEqual(Array(seen.upstreamClosed(reset: false, cleanEndOfBody: false)),
                        [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
     }
@@ -309,7 +309,7 @@ final class ExchangeStateMachineTests: XCTestCase {
 
         var gone = machine(method: "CONNECT")
         gone.beginTunnel()
-        let aborted = TransportError("clientAborted", "the client closed the connection mid-exchange")
+        let aborted = TransportError(.clientAborted, "the client closed the connection mid-exchange")
         XCTAssertEqual(Array(gone.clientFailed(aborted)), [ending(error: aborted, close: true)])
         XCTAssertFalse(gone.tunnelConnectFinished())
     }

@@ -37,7 +37,7 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         _ = m.resolved(.success([a1, a2]), lookedUp: false, ownListener: nil)
         _ = m.attemptFailed("Network is unreachable")
         XCTAssertEqual(Array(m.attemptFailed("Connection refused")),
-                       [.finishConnect(TransportError("upstreamConnectFailed", "cannot connect to origin.test:80: Connection refused"))])
+                       [.finishConnect(TransportError(.upstreamConnectFailed, "cannot connect to origin.test:80: Connection refused"))])
         XCTAssertTrue(m.isClosed)
         XCTAssertEqual(Array(m.connectDeadlinePassed()), [], "a finished connect ignores its deadline")
         XCTAssertFalse(m.close(), "already closed")
@@ -46,7 +46,7 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
     func testAResolverFailureAndAnOwnListenerFailBeforeAnyAddressIsTried() {
         var m = M(authority: plain)
         _ = m.connect()
-        let dns = TransportError("upstreamDNSFailed", "cannot resolve origin.test")
+        let dns = TransportError(.upstreamDNSFailed, "cannot resolve origin.test")
         XCTAssertEqual(Array(m.resolved(.failure(dns), lookedUp: true, ownListener: nil)),
                        [.reportPhase(.resolved(lookedUp: true)), .finishConnect(dns)])
 
@@ -54,11 +54,11 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         _ = own.connect()
         XCTAssertEqual(Array(own.resolved(.success([a2, a1]), lookedUp: false, ownListener: a1)),
                        [.reportPhase(.resolved(lookedUp: false)),
-                        .finishConnect(TransportError("loopDetected", "origin.test:80 is this proxy's own listener (127.0.0.1:80)"))])
+                        .finishConnect(TransportError(.loopDetected, "origin.test:80 is this proxy's own listener (127.0.0.1:80)"))])
     }
 
     func testTheConnectDeadlineEndsResolvingConnectingOrHandshaking() {
-        let timedOut = M.Action.finishConnect(TransportError("upstreamTimeout", "connecting to origin.test:80 timed out"))
+        let timedOut = M.Action.finishConnect(TransportError(.upstreamTimeout, "connecting to origin.test:80 timed out"))
         var resolving = M(authority: plain)
         _ = resolving.connect()
         XCTAssertEqual(Array(resolving.connectDeadlinePassed()), [timedOut])
@@ -80,7 +80,7 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(m.state, .handshaking)
         XCTAssertEqual(Array(m.attemptFailed("late")), [], "no other address once TCP is up")
         XCTAssertEqual(Array(m.tlsFailed("TLS with origin.test:443 failed: certificate verify failed")),
-                       [.finishConnect(TransportError("tlsFailed", "TLS with origin.test:443 failed: certificate verify failed"))])
+                       [.finishConnect(TransportError(.tlsFailed, "TLS with origin.test:443 failed: certificate verify failed"))])
 
         var ok = M(authority: https)
         _ = ok.connect()
