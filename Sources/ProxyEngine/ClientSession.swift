@@ -18,7 +18,6 @@ final class ClientSession {
     private var machine: ClientSessionStateMachine
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
-    private var readingPausedForBackpressure = false
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
@@ -423,14 +422,12 @@ final class ClientSession {
     // MARK: flow control, called by the exchange
 
     func pauseReading() {
-        guard !readingPausedForBackpressure else { return }
-        readingPausedForBackpressure = true
+        guard machine.pauseReading() else { return }
         reader?.setEnabled(false)
     }
 
     func resumeReading() {
-        guard readingPausedForBackpressure else { return }
-        readingPausedForBackpressure = false
+        guard machine.resumeReading() else { return }
         reader?.setEnabled(true)
     }
 
@@ -441,9 +438,7 @@ final class ClientSession {
     /// The exchange is over; keep the connection for the next request or close it.
     func exchangeFinished(keepAlive: Bool) {
         exchange = nil
-        machine.exchangeFinished()
-        let wasPaused = readingPausedForBackpressure
-        readingPausedForBackpressure = false
+        let wasPaused = machine.exchangeFinished()
         setClientReadTimeout(nil)
         guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
         guard let input else { return }

@@ -70,6 +70,8 @@ struct ClientSessionStateMachine {
     private(set) var security: Security = .plain
     /// The client shut down its sending side: what it sent is answered, then the connection closes.
     private(set) var inputEnded = false
+    /// Reading is off because the exchange's upstream cannot take more (backpressure).
+    private(set) var readingPaused = false
     let clientIdleTimeout: Double
 
     init(clientIdleTimeout: Double) {
@@ -123,13 +125,30 @@ struct ClientSessionStateMachine {
         return true
     }
 
-    /// The exchange is over. What to do next is the driver's (see `ClientSession.exchangeFinished`).
-    mutating func exchangeFinished() {
+    /// The exchange is over; whether reading was paused for it (it is not any more). What
+    /// to do next is the driver's (see `ClientSession.exchangeFinished`).
+    mutating func exchangeFinished() -> Bool {
         switch phase {
         case .exchanging: phase = .readingHead
         case .closingAfterFlush(exchangeKept: true): phase = .closingAfterFlush(exchangeKept: false)
         default: break
         }
+        defer { readingPaused = false }
+        return readingPaused
+    }
+
+    /// The exchange asks for reading to stop (backpressure); whether it was on.
+    mutating func pauseReading() -> Bool {
+        guard !readingPaused else { return false }
+        readingPaused = true
+        return true
+    }
+
+    /// The exchange asks for reading to resume; whether it was paused.
+    mutating func resumeReading() -> Bool {
+        guard readingPaused else { return false }
+        readingPaused = false
+        return true
     }
 
     /// The socket went to a tunnel: the session ends without closing it.

@@ -50,9 +50,21 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertTrue(m.hasExchange)
         // Pipelined bytes go to the exchange, which leaves what is not its body in the input.
         XCTAssertEqual(names(m.readable(buffered: 5000, maxHeaderBytes: 1000)), ["deliverToExchange"])
-        m.exchangeFinished()
+        XCTAssertFalse(m.exchangeFinished(), "reading was not paused")
         XCTAssertTrue(m.canReadHead, "keep-alive: the next head is read")
         XCTAssertFalse(m.hasExchange)
+    }
+
+    func testBackpressurePausesReadingOnceAndTheEndOfTheExchangeResumesIt() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertTrue(m.pauseReading())
+        XCTAssertFalse(m.pauseReading(), "already off")
+        XCTAssertTrue(m.resumeReading())
+        XCTAssertFalse(m.resumeReading(), "already on")
+        XCTAssertTrue(m.pauseReading())
+        XCTAssertTrue(m.exchangeFinished(), "the driver turns reading back on")
+        XCTAssertFalse(m.readingPaused)
     }
 
     // MARK: timeouts
