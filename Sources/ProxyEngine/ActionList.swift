@@ -19,6 +19,12 @@ struct ActionList<Action>: Sequence, IteratorProtocol {
         count = 1
     }
 
+    init(_ first: Action, _ second: Action) {
+        a0 = first
+        a1 = second
+        count = 2
+    }
+
     var isEmpty: Bool { count == 0 }
 
     mutating func append(_ action: Action) {
@@ -51,11 +57,4 @@ struct ActionList<Action>: Sequence, IteratorProtocol {
 
 extension ActionList: Equatable where Action: Equatable {
     static func == (lhs: ActionList, rhs: ActionList) -> Bool { Array(lhs) == Array(rhs) }
-}
-
-extension ActionList: ExpressibleByArrayLiteral {
-    init(arrayLiteral elements: Action...) {
-        self.init()
-        for e in elements { append(e) }
-    }
 }

@@ -15,7 +15,9 @@ final class ClientSession {
     let peerText: String
     /// Set exactly while `machine.hasExchange`.
     private var exchange: Exchange?
-    private var machine: ClientSessionStateMachine
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
+    /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
+    @exclusivity(unchecked) private var machine: ClientSessionStateMachine
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
     private var flushPoll: LoopTimer?
@@ -30,6 +32,8 @@ final class ClientSession {
     private var closed: Bool { machine.isClosed }
     /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
     var interceptedAuthority: HTTPAuthority? { machine.interceptedAuthority }
+    /// Whether requests go to an intercepted origin (cheaper to ask than `interceptedAuthority`).
+    var isIntercepting: Bool { machine.isIntercepting }
 
     init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress) throws {
         self.loop = loop
@@ -82,6 +86,19 @@ final class ClientSession {
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
+    /// Why OpenSSL says the client's handshake failed, with a hint for the two usual causes.
+    private func handshakeFailure() -> String {
+        let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
+        let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
+        var why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+        if why.contains("alert") {
+            why += " (the client does not trust Tapwire's CA, or pins certificates)"
+        } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
+            why += " (the client did not speak TLS after CONNECT)"
+        }
+        return why
+    }
+
     private func perform(_ actions: ActionList<ClientSessionStateMachine.Action>) {
         for action in actions {
             switch action {
@@ -101,24 +118,23 @@ final class ClientSession {
                 if let input { parseNextHead(input) }
             case .inspectFirstByte:
                 if let input { firstBytesAfterConnect(input) }
-            case .respondError(let status, let reason, let detail):
-                respondError(status, reason, detail, close: true)
-            case .recordInterceptionFailure(let authority, let error):
-                recordInterceptionFailure(authority, error)
-            case .recordHandshakeFailure(let authority):
-                let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
-                let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-                var why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-                // A hint for the two usual causes, from OpenSSL's reason text.
-                if why.contains("alert") {
-                    why += " (the client does not trust Tapwire's CA, or pins certificates)"
-                } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
-                    why += " (the client did not speak TLS after CONNECT)"
+            case .respondRequestTimeout:
+                respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+            case .recordInterceptionFailure(let failure):
+                guard let authority = machine.interceptionAuthority else { break }
+                let why: String
+                switch failure {
+                case .nothingSent: why = "nothing sent within \(config.clientIdleTimeout) s"
+                case .notCompleted: why = "not completed within \(config.clientIdleTimeout) s"
+                case .closedBeforeHello: why = "the connection closed before it began"
+                case .handshakeFailed: why = handshakeFailure()
                 }
                 recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
                     "TLS handshake with the client for \(authority.host) failed: \(why)"))
-            case .failExchange(let error):
-                exchange?.clientFailed(error)
+            case .failExchange(let code):
+                exchange?.clientFailed(TransportError(code, code == .clientTimeout
+                    ? "client sent nothing for \(config.clientIdleTimeout) s"
+                    : "the client closed the connection mid-exchange"))
             case .answerBufferedThenClose:
                 answerBufferedThenClose()
             case .close:
@@ -168,12 +184,12 @@ final class ClientSession {
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
         // health check matters most while the log is behind.
-        if case .absolute(let authority, let originTarget) = form, interceptedAuthority == nil,
+        if case .absolute(let authority, let originTarget) = form, !isIntercepting,
            engine.isOwnAdminRequest(authority, target: originTarget) {
             answerAdmin(head: head, path: originTarget, close: head.wantsClose || framing != .none)
             return
         }
-        if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: interceptedAuthority != nil) {
+        if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: isIntercepting) {
             hold(head)
             return
         }
@@ -189,7 +205,7 @@ final class ClientSession {
                 return
             }
             startTunnel(head: head, authority: authority)
-        case .origin(let path) where interceptedAuthority != nil:
+        case .origin(let path) where isIntercepting:
             guard let authority = interceptedAuthority else { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
                               url: authority.url(originTarget: path))
@@ -267,7 +283,7 @@ final class ClientSession {
     // MARK: CONNECT
 
     private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
-        if interceptedAuthority != nil {
+        if isIntercepting {
             respondError(400, "Bad Request", "CONNECT inside an intercepted tunnel", close: true)
             return
         }

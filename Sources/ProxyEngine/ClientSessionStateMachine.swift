@@ -35,11 +35,13 @@ struct ClientSessionStateMachine {
         var ssl: OpaquePointer
     }
 
+    /// The payloads of the rare phases are boxed (`indirect`), so that the phase the hot
+    /// path reads and copies is one word.
     enum Phase {
         case readingHead
-        case held(HTTPRequestHead)
+        indirect case held(HTTPRequestHead)
         case exchanging
-        case awaitingClientHello(ClientHelloWait)
+        indirect case awaitingClientHello(ClientHelloWait)
         /// `exchangeKept`: the (finished) exchange is still the session's until the close.
         case closingAfterFlush(exchangeKept: Bool)
         case closed
@@ -51,17 +53,31 @@ struct ClientSessionStateMachine {
         case established(HTTPAuthority)
     }
 
-    enum Action {
+    /// How an intercepted CONNECT failed on the client's side (`clientTLSFailed`).
+    enum InterceptionFailure: Equatable {
+        /// Nothing arrived after the CONNECT answer within `clientIdleTimeout`.
+        case nothingSent
+        /// The handshake did not complete within `clientIdleTimeout`.
+        case notCompleted
+        /// The connection closed before the ClientHello.
+        case closedBeforeHello
+        /// The handshake failed (the driver asks OpenSSL why).
+        case handshakeFailed
+    }
+
+    /// Plain values only, so that returning and iterating them copies bytes and nothing
+    /// else; the authority a failure names is `interceptionAuthority`.
+    enum Action: Equatable {
         case pauseReading
         /// Hand what the client sent to the exchange.
         case deliverToExchange
         case parseHeads
         case inspectFirstByte
-        case respondError(status: Int, reason: String, detail: String)
-        case recordInterceptionFailure(HTTPAuthority, TransportError)
-        /// The client's TLS handshake failed: record why (the driver asks OpenSSL).
-        case recordHandshakeFailure(HTTPAuthority)
-        case failExchange(TransportError)
+        /// 408: part of a head arrived, not all of it, within `clientIdleTimeout`.
+        case respondRequestTimeout
+        case recordInterceptionFailure(InterceptionFailure)
+        /// End the exchange with this cause (`clientTimeout`, `clientAborted`).
+        case failExchange(TransportError.Code)
         case answerBufferedThenClose
         case close
     }
@@ -80,6 +96,14 @@ struct ClientSessionStateMachine {
 
     // MARK: queries
 
+    /// The origin of the intercepted CONNECT in progress (waiting for the ClientHello, or
+    /// handshaking): what an interception failure names.
+    var interceptionAuthority: HTTPAuthority? {
+        if case .awaitingClientHello(let wait) = phase { return wait.authority }
+        if case .handshaking(let authority) = security { return authority }
+        return nil
+    }
+
     var isClosed: Bool { if case .closed = phase { return true } else { return false } }
     var canReadHead: Bool { if case .readingHead = phase { return true } else { return false } }
     var isExchanging: Bool { if case .exchanging = phase { return true } else { return false } }
@@ -92,6 +116,8 @@ struct ClientSessionStateMachine {
         default: return false
         }
     }
+    /// TLS with the client was started after an intercepted CONNECT.
+    var isIntercepting: Bool { if case .plain = security { return false } else { return true } }
     /// Requests inside an intercepted TLS stream go to this origin.
     var interceptedAuthority: HTTPAuthority? {
         switch security {
@@ -181,20 +207,14 @@ struct ClientSessionStateMachine {
         switch phase {
         case .exchanging, .closed, .closingAfterFlush(exchangeKept: true):
             return ActionList()
-        case .awaitingClientHello(let wait):
-            return [.recordInterceptionFailure(wait.authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(wait.authority.host) failed: nothing sent within \(clientIdleTimeout) s")), .close]
+        case .awaitingClientHello:
+            return ActionList(.recordInterceptionFailure(.nothingSent), .close)
         case .readingHead, .held, .closingAfterFlush(exchangeKept: false):
-            if case .handshaking(let authority) = security {
+            if case .handshaking = security {
                 // A client that stalls mid-handshake leaves a record too, like one that refuses it.
-                return [.recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
-                    "TLS handshake with the client for \(authority.host) failed: not completed within \(clientIdleTimeout) s")), .close]
+                return ActionList(.recordInterceptionFailure(.notCompleted), .close)
             }
-            if inputBuffered {
-                return [.respondError(status: 408, reason: "Request Timeout",
-                                      detail: "the request head did not arrive within \(clientIdleTimeout) s")]
-            }
-            return [.close]
+            return inputBuffered ? ActionList(.respondRequestTimeout) : ActionList(.close)
         }
     }
 
@@ -205,10 +225,10 @@ struct ClientSessionStateMachine {
         case .held:
             // What follows (a body, pipelined requests) waits; one readiness may have added up
             // to SocketReader's 1 MiB, so reading pauses past a head's worth.
-            return buffered > maxHeaderBytes ? [.pauseReading] : ActionList()
-        case .awaitingClientHello: return [.inspectFirstByte]
-        case .exchanging, .closingAfterFlush(exchangeKept: true): return [.deliverToExchange]
-        case .readingHead, .closingAfterFlush(exchangeKept: false): return [.parseHeads]
+            return buffered > maxHeaderBytes ? ActionList(.pauseReading) : ActionList()
+        case .awaitingClientHello: return ActionList(.inspectFirstByte)
+        case .exchanging, .closingAfterFlush(exchangeKept: true): return ActionList(.deliverToExchange)
+        case .readingHead, .closingAfterFlush(exchangeKept: false): return ActionList(.parseHeads)
         }
     }
 
@@ -217,18 +237,17 @@ struct ClientSessionStateMachine {
     mutating func socketEvent(eof: Bool, error: Bool, timeout: Bool, connected: Bool,
                               exchangeRequestComplete: Bool, inputBuffered: Bool) -> ActionList<Action> {
         if case .closed = phase { return ActionList() }
-        if case .awaitingClientHello(let wait) = phase, eof || error {
-            return [.recordInterceptionFailure(wait.authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(wait.authority.host) failed: the connection closed before it began")), .close]
+        if case .awaitingClientHello = phase, eof || error {
+            return ActionList(.recordInterceptionFailure(.closedBeforeHello), .close)
         }
         if case .handshaking(let authority) = security {
             if connected { security = .established(authority); return ActionList() }
-            return [.recordHandshakeFailure(authority), .close]
+            return ActionList(.recordInterceptionFailure(.handshakeFailed), .close)
         }
         if connected { return ActionList() }
         if timeout {
             var actions = ActionList<Action>()
-            if hasExchange { actions.append(.failExchange(TransportError(.clientTimeout, "client sent nothing for \(clientIdleTimeout) s"))) }
+            if hasExchange { actions.append(.failExchange(.clientTimeout)) }
             actions.append(.close)
             return actions
         }
@@ -240,10 +259,10 @@ struct ClientSessionStateMachine {
             if isHeld { return ActionList() }
             if hasExchange && exchangeRequestComplete { return ActionList() }
             if !hasExchange && isClosingAfterFlush { return ActionList() }
-            if !hasExchange && inputBuffered { return [.answerBufferedThenClose] }
+            if !hasExchange && inputBuffered { return ActionList(.answerBufferedThenClose) }
         }
         var actions = ActionList<Action>()
-        if hasExchange { actions.append(.failExchange(TransportError(.clientAborted, "the client closed the connection mid-exchange"))) }
+        if hasExchange { actions.append(.failExchange(.clientAborted)) }
         actions.append(.close)
         return actions
     }

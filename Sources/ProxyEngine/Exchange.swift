@@ -16,7 +16,9 @@ final class Exchange: UpstreamOwner {
     let originTarget: String
     let requestFraming: BodyFraming
     private var requestFramer: BodyFramer
-    private var machine: ExchangeStateMachine
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
+    /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
+    @exclusivity(unchecked) private var machine: ExchangeStateMachine
     private var upstream: UpstreamConnection?
     private var responseHead: HTTPResponseHead?
     private var responseFramer: BodyFramer?
@@ -53,12 +55,12 @@ final class Exchange: UpstreamOwner {
         // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
         // reach the origin as an HTTP/1.1 upgrade request.
         let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && session.interceptedAuthority == nil && head.version != .http1_0
+            && !session.isIntercepting && head.version != .http1_0
         let config = session.config
         machine = ExchangeStateMachine(
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
                           clientIdleTimeout: config.clientIdleTimeout),
-            hasBody: framing != .none, method: head.method, isHTTP10: head.version == .http1_0,
+            hasBody: framing != .none, isHTTP10: head.version == .http1_0,
             wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose)
     }
 
@@ -101,7 +103,8 @@ final class Exchange: UpstreamOwner {
                 session.write(interim.serialized())
             case .forwardResponseHead(let connection, let dechunk):
                 guard let rh = responseHead else { break }
-                rh.writeForwardedWireForm(connection: connection, droppingTransferEncoding: dechunk) { session.write(capacity: $0, $1) }
+                let field: String? = switch connection { case .none: nil; case .close: "close"; case .keepAlive: "keep-alive" }
+                rh.writeForwardedWireForm(connection: field, droppingTransferEncoding: dechunk) { session.write(capacity: $0, $1) }
             case .pumpResponse:
                 pumpResponse()
             case .pauseResponseBody:
@@ -125,8 +128,8 @@ final class Exchange: UpstreamOwner {
                 connectNew()
             case .closeUpstream:
                 upstream?.close()
-            case .finish(let ending):
-                finish(ending)
+            case .finish(let outcome):
+                finish(outcome)
             case .closeClient:
                 session.close()
             }
@@ -350,17 +353,19 @@ final class Exchange: UpstreamOwner {
             cleanEnd = !reset && framer.finishAtEOF()
             responseFramer = framer
         }
-        perform(machine.upstreamClosed(reset: reset, cleanEndOfBody: cleanEnd))
+        perform(machine.upstreamClosed(reset: reset, cleanEndOfBody: cleanEnd,
+                                       idempotent: ExchangeStateMachine.isIdempotent(head.method)))
     }
 
     // MARK: ending
 
-    private func finish(_ ending: ExchangeStateMachine.Ending) {
+    private func finish(_ outcome: ExchangeStateMachine.Outcome) {
+        let failure = outcome.failed ? machine.failure : nil
         stallTimer?.cancel()
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
             c.owner = nil
-            let reusable = ending.upstreamReusable && !(responseHead?.wantsClose ?? true)
+            let reusable = outcome.upstreamReusable && !(responseHead?.wantsClose ?? true)
                 && responseFramer.map { $0.isComplete } == true && c.bev != nil
                 && c.outputLength == 0 && !engine.isDraining
             if reusable, let rh = responseHead, rh.status >= 200 {
@@ -368,16 +373,16 @@ final class Exchange: UpstreamOwner {
             } else {
                 c.close()
             }
-            if ending.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
+            if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
         }
         upstream = nil
-        emitRecord(error: ending.error)
-        if let answer = ending.answer {
-            session.respondError(answer.status, answer.reason, answer.detail, close: ending.closeClient)
-        } else if ending.error != nil {
+        emitRecord(error: failure?.error)
+        if let answer = failure?.answer {
+            session.respondError(answer.status, answer.reason, answer.detail, close: outcome.closeClient)
+        } else if failure != nil {
             session.closeAfterFlush()
         } else {
-            session.exchangeFinished(keepAlive: !ending.closeClient)
+            session.exchangeFinished(keepAlive: !outcome.closeClient)
         }
     }
 

@@ -63,7 +63,19 @@ struct ExchangeStateMachine {
         var detail: String
     }
 
-    /// How the exchange ends.
+    /// How the exchange ends, in plain values (the action carries it).
+    struct Outcome: Equatable {
+        /// The exchange failed: `failure` says how.
+        var failed: Bool
+        /// As far as the exchange goes, the upstream may go back to the pool (the driver
+        /// still checks the connection itself).
+        var upstreamReusable: Bool
+        /// The answer was paused for backpressure: the client's write watermark is raised.
+        var responseWasPaused: Bool
+        var closeClient: Bool
+    }
+
+    /// How the exchange ends, with the failure's details.
     struct Ending: Equatable {
         var error: TransportError?
         var answer: ErrorAnswer?
@@ -82,6 +94,13 @@ struct ExchangeStateMachine {
         var clientIdleTimeout: Double
     }
 
+    /// The Connection field of a forwarded response head.
+    enum ConnectionField: Equatable {
+        case none, close, keepAlive
+    }
+
+    /// Plain values only (no strings), so that returning and iterating them copies bytes
+    /// and nothing else; an ending's details are in `ending`.
     enum Action: Equatable {
         case pauseClientReading
         /// Open a new upstream connection.
@@ -96,8 +115,8 @@ struct ExchangeStateMachine {
         case resumeRequestBody
         case noteFirstResponseByte
         case forwardInterim
-        /// Send the response head with this Connection field (nil: none).
-        case forwardResponseHead(connection: String?, dechunk: Bool)
+        /// Send the response head with this Connection field.
+        case forwardResponseHead(connection: ConnectionField, dechunk: Bool)
         case pumpResponse
         case pauseResponseBody
         case resumeResponseBody
@@ -105,7 +124,8 @@ struct ExchangeStateMachine {
         /// Drop the pooled connection the origin had closed and connect again.
         case retry
         case closeUpstream
-        case finish(Ending)
+        /// The exchange ended; a failure's error and answer are in `failure`.
+        case finish(Outcome)
         /// Close the client connection at once (after a stall).
         case closeClient
     }
@@ -120,9 +140,16 @@ struct ExchangeStateMachine {
     }
 
     private(set) var state: State = .idle
+    /// Set when the machine returns `.finish` for a failure.
+    private(set) var failure: (error: TransportError, answer: ErrorAnswer?)?
+    private var outcome: Outcome?
+    /// How the exchange ended, once it has.
+    var ending: Ending? {
+        outcome.map { Ending(error: failure?.error, answer: failure?.answer, upstreamReusable: $0.upstreamReusable,
+                             responseWasPaused: $0.responseWasPaused, closeClient: $0.closeClient) }
+    }
     let limits: Limits
     let hasBody: Bool
-    let isIdempotent: Bool
     let isHTTP10: Bool
     let wantsUpgrade: Bool
     private(set) var closeClientAfter: Bool
@@ -134,13 +161,9 @@ struct ExchangeStateMachine {
     private var lastPaused: StallSide?
     private enum StallSide { case request, response }
 
-    init(limits: Limits, hasBody: Bool, method: String, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool) {
+    init(limits: Limits, hasBody: Bool, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool) {
         self.limits = limits
         self.hasBody = hasBody
-        switch method {
-        case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": isIdempotent = true
-        default: isIdempotent = false
-        }
         self.isHTTP10 = isHTTP10
         self.wantsUpgrade = wantsUpgrade
         closeClientAfter = clientWantsClose
@@ -182,6 +205,15 @@ struct ExchangeStateMachine {
     /// A request without a body is whole once its head is read, even while connecting.
     var isRequestComplete: Bool { requestSent || !hasBody }
 
+    /// Whether a request with `method` may be sent twice (RFC 9110 §9.2.2). Asked only when
+    /// a retry is in question, not for every exchange.
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": return true
+        default: return false
+        }
+    }
+
     /// The status an exchange that failed before its answer began gets.
     static func answer(for error: TransportError) -> (status: Int, reason: String) { error.code.statusForClient }
 
@@ -194,7 +226,7 @@ struct ExchangeStateMachine {
             return attach(Attempt(reused: true, retried: false))
         }
         state = .connecting(Attempt(reused: false, retried: false))
-        return hasBody ? [.pauseClientReading, .connect] : [.connect]
+        return hasBody ? ActionList(.pauseClientReading, .connect) : ActionList(.connect)
     }
 
     mutating func connected() -> ActionList<Action> {
@@ -209,14 +241,14 @@ struct ExchangeStateMachine {
 
     private mutating func attach(_ a: Attempt) -> ActionList<Action> {
         state = .exchanging(a, hasBody ? .sending(paused: false) : .sent, .awaitingHead(bytesSeen: false))
-        return [.attach(bodyFollows: hasBody)]
+        return ActionList(.attach(bodyFollows: hasBody))
     }
 
     // MARK: request body
 
     /// The client sent more (or its bytes are to be forwarded now).
     mutating func clientReadable() -> ActionList<Action> {
-        isSendingRequest ? [.pumpRequest] : ActionList()
+        isSendingRequest ? ActionList(.pumpRequest) : ActionList()
     }
 
     /// The driver pumped the request body; `clientInputEmpty`: nothing is left unread.
@@ -225,7 +257,7 @@ struct ExchangeStateMachine {
         switch progress {
         case .complete:
             state = .exchanging(a, .sent, response)
-            return [.requestSent]
+            return ActionList(.requestSent)
         case .malformed(let e):
             closeClientAfter = true
             let error = TransportError(.malformedRequest, e.reason)
@@ -251,14 +283,14 @@ struct ExchangeStateMachine {
     mutating func upstreamDrained() -> ActionList<Action> {
         guard case .exchanging(let a, .sending(paused: true), let response) = state else { return ActionList() }
         state = .exchanging(a, .sending(paused: false), response)
-        return [.resumeRequestBody, .pumpRequest]
+        return ActionList(.resumeRequestBody, .pumpRequest)
     }
 
     /// The client half-closed while this request was held, before the exchange could read
     /// its body: the body can only be what is already buffered.
     mutating func clientEndedWhileHeld() -> ActionList<Action> {
         clientEnded = true
-        return isSendingRequest ? [.pumpRequest] : ActionList()
+        return isSendingRequest ? ActionList(.pumpRequest) : ActionList()
     }
 
     /// The client reset, timed out, or the engine cut the exchange (`error` says which).
@@ -274,7 +306,7 @@ struct ExchangeStateMachine {
     mutating func upstreamBytesArrived() -> ActionList<Action> {
         guard case .exchanging(let a, let request, .awaitingHead(bytesSeen: false)) = state else { return ActionList() }
         state = .exchanging(a, request, .awaitingHead(bytesSeen: true))
-        return [.noteFirstResponseByte]
+        return ActionList(.noteFirstResponseByte)
     }
 
     /// The origin's head or body broke the protocol (`message` says how).
@@ -296,11 +328,11 @@ struct ExchangeStateMachine {
         if status == 101 {
             guard wantsUpgrade else { return malformedResponse("the origin switched protocols without being asked") }
             state = .finished
-            return [.startWebSocket]
+            return ActionList(.startWebSocket)
         }
         if status < 200 {
             // An HTTP/1.0 client would take an interim answer for the final one (RFC 9110 §15.2).
-            return isHTTP10 ? ActionList() : [.forwardInterim]
+            return isHTTP10 ? ActionList() : ActionList(.forwardInterim)
         }
         guard let framing else { return ActionList() }
         // The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
@@ -311,8 +343,8 @@ struct ExchangeStateMachine {
             closeClientAfter = true
         }
         state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
-        let connection: String? = closeClientAfter ? "close" : isHTTP10 ? "keep-alive" : nil
-        return [.forwardResponseHead(connection: connection, dechunk: dechunk)]
+        let connection: ConnectionField = closeClientAfter ? .close : isHTTP10 ? .keepAlive : .none
+        return ActionList(.forwardResponseHead(connection: connection, dechunk: dechunk))
     }
 
     mutating func responseBodyPumped(_ progress: Progress) -> ActionList<Action> {
@@ -326,7 +358,7 @@ struct ExchangeStateMachine {
             guard queued >= limits.highWaterBytes else { return ActionList() }
             if !paused { state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: true)) }
             lastPaused = .response
-            return [.pauseResponseBody]
+            return ActionList(.pauseResponseBody)
         }
     }
 
@@ -334,7 +366,7 @@ struct ExchangeStateMachine {
     mutating func clientDrained() -> ActionList<Action> {
         guard case .exchanging(let a, let request, .streaming(let dechunk, paused: true)) = state else { return ActionList() }
         state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
-        return [.resumeResponseBody, .pumpResponse]
+        return ActionList(.resumeResponseBody, .pumpResponse)
     }
 
     /// A paused direction took nothing for its whole limit.
@@ -366,22 +398,23 @@ struct ExchangeStateMachine {
     }
 
     /// The origin closed or reset the connection (after what it had sent was handled).
-    /// `cleanEndOfBody`: the answer's framing ends at the close, and it was not a reset.
-    mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool) -> ActionList<Action> {
+    /// `cleanEndOfBody`: the answer's framing ends at the close, and it was not a reset;
+    /// `idempotent`: the request's method may be sent twice.
+    mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool, idempotent: Bool) -> ActionList<Action> {
         upstreamEnded = true
         guard case .exchanging(let a, _, let response) = state else { return ActionList() }
         switch response {
         case .streaming:
             closeClientAfter = true
-            var actions: ActionList<Action> = [.closeUpstream]
+            var actions: ActionList<Action> = ActionList(.closeUpstream)
             actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError(.upstreamReset,
                 "the origin closed the connection before the body was complete"), answer: nil))
             return actions
         case .awaitingHead(let bytesSeen):
-            if !bytesSeen && a.reused && !a.retried && isIdempotent && !hasBody {
+            if !bytesSeen && a.reused && !a.retried && idempotent && !hasBody {
                 // A pooled connection the origin had already closed: try once more on a fresh one.
                 state = .connecting(Attempt(reused: false, retried: true))
-                return [.retry]
+                return ActionList(.retry)
             }
             return failBeforeResponse(bytesSeen
                 ? TransportError(.malformedResponse, "the origin closed the connection inside the response head")
@@ -406,8 +439,11 @@ struct ExchangeStateMachine {
         if case .exchanging(_, _, .streaming(_, true)) = state { wasPaused = true } else { wasPaused = false }
         let reusable = error == nil && requestSent && !upstreamEnded
         state = .finished
-        return [.finish(Ending(error: error, answer: answer, upstreamReusable: reusable,
-                               responseWasPaused: wasPaused, closeClient: closeClientAfter))]
+        if let error { failure = (error, answer) }
+        let outcome = Outcome(failed: error != nil, upstreamReusable: reusable, responseWasPaused: wasPaused,
+                              closeClient: closeClientAfter)
+        self.outcome = outcome
+        return ActionList(.finish(outcome))
     }
 
     // MARK: CONNECT

@@ -27,7 +27,8 @@ final class Tunnel {
     let status: Int
     let start: Double
     let upgrade: CapturedExchange?
-    private var machine: TunnelStateMachine
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
+    @exclusivity(unchecked) private var machine: TunnelStateMachine
     private var idleTimer: LoopTimer?
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
@@ -132,8 +133,10 @@ final class Tunnel {
                 forward(from: s)
             case .shutdownWrite(let s):
                 _ = Foundation.shutdown(bufferevent_getfd(side(s).bev), Int32(SHUT_WR))
-            case .end(let closedBy, let error):
-                close(closedBy: closedBy, error: error)
+            case .end(let closedBy, let resetBy):
+                close(closedBy: closedBy, error: resetBy.map {
+                    TransportError($0 == .client ? .clientAborted : .upstreamReset, "connection reset")
+                })
             }
         }
     }

@@ -51,8 +51,9 @@ struct TunnelStateMachine {
         /// Move what `side` has buffered to its partner (reported back as `forwarded`).
         case forward(from: TunnelSide)
         case shutdownWrite(TunnelSide)
-        /// Close both sockets and record the tunnel. Always the last action.
-        case end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?)
+        /// Close both sockets and record the tunnel; `resetBy`: the side whose reset ended it
+        /// (recorded as `clientAborted` or `upstreamReset`). Always the last action.
+        case end(closedBy: CapturedTunnel.ClosedBy, resetBy: TunnelSide?)
     }
 
     private(set) var state: State = .open(fromClient: .flowing, fromUpstream: .flowing)
@@ -146,20 +147,19 @@ struct TunnelStateMachine {
     mutating func peerFailed(_ side: TunnelSide, reset: Bool) -> ActionList<Action> {
         guard isOpen else { return ActionList() }
         if firstClosed == nil { firstClosed = side }
-        let error = reset ? TransportError(side == .client ? .clientAborted : .upstreamReset, "connection reset") : nil
-        return end(closedBy: (firstClosed ?? side).closer, error: error)
+        return end(closedBy: (firstClosed ?? side).closer, resetBy: reset ? side : nil)
     }
 
     /// The idle check ran at `now`.
     mutating func idleTimerFired(now: Double) -> ActionList<Action> {
         guard isOpen, now - lastActivity >= idleTimeout else { return ActionList() }
-        return end(closedBy: .timeout, error: nil)
+        return end(closedBy: .timeout, resetBy: nil)
     }
 
     /// The engine shuts down.
     mutating func shutdown() -> ActionList<Action> {
         guard isOpen else { return ActionList() }
-        return end(closedBy: .shutdown, error: nil)
+        return end(closedBy: .shutdown, resetBy: nil)
     }
 
     // MARK: transitions
@@ -169,12 +169,12 @@ struct TunnelStateMachine {
         setDirection(from: side, .shut)
         actions.append(.shutdownWrite(side.partner))
         if direction(from: side.partner) == .shut {
-            actions.append(contentsOf: end(closedBy: (firstClosed ?? .client).closer, error: nil))
+            actions.append(contentsOf: end(closedBy: (firstClosed ?? .client).closer, resetBy: nil))
         }
     }
 
-    private mutating func end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) -> ActionList<Action> {
+    private mutating func end(closedBy: CapturedTunnel.ClosedBy, resetBy: TunnelSide?) -> ActionList<Action> {
         state = .ended
-        return ActionList(.end(closedBy: closedBy, error: error))
+        return ActionList(.end(closedBy: closedBy, resetBy: resetBy))
     }
 }

@@ -23,7 +23,8 @@ final class UpstreamConnection {
     /// Strong while lent out (cleared when the exchange ends or the connection closes);
     /// a weak reference would give every exchange a side table and slow-path refcounts.
     var owner: UpstreamOwner?
-    private var machine: UpstreamConnectionStateMachine
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
+    @exclusivity(unchecked) private var machine: UpstreamConnectionStateMachine
     private var connectCompletion: ((Result<Void, TransportError>) -> Void)?
     private var isOwnListener: ((SocketAddress) -> Bool)?
     private var deadline: LoopTimer?
@@ -78,12 +79,12 @@ final class UpstreamConnection {
                 }
             case .reportPhase(let p):
                 phase?(p)
-            case .tryAddress(let addr):
-                tryAddress(addr)
+            case .tryAddress:
+                if let addr = machine.addressToTry { tryAddress(addr) }
             case .startTLS:
                 startTLS()
-            case .finishConnect(let error):
-                finishConnect(error)
+            case .finishConnect:
+                finishConnect(machine.connectError)
             case .armIdleTimer(let seconds):
                 let timer = idleTimer ?? LoopTimer(loop: loop) { [unowned self] in
                     self.perform(self.machine.idleTimerFired(now: EventLoop.monotonicNow()))

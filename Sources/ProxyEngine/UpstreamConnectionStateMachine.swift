@@ -36,15 +36,17 @@ struct UpstreamConnectionStateMachine {
         case tcpConnected
     }
 
+    /// Plain values only, so that returning and iterating them copies bytes and nothing else.
     enum Action: Equatable {
         case armConnectDeadline
         case resolve
         case reportPhase(ConnectPhase)
-        /// Open a socket to `address` (a previous one is freed).
-        case tryAddress(SocketAddress)
+        /// Open a socket to `addressToTry` (a previous one is freed).
+        case tryAddress
         case startTLS
-        /// Connecting is over: on failure the connection is closed before the completion runs.
-        case finishConnect(TransportError?)
+        /// Connecting is over, failed when `connectError` is set: then the connection is
+        /// closed before the completion runs.
+        case finishConnect
         case armIdleTimer(after: Double)
         /// Take it out of the pool and close it.
         case closeIdle
@@ -54,6 +56,14 @@ struct UpstreamConnectionStateMachine {
     let usesTLS: Bool
     private(set) var state: State = .created
     private var idleTimerRunning = false
+    /// Why connecting failed, once it has.
+    private(set) var connectError: TransportError?
+
+    /// The address being tried.
+    var addressToTry: SocketAddress? {
+        guard case .connecting(let addresses, let next, _) = state, next > 0, next <= addresses.count else { return nil }
+        return addresses[next - 1]
+    }
 
     init(authority: HTTPAuthority) {
         self.authority = authority
@@ -74,14 +84,14 @@ struct UpstreamConnectionStateMachine {
     mutating func connect() -> ActionList<Action> {
         guard state == .created else { return ActionList() }
         state = .resolving
-        return [.armConnectDeadline, .resolve]
+        return ActionList(.armConnectDeadline, .resolve)
     }
 
     /// The resolver answered; `ownListener` is the first address that is this proxy's own.
     mutating func resolved(_ result: Result<[SocketAddress], TransportError>, lookedUp: Bool,
                            ownListener: SocketAddress?) -> ActionList<Action> {
         guard state == .resolving else { return ActionList() }
-        var actions: ActionList<Action> = [.reportPhase(.resolved(lookedUp: lookedUp))]
+        var actions: ActionList<Action> = ActionList(.reportPhase(.resolved(lookedUp: lookedUp)))
         switch result {
         case .failure(let e):
             actions.append(contentsOf: fail(e))
@@ -108,7 +118,7 @@ struct UpstreamConnectionStateMachine {
         guard case .connecting = state else { return ActionList() }
         if usesTLS {
             state = .handshaking
-            return [.reportPhase(.tcpConnected), .startTLS]
+            return ActionList(.reportPhase(.tcpConnected), .startTLS)
         }
         return succeed()
     }
@@ -135,17 +145,18 @@ struct UpstreamConnectionStateMachine {
             return fail(TransportError(.upstreamConnectFailed, "cannot connect to \(authority): \(lastError)"))
         }
         state = .connecting(addresses: addresses, next: next + 1, lastError: lastError)
-        return [.tryAddress(addresses[next])]
+        return ActionList(.tryAddress)
     }
 
     private mutating func succeed() -> ActionList<Action> {
         state = .lent
-        return [.finishConnect(nil)]
+        return ActionList(.finishConnect)
     }
 
     private mutating func fail(_ error: TransportError) -> ActionList<Action> {
         state = .closed
-        return [.finishConnect(error)]
+        connectError = error
+        return ActionList(.finishConnect)
     }
 
     // MARK: the pool
@@ -156,7 +167,7 @@ struct UpstreamConnectionStateMachine {
         state = .pooled(idleDeadline: now + idleTimeout)
         guard !idleTimerRunning else { return ActionList() }
         idleTimerRunning = true
-        return [.armIdleTimer(after: idleTimeout)]
+        return ActionList(.armIdleTimer(after: idleTimeout))
     }
 
     /// Taken from the pool by an exchange (the idle timer keeps running).
@@ -170,17 +181,17 @@ struct UpstreamConnectionStateMachine {
         let remaining = deadline - now
         if remaining > 0 {
             idleTimerRunning = true
-            return [.armIdleTimer(after: remaining)]
+            return ActionList(.armIdleTimer(after: remaining))
         }
         state = .closed
-        return [.closeIdle]
+        return ActionList(.closeIdle)
     }
 
     /// Bytes, an EOF or an error while no exchange owns the connection.
     mutating func eventWhileIdle() -> ActionList<Action> {
         guard state != .closed else { return ActionList() }
         state = .closed
-        return [.closeIdle]
+        return ActionList(.closeIdle)
     }
 
     /// Closed, or handed over to a tunnel. Whether it was open until now.

@@ -24,10 +24,9 @@ final class ClientSessionStateMachineTests: XCTestCase {
             case .deliverToExchange: return "deliverToExchange"
             case .parseHeads: return "parseHeads"
             case .inspectFirstByte: return "inspectFirstByte"
-            case .respondError(let status, _, _): return "respond\(status)"
-            case .recordInterceptionFailure(_, let e): return "record:\(e.code)"
-            case .recordHandshakeFailure: return "recordHandshakeFailure"
-            case .failExchange(let e): return "failExchange:\(e.code)"
+            case .respondRequestTimeout: return "respond408"
+            case .recordInterceptionFailure(let why): return "record:\(why)"
+            case .failExchange(let code): return "failExchange:\(code)"
             case .answerBufferedThenClose: return "answerBufferedThenClose"
             case .close: return "close"
             }
@@ -184,21 +183,23 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAFailedOrStalledHandshakeIsRecordedAndCloses() {
         var failed = machine()
         failed.tlsStarted(origin)
-        XCTAssertEqual(event(&failed, eof: true, error: true), ["recordHandshakeFailure", "close"])
+        XCTAssertEqual(event(&failed, eof: true, error: true), ["record:handshakeFailed", "close"])
+        XCTAssertEqual(failed.interceptionAuthority, origin, "the record names the origin")
         var stalled = machine()
         stalled.tlsStarted(origin)
-        XCTAssertEqual(names(stalled.headTimerFired(inputBuffered: true)), ["record:clientTLSFailed", "close"])
+        XCTAssertEqual(names(stalled.headTimerFired(inputBuffered: true)), ["record:notCompleted", "close"])
     }
 
     func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
         var gone = machine()
         gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
-        XCTAssertEqual(event(&gone, eof: true), ["record:clientTLSFailed", "close"])
+        XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
+        XCTAssertEqual(gone.interceptionAuthority, origin)
         XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
 
         var silent = machine()
         silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
-        XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:clientTLSFailed", "close"])
+        XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
     }
 }

@@ -45,7 +45,7 @@ final class TunnelStateMachineTests: XCTestCase {
         XCTAssertEqual(Array(m.peerClosed(.upstream, destinationQueued: 50)), [])
         XCTAssertEqual(m.direction(from: .upstream), .draining(watermarkRaised: false))
         XCTAssertEqual(Array(m.outputDrained(.client, queued: 0)),
-                       [.shutdownWrite(.client), .end(closedBy: .client, error: nil)])
+                       [.shutdownWrite(.client), .end(closedBy: .client, resetBy: nil)])
         XCTAssertFalse(m.isOpen)
         XCTAssertEqual(m.bytesFromClient, 100)
         XCTAssertEqual(m.bytesFromUpstream, 50)
@@ -55,7 +55,7 @@ final class TunnelStateMachineTests: XCTestCase {
         var m = machine()
         XCTAssertEqual(Array(m.peerClosed(.upstream, destinationQueued: 0)), [.shutdownWrite(.client)])
         XCTAssertEqual(Array(m.peerClosed(.client, destinationQueued: 0)),
-                       [.shutdownWrite(.upstream), .end(closedBy: .upstream, error: nil)])
+                       [.shutdownWrite(.upstream), .end(closedBy: .upstream, resetBy: nil)])
     }
 
     func testAnEOFWhilePausedDrainsAtHalfThenShutsAtEmpty() {
@@ -74,7 +74,7 @@ final class TunnelStateMachineTests: XCTestCase {
     func testAResetEndsAtOnceWithTheSidesErrorCode() {
         var m = machine()
         XCTAssertEqual(Array(m.peerFailed(.client, reset: true)),
-                       [.end(closedBy: .client, error: TransportError(.clientAborted, "connection reset"))])
+                       [.end(closedBy: .client, resetBy: .client)])
         // Nothing happens after the end.
         XCTAssertEqual(Array(m.forwarded(from: .upstream, count: 10, destinationQueued: 0, now: 1)), [])
         XCTAssertEqual(Array(m.peerClosed(.upstream, destinationQueued: 0)), [])
@@ -84,7 +84,7 @@ final class TunnelStateMachineTests: XCTestCase {
         var u = machine()
         _ = u.peerClosed(.client, destinationQueued: 10)
         XCTAssertEqual(Array(u.peerFailed(.upstream, reset: true)),
-                       [.end(closedBy: .client, error: TransportError(.upstreamReset, "connection reset"))],
+                       [.end(closedBy: .client, resetBy: .upstream)],
                        "closedBy names the side that closed first")
     }
 
@@ -95,13 +95,13 @@ final class TunnelStateMachineTests: XCTestCase {
         XCTAssertEqual(Array(m.idleTimerFired(now: 18)), [], "activity at 9 moves the deadline to 19")
         // A pause is not activity.
         _ = m.forwarded(from: .client, count: 0, destinationQueued: 5000, now: 18.5)
-        XCTAssertEqual(Array(m.idleTimerFired(now: 19)), [.end(closedBy: .timeout, error: nil)])
+        XCTAssertEqual(Array(m.idleTimerFired(now: 19)), [.end(closedBy: .timeout, resetBy: nil)])
     }
 
     func testShutdownEndsAnOpenTunnel() {
         var m = machine()
         _ = m.peerClosed(.client, destinationQueued: 3)
-        XCTAssertEqual(Array(m.shutdown()), [.end(closedBy: .shutdown, error: nil)])
+        XCTAssertEqual(Array(m.shutdown()), [.end(closedBy: .shutdown, resetBy: nil)])
     }
 }
 
@@ -113,9 +113,9 @@ final class ActionListTests: XCTestCase {
         for i in 1...4 { list.append(i) }
         XCTAssertEqual(Array(list), [1, 2, 3, 4])
         XCTAssertEqual(list.count, 4)
-        var other: ActionList<Int> = [7]
-        other.append(contentsOf: [8, 9])
+        var other = ActionList(7)
+        other.append(contentsOf: ActionList(8, 9))
         XCTAssertEqual(Array(other), [7, 8, 9])
-        XCTAssertEqual(other, [7, 8, 9])
+        XCTAssertEqual(other.count, 3)
     }
 }
