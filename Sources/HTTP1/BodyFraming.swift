@@ -1,5 +1,3 @@
-// CONTRACT (filled in by the HTTP1 work): signatures here are what ProxyEngine calls.
-
 /// How the end of a message body is found (RFC 9112 §6).
 public enum BodyFraming: Sendable, Equatable {
     case none

@@ -4,7 +4,11 @@ import HTTP1
 /// A serializer turns a completed exchange into a value, Alamofire-style: one
 /// closure of (request, response, data, error).
 public protocol DataResponseSerializerProtocol {
+    /// The value a successful serialization gives.
     associatedtype SerializedObject
+    /// The serializer: given the request, the response, the body after content decoding
+    /// and the exchange's error (transport, validation or `inputDataTruncated`), the value
+    /// or the failure. The built-ins return a passed-in error unchanged.
     var serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<SerializedObject, Error> { get }
     /// Whether a body cut at the capture limit may be serialized as it is. When
     /// false the exchange hands the serializer `inputDataTruncated` as its error.
@@ -17,8 +21,15 @@ public protocol DataResponseSerializerProtocol {
 }
 
 extension DataResponseSerializerProtocol {
+    /// By default a serializer needs the whole body.
     public var acceptsTruncatedInput: Bool { false }
 
+    /// By default a cut body is serialized as a whole one would be.
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - response: The response head, nil when none arrived.
+    ///   - data: The body kept, a prefix of the whole.
+    ///   - error: The exchange's error, if any.
     public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
                                         _ data: Data?, _ error: Error?) -> Result<SerializedObject, Error> {
         serializeResponse(request, response, data, error)
@@ -30,12 +41,22 @@ extension DataResponseSerializerProtocol {
 /// `.form()`, `.eventStream()`), usable with a leading dot wherever a
 /// serializer is expected.
 public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
+    /// The value a successful serialization gives.
     public typealias SerializedObject = Value
+    /// The closure the serializer was made from.
     public let serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>
+    /// Whether a body cut at the capture limit reaches `serializeResponse` (else the
+    /// exchange hands it `inputDataTruncated` as its error).
     public let acceptsTruncatedInput: Bool
     /// `serializeResponse` for a cut body, when it differs (the string serializer's).
     let serializePrefix: ((HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>)?
 
+    /// A serializer from a closure, as Alamofire's `DataResponseSerializer(serializeResponse:)`.
+    /// - Parameters:
+    ///   - acceptsTruncatedInput: Whether a body cut at the capture limit may be serialized
+    ///     as it is; default false (the closure gets `inputDataTruncated` as its error).
+    ///   - serializeResponse: Given request, response, data and the exchange's error; return
+    ///     a passed-in error unchanged to keep the built-ins' behaviour.
     public init(acceptsTruncatedInput: Bool = false,
                 serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>) {
         self.acceptsTruncatedInput = acceptsTruncatedInput
@@ -50,38 +71,108 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
         self.serializePrefix = serializeCapturedPrefix
     }
 
+    /// The string serializer reads a cut body as a prefix (without the character the cut
+    /// split); every other serializer as it reads a whole one.
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - response: The response head, nil when none arrived.
+    ///   - data: The body kept, a prefix of the whole.
+    ///   - error: The exchange's error, if any.
     public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
                                         _ data: Data?, _ error: Error?) -> Result<Value, Error> {
         (serializePrefix ?? serializeResponse)(request, response, data, error)
+    }
+
+    /// This serializer with `transform` applied to the value it produces: the same checks,
+    /// the same errors, the same handling of a cut body.
+    /// - Parameter transform: Turns a successful value into the new serializer's value.
+    public func map<NewValue>(_ transform: @escaping (Value) -> NewValue) -> DataResponseSerializer<NewValue> {
+        let whole = serializeResponse
+        let prefix = serializePrefix
+        return DataResponseSerializer<NewValue>(
+            acceptsTruncatedInput: acceptsTruncatedInput,
+            serializeResponse: { whole($0, $1, $2, $3).map(transform) },
+            serializeCapturedPrefix: prefix.map { prefix in { prefix($0, $1, $2, $3).map(transform) } })
+    }
+
+    private init(acceptsTruncatedInput: Bool,
+                 serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>,
+                 serializeCapturedPrefix: ((HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>)?) {
+        self.acceptsTruncatedInput = acceptsTruncatedInput
+        self.serializeResponse = serializeResponse
+        self.serializePrefix = serializeCapturedPrefix
     }
 }
 
 /// When an empty body is the right answer rather than a failure (check 2 of
 /// every built-in). Version 5 rule: only when the body is nil or empty.
 public struct EmptyResponsePolicy: Sendable, Equatable {
+    /// 204 No Content, 205 Reset Content, 304 Not Modified, as Alamofire.
     public static let defaultCodes: Set<Int> = [204, 205, 304]
+    /// HEAD, as Alamofire.
     public static let defaultMethods: Set<String> = ["HEAD"]
 
+    /// Statuses whose empty body is the empty value.
     public var codes: Set<Int>
     /// Compared exactly: HTTP methods are case-sensitive.
     public var methods: Set<String>
 
+    /// - Parameters:
+    ///   - codes: Default 204, 205 and 304.
+    ///   - methods: Default HEAD.
     public init(codes: Set<Int> = EmptyResponsePolicy.defaultCodes, methods: Set<String> = EmptyResponsePolicy.defaultMethods) {
         self.codes = codes; self.methods = methods
     }
 
+    /// Alamofire 5's `emptyResponseAllowed(forRequest:response:)`: the request's method or
+    /// the response's status is one the policy names.
+    /// - Parameters:
+    ///   - request: The request head, nil when there is none.
+    ///   - response: The response head, nil when none arrived.
     public func allowsEmptyBody(request: HTTPRequestHead?, response: HTTPResponseHead?) -> Bool {
         allowsEmptyBody(method: request?.method, status: response?.status)
     }
 
+    /// The same from the method and status alone.
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when none arrived.
     public func allowsEmptyBody(method: String?, status: Int?) -> Bool {
         if let method, methods.contains(method) { return true }
         if let status, codes.contains(status) { return true }
         return false
     }
 
-    func returnsEmptyValue(request: HTTPRequestHead?, response: HTTPResponseHead?, data: Data?) -> Bool {
-        (data?.isEmpty ?? true) && allowsEmptyBody(request: request, response: response)
+    /// The order every built-in serializer follows, written once (Alamofire 5's, whose
+    /// `emptyResponseAllowed` is `allowsEmptyBody` here): an error passed in is the result;
+    /// then a nil or empty body the policy allows is `emptyValue`; then a nil body fails
+    /// (`inputDataNil`, or `inputDataNilOrZeroLength` for a serializer that `requiresBytes`,
+    /// which an empty body fails too); only then is the body parsed.
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when there is no response.
+    ///   - body: The body's bytes, nil when none were received.
+    ///   - error: The error the exchange hands the serializer.
+    ///   - emptyValue: The value of an allowed empty response.
+    ///   - requiresBytes: Whether an empty body, not allowed, fails rather than being parsed.
+    ///   - parse: Reads the body.
+    func result<Body: Collection, Value>(method: String?, status: Int?, body: Body?, error: Error?,
+                                         emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
+                                         parse: (Body) -> Result<Value, Error>) -> Result<Value, Error> {
+        if let error { return .failure(error) }
+        if (body?.isEmpty ?? true) && allowsEmptyBody(method: method, status: status) { return .success(emptyValue()) }
+        guard let body, !(requiresBytes && body.isEmpty) else {
+            return .failure(serializationFailure(requiresBytes ? .inputDataNilOrZeroLength : .inputDataNil))
+        }
+        return parse(body)
+    }
+
+    /// `result(method:status:body:…)` for a serializer's four arguments.
+    func result<Value>(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?, _ data: Data?, _ error: Error?,
+                       emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
+                       parse: (Data) -> Result<Value, Error>) -> Result<Value, Error> {
+        result(method: request?.method, status: response?.status, body: data, error: error,
+               emptyValue: emptyValue(), requiresBytes: requiresBytes, parse: parse)
     }
 }
 
@@ -93,14 +184,16 @@ func serializationFailure(_ reason: TapwireError.ResponseSerializationFailureRea
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Data> {
     /// The bytes as they are. Fails only on nil data; accepts a truncated body.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func data(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<Data> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(Data()) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return .success(data)
+            policy.result(request, response, data, error, emptyValue: Data(), requiresBytes: false) { .success($0) }
         }
     }
 }
@@ -111,21 +204,26 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
     /// Text in `encoding`, else the Content-Type charset, else ISO-8859-1.
     /// Fails only on nil data or bytes invalid in the chosen charset; accepts a truncated
     /// body, without the character the cut split (`Charset.decodePrefix`).
+    /// - Parameters:
+    ///   - encoding: Default nil: the Content-Type's charset, else ISO-8859-1.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func string(encoding: Charset? = nil,
                               emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                               emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<String> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         func serialize(prefix: Bool) -> (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<String, Error> {
             return { request, response, data, error in
-                if let error { return .failure(error) }
-                if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success("") }
-                guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-                if data.isEmpty { return .success("") }
-                let charset = Charset.forResponse(explicit: encoding, response: response)
-                guard let string = prefix ? charset.decodePrefix(data) : charset.decode(data) else {
-                    return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+                policy.result(request, response, data, error, emptyValue: "", requiresBytes: false) { data in
+                    if data.isEmpty { return .success("") }
+                    let charset = Charset.forResponse(explicit: encoding, response: response)
+                    guard let string = prefix ? charset.decodePrefix(data) : charset.decode(data) else {
+                        return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+                    }
+                    return .success(string)
                 }
-                return .success(string)
             }
         }
         return DataResponseSerializer(serializeResponse: serialize(prefix: false),
@@ -142,10 +240,9 @@ extension DataResponseSerializer where Value == JSON {
                             parse: @escaping (Data) -> Result<[JSON], Error>) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return parse(data).map { .array($0) }
+            policy.result(request, response, data, error, emptyValue: .array([]), requiresBytes: false) { data in
+                parse(data).map { .array($0) }
+            }
         }
     }
 }
@@ -155,21 +252,27 @@ extension DataResponseSerializer where Value == JSON {
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
     /// A typed JSON value keeping member order and number text. Fragments are
     /// allowed by default, as in Alamofire. Empty-allowed responses give `.null`.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func json(allowFragments: Bool = true, maxDepth: Int = 512,
                             emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
-            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-            do {
-                let value = try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON in
-                    try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+            policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
+                do {
+                    let value = try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON in
+                        try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                    }
+                    return .success(value)
+                } catch {
+                    return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
                 }
-                return .success(value)
-            } catch {
-                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
             }
         }
     }
@@ -179,12 +282,23 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
 /// (`JSONCompactor`), with `redactingKeys` applied at any depth. The same value as
 /// `json(...)` followed by `JSONWriter`, for a log that needs no `JSON` tree.
 public struct CompactJSON: Sendable, Equatable {
+    /// The value as compact JSON text (UTF-8, no white space outside strings).
     public var text: [UInt8]
+    /// - Parameter text: Compact JSON text.
     public init(text: [UInt8]) { self.text = text }
 }
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<CompactJSON> {
     /// `json(...)`'s checks in the same order and with the same errors; the value is its text.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth;
+    ///     default none.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func compactJSON(allowFragments: Bool = true, maxDepth: Int = 512, redactingKeys keys: JSONKeySet = JSONKeySet([]),
                                    emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<CompactJSON> {
@@ -206,6 +320,15 @@ extension CompactJSON {
     /// The `compactJSON` serializer's steps on a body's bytes (nil: no data), for callers
     /// that hold bytes rather than the heads and a `Data` (the log's workers, which skip
     /// the exchange objects for the common record: see `ExchangeProcessor.outcome`).
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when none arrived.
+    ///   - body: The body's bytes, nil when none were received.
+    ///   - error: The exchange's error; when set it is the result.
+    ///   - allowFragments: Accept a scalar at top level.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.
+    ///   - policy: When an empty body is `null` rather than a failure.
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy) -> Result<CompactJSON, Error> {
@@ -217,28 +340,27 @@ extension CompactJSON {
     /// The same, writing the text into `storage`'s memory (emptied before the text is written)
     /// and sharing it with the result: a caller that lets go of each result before the next
     /// call (a log worker, record after record) allocates no array per body.
+    /// - Parameter storage: Memory to reuse; its contents are replaced.
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
-        if let error { return .failure(error) }
-        if (body?.isEmpty ?? true) && policy.allowsEmptyBody(method: method, status: status) {
-            return .success(CompactJSON(text: Array("null".utf8)))
-        }
-        guard let bytes = body, !bytes.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-        storage.removeAll(keepingCapacity: true)
-        storage.reserveCapacity(bytes.count + 16)
-        if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
-            return .success(CompactJSON(text: storage))
-        }
-        // Invalid (or refused by the one-pass check): the parser says why, or, should
-        // it accept what the pass refused, its tree gives the text.
-        do {
-            let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+        policy.result(method: method, status: status, body: body, error: error,
+                      emptyValue: CompactJSON(text: Array("null".utf8)), requiresBytes: true) { bytes in
             storage.removeAll(keepingCapacity: true)
-            JSONWriter.write(keys.redacting(value), into: &storage)
-            return .success(CompactJSON(text: storage))
-        } catch {
-            return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            storage.reserveCapacity(bytes.count + 16)
+            if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
+                return .success(CompactJSON(text: storage))
+            }
+            // Invalid (or refused by the one-pass check): the parser says why, or, should
+            // it accept what the pass refused, its tree gives the text.
+            do {
+                let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                storage.removeAll(keepingCapacity: true)
+                JSONWriter.write(keys.redacting(value), into: &storage)
+                return .success(CompactJSON(text: storage))
+            } catch {
+                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            }
         }
     }
 }
@@ -248,18 +370,22 @@ extension CompactJSON {
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
     /// An XML, binary or OpenStep property list, mapped to `JSON` (see
     /// `PropertyListConversion`). Empty-allowed responses give `.null`.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func propertyList(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                     emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
-            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-            do {
-                let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-                return .success(try PropertyListConversion.json(from: object))
-            } catch {
-                return .failure(serializationFailure(.propertyListSerializationFailed(error: error)))
+            policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
+                do {
+                    let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+                    return .success(try PropertyListConversion.json(from: object))
+                } catch {
+                    return .failure(serializationFailure(.propertyListSerializationFailed(error: error)))
+                }
             }
         }
     }
@@ -271,6 +397,9 @@ extension DataResponseSerializer {
     /// A serializer from a throwing closure, with the built-ins' first check
     /// (an error passed in is returned unchanged). A thrown `TapwireError` is
     /// kept; any other error becomes `customSerializationFailed(error:)`.
+    /// - Parameters:
+    ///   - acceptsTruncatedInput: Whether a cut body reaches `body`; default false.
+    ///   - body: Given request, response and data; returns the value or throws.
     public static func custom(acceptsTruncatedInput: Bool = false,
                               _ body: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?) throws -> Value) -> DataResponseSerializer<Value> {
         DataResponseSerializer(acceptsTruncatedInput: acceptsTruncatedInput) { request, response, data, error in
@@ -290,6 +419,11 @@ extension CompletedExchange {
     /// `serialize(with: .compactJSON(…))`, specialized here. Generic code called from
     /// another module runs unspecialized: the log's workers then looked up `Result`'s and
     /// `DataResponse`'s generic metadata at run time, ~1,000 instructions per record.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.
+    ///   - emptyResponseCodes: Statuses whose empty body is `null`.
+    ///   - emptyRequestMethods: Request methods whose empty response is `null`.
     public func serializeCompactJSON(allowFragments: Bool, redactingKeys keys: JSONKeySet,
                                      emptyResponseCodes: Set<Int>, emptyRequestMethods: Set<String>) -> DataResponse<CompactJSON> {
         serialize(with: .compactJSON(allowFragments: allowFragments, redactingKeys: keys,

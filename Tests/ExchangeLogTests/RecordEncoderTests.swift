@@ -61,7 +61,7 @@ final class RecordEncoderTests: XCTestCase {
     func testTunnelRecordShape() throws {
         let tunnel = CapturedTunnel(kind: .connect, client: "127.0.0.1:50000", target: "example.com:443", status: 200,
                                     bytesFromClient: 517, bytesFromUpstream: 4711,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 + 1.5, closedBy: "client")
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 1.5, closedBy: .client)
         let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "0000018c2b1f4a1e-00000a"))
         XCTAssertEqual(record.json, .object([
             JSON.Member("id", .string("0000018c2b1f4a1e-00000a")),
@@ -82,8 +82,8 @@ final class RecordEncoderTests: XCTestCase {
     func testTunnelWithErrorAndBackwardsEnd() throws {
         let tunnel = CapturedTunnel(kind: .connect, client: "c", target: "t:443", status: 502,
                                     bytesFromClient: 0, bytesFromUpstream: 0,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 - 1, closedBy: "error",
-                                    error: TransportError("upstreamDNSFailed", "no such host \"t\""))
+                                    start: RecordFixture.t0, end: RecordFixture.t0 - 1, closedBy: .error,
+                                    error: TransportError(.upstreamDNSFailed, "no such host \"t\""))
         let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "x"))
         XCTAssertEqual(record["/duration"], .number("0"))
         XCTAssertEqual(record["/endTime"], record["/startTime"])
@@ -100,7 +100,7 @@ final class RecordEncoderTests: XCTestCase {
             responseHeaders: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
         let tunnel = CapturedTunnel(kind: .websocket, client: "127.0.0.1:50001", target: "echo.local:80", status: 101,
                                     bytesFromClient: 120, bytesFromUpstream: 96,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 + 12.25, closedBy: "upstream",
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 12.25, closedBy: .upstream,
                                     upgrade: upgrade)
         let processor = RecordFixture.processor(ProcessorSettings(redactHeaders: ["cookie"]))
         let record = try ParsedRecord(processor.record(for: tunnel, id: "x"))
@@ -119,7 +119,7 @@ final class RecordEncoderTests: XCTestCase {
         XCTAssertFalse(record.line.contains("SECRET"))
 
         let bare = CapturedTunnel(kind: .websocket, client: "c", target: "t:80", status: 101, bytesFromClient: 1,
-                                  bytesFromUpstream: 2, start: RecordFixture.t0, end: RecordFixture.t0, closedBy: "client")
+                                  bytesFromUpstream: 2, start: RecordFixture.t0, end: RecordFixture.t0, closedBy: .client)
         let bareRecord = try ParsedRecord(processor.record(for: bare, id: "x"))
         XCTAssertEqual(bareRecord["/request"], .null)
         XCTAssertEqual(bareRecord["/response"], .null)
@@ -127,6 +127,25 @@ final class RecordEncoderTests: XCTestCase {
 
     /// Every line parses, whatever the header names and values hold, and the
     /// headers come back exactly as captured.
+    func testReplayOfComesFromTheRequestFieldWhichIsNotLoggedAsAHeader() throws {
+        let processor = RecordFixture.processor()
+        let plain = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080"), ("Accept", "*/*")])
+        var replay = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080"), ("x-tapwire-replay-of", "0000018c2b1f4a1e-000001"),
+                                                             ("Accept", "*/*")])
+        let plainRecord = try ParsedRecord(processor.record(for: plain, id: "0000018c2b1f4a1e-000002"))
+        let replayRecord = try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertNil(plainRecord["/replayOf"])
+        XCTAssertFalse(plainRecord.line.contains("replayOf"))
+        XCTAssertEqual(replayRecord["/replayOf"], .string("0000018c2b1f4a1e-000001"))
+        XCTAssertEqual(replayRecord.keys("").last, "replayOf")
+        XCTAssertEqual(replayRecord["/request/headers"], plainRecord["/request/headers"])
+        // Apart from the field, the record is the one the request without it gives.
+        XCTAssertEqual(replayRecord.line, String(plainRecord.line.dropLast()) + #","replayOf":"0000018c2b1f4a1e-000001"}"#)
+        // An empty value names nothing.
+        replay.request.headers = [("Host", "api.local:8080"), ("X-Tapwire-Replay-Of", ""), ("Accept", "*/*")]
+        XCTAssertEqual(try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002")).line, plainRecord.line)
+    }
+
     func testEveryGeneratedRecordParses() throws {
         var random = SplitMix64(seed: 0x7A9_C0DE)
         let pieces = ["a", "Z", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "日本", "😀", "\u{2028}",
@@ -154,7 +173,8 @@ final class RecordEncoderTests: XCTestCase {
             let (contentType, body) = bodies[Int(random.next() % UInt64(bodies.count))]
             let methods = ["GET", "PUT", "POST", "HEAD", text(4)]
             let hasResponse = random.next() % 5 != 0
-            let error = random.next() % 4 == 0 ? TransportError(text(6), text(30)) : nil
+            let codes = TransportError.Code.allCases
+            let error = random.next() % 4 == 0 ? TransportError(codes[Int(random.next() % UInt64(codes.count))], text(30)) : nil
             let exchange = RecordFixture.exchange(
                 method: methods[Int(random.next() % 5)], url: "http://h/" + text(10),
                 requestHeaders: requestHeaders, requestBody: random.next() % 3 == 0 ? body : [],
