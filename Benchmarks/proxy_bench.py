@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tapwire against nginx, squid, tinyproxy and mitmproxy on loopback, and against
-itself with logging off (`log.enabled: false`, the reference for issue #4's goal).
+itself with logging off (`log.enabled: false`, the reference for the logging on/off goal).
 
 Run through `make bench` (which installs the other proxies and builds Tapwire),
 or directly: `python3 Benchmarks/proxy_bench.py --tapwire .build/release/tapwire`.
@@ -357,7 +357,7 @@ WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=None):
     """Tapwire with its default config, but for `log.maxFiles` (see below); `logging=False`
     sets only `log.enabled: false`
-    (forwarding without decoding or logging: issue #4's reference); `extra_log` adds
+    (forwarding without decoding or logging: the logging on/off reference); `extra_log` adds
     keys to the `log` object (tapwire-wait)."""
     d = os.path.join(root, label)
     os.makedirs(d)
@@ -525,9 +525,9 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
         if p.name == "tapwire" and r:
             wrk_served.append(r["requests"])
     # Tapwire with and without logging run back to back in every round, in alternating
-    # order: issue #4's ratio is between the two, and rounds of other proxies in between
-    # let the machine's speed drift between them (a shared host's steal time changes
-    # within a minute), which spread that ratio over 0.76-0.89 in runs of one binary.
+    # order: the logging on/off ratio is between the two, and rounds of other proxies in
+    # between would let the machine's speed drift between them (a shared host's steal time
+    # changes within a minute) and the ratio would measure the drift.
     units = []
     for p in proxies:
         if p.name == "tapwire-nolog" and any(u[0].name == "tapwire" for u in units):
@@ -1108,7 +1108,7 @@ def report(args, small, medium, records, stream, idle, medium_records=None):
     else:
         goal("64 KiB JSON vs squid", None, "not measured")
     # The option, not the default: log.whenBehind wait holds clients instead of dropping
-    # records (issue #4's default never lets traffic wait).
+    # records (the default, drop, never lets traffic wait).
     wt_m, wait_records = medium.get("tapwire-wait"), (medium_records or {}).get("wait")
     if wt_m and sq_m:
         goal("(whenBehind wait) 64 KiB >= 1.0x squid", wt_m["rps"] >= sq_m["rps"],
