@@ -8,8 +8,8 @@ public struct HTTPAuthority: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     public init(scheme: String, host: String, port: Int) { self.scheme = scheme; self.host = host; self.port = port }
     /// `host:port`, bracketing IPv6 literals. Written into the string's storage in one
-    /// pass: it is the Host field of every forwarded request, and interpolation with a
-    /// generic scan for `:` cost ~1,100 instructions an exchange on the event loop.
+    /// pass, without interpolation or a generic scan for `:`: it is the Host field of every
+    /// forwarded request, made on the event loop.
     public var description: String {
         guard (0...99_999).contains(port) else { return "\(bracketedHost):\(port)" }
         var host = self.host
@@ -78,8 +78,8 @@ extension HTTPRequestHead {
     /// invalid host or port (0, > 65535, non-digits), userinfo, or CONNECT without
     /// authority-form.
     public func proxyForm() throws(HTTPParseError) -> ProxyRequestForm {
-        // On the target's bytes where they are: `Array(target.utf8)` was an allocation and a
-        // copy per request (~500 instructions with its release, callgrind).
+        // On the target's bytes where they are: `Array(target.utf8)` would allocate and copy
+        // per request, on the event loop.
         let method = self.method, target = self.target
         return try HTTPHeaders.withUTF8(target) { t in
             Result { () throws(HTTPParseError) -> ProxyRequestForm in
@@ -114,8 +114,8 @@ extension HTTPRequestHead {
     }
 
     /// `forwardedRequestHead(…).serialized()` in one pass, without building the intermediate
-    /// head: replacing Host copied the field array and the bytes, and the two steps cost
-    /// ~3.3k instructions per request on the loop (callgrind).
+    /// head (replacing Host would copy the field array and the bytes, on the loop, per
+    /// request). Equal byte for byte to the two-step path: a test and fuzz invariant.
     public func forwardedWireForm(authority: HTTPAuthority, originTarget: String, keepUpgrade: Bool) -> [UInt8] {
         WireForm.collect { writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: keepUpgrade, to: $0) }
     }
@@ -246,7 +246,7 @@ extension HTTPResponseHead {
     /// What the client is sent for this upstream response, in one pass: the same bytes as
     /// `forwardedResponseHead(keepUpgrade: false, …)` with `connection` as an added
     /// Connection field, then `serialized()`, without building the intermediate head
-    /// (that cost two field arrays and ~5k instructions per response).
+    /// (two field arrays per response, on the loop).
     /// - Parameter droppingTransferEncoding: the body goes out without its chunk framing (to an
     ///   HTTP/1.0 client, which must not be sent Transfer-Encoding: RFC 9112 §6.1).
     public func forwardedWireForm(connection: String?, droppingTransferEncoding: Bool = false) -> [UInt8] {
@@ -363,8 +363,8 @@ extension HTTPHeaders {
 
     /// Whether some Connection field of these lists a token other than `keep-alive`: only
     /// then can it name a field that `HopRole` lets through (a Keep-Alive field goes anyway).
-    /// Most heads carry just `Connection: keep-alive`, and looking every other field up in
-    /// the Connection fields cost ~1.3k instructions per response on the loop (callgrind).
+    /// Most heads carry just `Connection: keep-alive`, so the loop looks the other fields up
+    /// in the Connection fields only when this says it must.
     static func connectionMayNameFields(spans: [Span], in b: UnsafeBufferPointer<UInt8>) -> Bool {
         let keepAlive: StaticString = "keep-alive"
         let token = keepAlive.buffer
@@ -441,8 +441,8 @@ enum WireForm {
     static func statusLineCapacity(_ reason: UnsafeBufferPointer<UInt8>) -> Int { versionCapacity + 3 + 2 + reason.count + 2 }
 
     /// An array of at most `capacity` bytes written by `body` through a cursor: one
-    /// allocation and a `memcpy` per piece (appending small buffers to a `[UInt8]` went
-    /// through the generic copy path, ~2k instructions per head).
+    /// allocation and a `memcpy` per piece (appending small buffers to a `[UInt8]` goes
+    /// through the generic copy path).
     static func build(capacity: Int, _ body: (inout WireCursor) -> Void) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             guard let base = buffer.baseAddress else { count = 0; return }
@@ -474,7 +474,7 @@ enum WireForm {
 /// `fill` at most once (not when it has no memory) with room for at least that many; `fill`
 /// returns how many it wrote. The
 /// engine passes space in its output buffer, so a forwarded head is never an array of its
-/// own (the array's allocation cost ~530 instructions a head on the loop, callgrind).
+/// own (no allocation per head on the loop).
 public typealias WireFormSink = (_ capacity: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) -> Void
 
 /// Writes into memory `WireForm.build` sized; every write checks the end, so a wrong
@@ -574,9 +574,9 @@ enum RequestTarget {
     /// `host[:port]` (absolute-form, port defaults by scheme) or `host:port`
     /// (authority-form, scheme "", port required). Host is lowercased.
     ///
-    /// Index loops over the bytes: generic slice searches and `lowercased()` (Unicode-aware,
-    /// a new string) cost ~1.2k instructions per request on the loop (callgrind). Every
-    /// byte a host may hold is ASCII, so lowering ASCII letters is the same as `lowercased()`.
+    /// Index loops over the bytes rather than generic slice searches and `lowercased()`
+    /// (Unicode-aware, a new string), since this runs on the loop per request. Every byte a
+    /// host may hold is ASCII, so lowering ASCII letters is the same as `lowercased()`.
     static func parseHostPort(_ a: UnsafeBufferPointer<UInt8>, scheme: String) -> Result<(String, Int), HTTPParseError> {
         let n = a.count
         for i in 0..<n where a[i] == UInt8(ascii: "@") {

@@ -120,8 +120,8 @@ public enum JSONCompactor {
 extension JSONCompactor {
     /// One function with its state in locals: as methods on a struct the state lived in
     /// memory behind `self` and every token paid loads, stores and calls for it. For the
-    /// same reason the white-space skip is written out at its four places: as a nested
-    /// function capturing the locals it cost 7% more instructions (callgrind, 64 KiB page).
+    /// same reason the white-space skip is written out at its four places: a nested
+    /// function capturing the locals would move them back to memory.
     static func compact(_ p: UnsafePointer<UInt8>, end: Int, allowFragments: Bool, maxDepth: Int,
                         keys: JSONKeySet, into out: inout [UInt8]) -> Bool {
         let redacts = !keys.isEmpty

@@ -1,4 +1,3 @@
-// CONTRACT (filled in by the JSON work): signatures here are what other code calls.
 import Foundation  // the `Data` overload and NSLock; the parser itself works on raw bytes.
 
 /// Where and why a document is not RFC 8259 JSON.
@@ -236,9 +235,9 @@ private struct ShortTextCache<Element>: ~Copyable {
 }
 
 /// A reader's working memory (stacks and tables), kept between parses in a small pool.
-/// Why: allocating these afresh made every parse start with large allocations, and glibc
+/// Why: allocated afresh, every parse would start with large allocations, and glibc
 /// answers a large allocation by first consolidating every small block freed since (the
-/// whole previous document), which showed up as a sixth of the parse profile.
+/// whole previous document).
 /// Whoever holds a `ReaderMemory` owns its blocks, which contain no live values.
 private struct ReaderMemory: @unchecked Sendable {
     struct Block {

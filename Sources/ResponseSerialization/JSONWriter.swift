@@ -1,5 +1,3 @@
-// CONTRACT (filled in by the JSON work): signatures here are what other code calls.
-
 /// Compact RFC 8259 output.
 ///
 /// Escaping: `"` and `\`, the two-character forms `\b \f \n \r \t`, every other control
