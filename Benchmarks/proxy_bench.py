@@ -349,7 +349,7 @@ def start_origin(procs, root, www):
 
 
 # `log.whenBehind: wait` with an 8 MiB decode queue: the option that logs every exchange by
-# holding clients while decoding is behind (see README, log.whenBehind). The smaller queue
+# holding clients while decoding is behind (docs/configuration.md, log.whenBehind). The smaller queue
 # keeps each hold short and the captures in cache.
 WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 

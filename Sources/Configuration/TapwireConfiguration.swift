@@ -245,8 +245,8 @@ public struct TapwireConfiguration: Sendable {
             }
             if let ms = r.stringOrStrings(m["method"], "\(mp).method") { match.methods = ms.map { $0.uppercased() } }
             match.status = r.parsed(m["status"], "\(mp).status", expected: "a status such as 404, 4xx or 200-299", StatusPattern.init)
-            // Parameters are ignored (README says so): refusing them now would stop configs
-            // that start today.
+            // Parameters are ignored (docs/configuration.md says so): refusing them would stop
+            // configs that start today.
             match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*", MediaTypePattern.init)
             if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") {
                 for (i, h) in hs.enumerated() where h.isEmpty || h.contains(where: { $0 == ":" || $0 == " " || $0 == "\t" }) {

@@ -354,8 +354,8 @@ public struct ExchangeProcessor: Sendable {
     /// The request body through the default serializer for its Content-Type; nil when none was captured.
     /// The exchange's rule keeps its secrets too: with serializer `none` the body is not
     /// logged, with `data` only its size, and its `redact` pointers apply to a JSON body
-    /// (README: "to keep a secret body out of the log, give its route a rule whose serializer
-    /// is none or data"; a login's request is where the secret is). `select` and `validate`
+    /// (docs/records.md, "Redaction": a rule whose serializer is none or data keeps a body out
+    /// of the log; a login's request is where the secret is). `select` and `validate`
     /// describe the response and stay with it.
     private func requestBodyOutcome(_ exchange: CapturedExchange, rule: Rule?) -> RequestBodyOutcome? {
         let body = exchange.requestBody
