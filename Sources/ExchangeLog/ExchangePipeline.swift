@@ -322,11 +322,11 @@ public final class ExchangePipeline: @unchecked Sendable {
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
             // Each event is moved out of its slot (nil left behind), read in place and moved
-            // on to its source's list. `for event in batch` copied every event (a retain per
-            // string and array in it) and released the copy before removeAll released the
-            // original; rebuilding the enum after the switch (`done = .http(exchange)`) also
-            // copied it: a retain and a release of each of its ~10 references, a seventh of
-            // the worker's time.
+            // on to its source's list. `for event in batch` would copy every event (a retain
+            // per string and array in it) and release the copy before removeAll released the
+            // original; rebuilding the enum after the switch (`done = .http(exchange)`) would
+            // copy it too: a retain and a release of each of its references, atomics on cache
+            // lines the loop's core holds.
             for i in batch.indices {
                 guard let event = batch[i].event.take() else { continue }
                 Self.encode(event, processor: processor, ids: ids, into: &buffer, scratch: &scratch)

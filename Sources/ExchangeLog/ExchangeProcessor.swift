@@ -296,7 +296,7 @@ public struct ExchangeProcessor: Sendable {
 
     /// `text` cut so that its JSON string form stays within `maxBytes`, or nil when it fits.
     /// Escaping can make text six times longer (`\u0001`): 8 KB of gzip that decodes to 8 MiB
-    /// of control bytes made a 50 MB record, and ~120 MiB of memory on the worker.
+    /// of control bytes would otherwise make a 50 MB record, and more memory on the worker.
     static func prefix(of text: String, escapedWithin maxBytes: Int) -> String? {
         let utf8 = text.utf8
         if utf8.count * 6 <= maxBytes { return nil }  // fits whatever it holds
