@@ -173,7 +173,7 @@ public struct ExchangeProcessor: Sendable {
         let (hasResponse, status, contentEncoding, contentType) = ExchangeProcessor.responseFields(of: exchange)
         let body = exchange.responseBody
         let transportError: Error? = exchange.error.map {
-            TapwireError.transportFailed(TransportFailure(code: .init(rawValue: $0.code), message: $0.message))
+            TapwireError.transportFailed($0)
         }
 
         // Undo the Content-Encoding. A body cut by a transport failure (`cutShort`) is as incomplete as one
@@ -200,6 +200,7 @@ public struct ExchangeProcessor: Sendable {
 
         let clock = exchange.clock
         let completedTime = clock.lastResponseByte ?? ExchangeProcessor.latestPoint(clock)
+        let metrics = ExchangeProcessor.metrics(exchange)
         let capture = BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes),
                                   truncated: summary.truncated)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
@@ -221,11 +222,8 @@ public struct ExchangeProcessor: Sendable {
             let timeline = Timeline(requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
                                     requestCompletedTime: completedTime,
                                     serializationCompletedTime: max(self.clock(), completedTime))
-            return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
-                                     result: RecordResult(compact: result), timeline: timeline,
-                                     metrics: ExchangeProcessor.metrics(exchange), body: summary,
-                                     mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
-                                     requestBody: requestBodyOutcome(exchange, rule: rule))
+            return recordOutcome(exchange, rule: rule, spec: spec, result: RecordResult(compact: result), timeline: timeline,
+                                 metrics: metrics, body: summary, contentType: contentType, hasResponse: hasResponse)
         }
 
         let data: Data? = hasResponse ? Data(decodingError == nil ? decodedBytes : body.bytes) : nil
@@ -233,7 +231,7 @@ public struct ExchangeProcessor: Sendable {
             request: exchange.request, response: exchange.response, data: data,
             error: transportError ?? decodingError, capture: capture,
             requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
-            requestCompletedTime: completedTime, metrics: ExchangeProcessor.metrics(exchange), clock: self.clock)
+            requestCompletedTime: completedTime, metrics: metrics, clock: self.clock)
 
         if let validation = rule?.validate {
             if let patterns = validation.statusCodes {
@@ -252,11 +250,9 @@ public struct ExchangeProcessor: Sendable {
             let response = completed.serializeCompactJSON(
                 allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
                 emptyResponseCodes: policy.codes, emptyRequestMethods: policy.methods)
-            return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
-                                     result: RecordResult(compact: response.result), timeline: response.timeline,
-                                     metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
-                                     mimeType: contentType.mediaType, charset: hasResponse ? contentType.charsetName : nil,
-                                     requestBody: requestBodyOutcome(exchange, rule: rule))
+            return recordOutcome(exchange, rule: rule, spec: spec, result: RecordResult(compact: response.result),
+                                 timeline: response.timeline, metrics: metrics, body: summary, contentType: contentType,
+                                 hasResponse: hasResponse)
         }
         let (result, timeline) = serialize(completed, spec, charset: stringCharset)
 
@@ -282,14 +278,26 @@ public struct ExchangeProcessor: Sendable {
             recordResult = .failure(ErrorLogFields(error))
         }
 
+        return recordOutcome(exchange, rule: rule, spec: spec, result: recordResult, timeline: timeline,
+                             metrics: metrics, body: summary, contentType: contentType, hasResponse: hasResponse,
+                             stringCharset: stringCharset)
+    }
+
+    /// The one place a record outcome is put together: the three ways to a result (the compact
+    /// fast path, the compact serializer, every other serializer) differ only in the result,
+    /// the timeline and the body summary.
+    /// - Parameter stringCharset: what the string serializer decoded with, when it ran; the
+    ///   record's `response.charset` names it rather than the Content-Type's.
+    private func recordOutcome(_ exchange: CapturedExchange, rule: Rule?, spec: SerializerSpec, result: RecordResult,
+                               timeline: Timeline, metrics: ExchangeMetrics, body: ResponseBodySummary,
+                               contentType: ContentTypeFields, hasResponse: Bool,
+                               stringCharset: Charset? = nil) -> HTTPRecordOutcome {
         var charset: String?
         if hasResponse {
-            charset = spec.kind == .string ? stringCharset.name : contentType.charsetName
+            charset = spec.kind == .string ? stringCharset?.name : contentType.charsetName
         }
-
         return HTTPRecordOutcome(ruleName: rule?.name ?? RuleSet.defaultRuleName, serializer: spec.kind,
-                                 result: recordResult, timeline: timeline,
-                                 metrics: completed.metrics ?? ExchangeMetrics(), body: summary,
+                                 result: result, timeline: timeline, metrics: metrics, body: body,
                                  mimeType: contentType.mediaType, charset: charset,
                                  requestBody: requestBodyOutcome(exchange, rule: rule))
     }
@@ -318,37 +326,12 @@ public struct ExchangeProcessor: Sendable {
     /// - Parameter charset: what the string serializer decodes with.
     private func serialize(_ completed: CompletedExchange, _ spec: SerializerSpec,
                            charset: Charset) -> (Result<JSON, Error>, Timeline) {
-        let policy = spec.emptyResponsePolicy
-        let codes = policy.codes, methods = policy.methods
-        switch spec.kind {
-        case .none:
+        guard let serializer = spec.serializer(charset: charset) else {
             let response = completed.defaultResponse()
             return (response.error.map { .failure($0) } ?? .success(.null), response.timeline)
-        case .data:
-            let base64Bytes = spec.base64Bytes
-            let response = completed.serialize(with: .data(emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result.map { ExchangeProcessor.dataValue($0, base64Bytes: base64Bytes) }, response.timeline)
-        case .string:
-            let response = completed.serialize(
-                with: .string(encoding: charset, emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result.map { JSON.string($0) }, response.timeline)
-        case .json:
-            let response = completed.serialize(
-                with: .json(allowFragments: spec.allowFragments, emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result, response.timeline)
-        case .propertyList:
-            let response = completed.serialize(with: .propertyList(emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result, response.timeline)
-        case .jsonLines:
-            let response = completed.serialize(with: .jsonLines(emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result, response.timeline)
-        case .form:
-            let response = completed.serialize(with: .form(emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result, response.timeline)
-        case .eventStream:
-            let response = completed.serialize(with: .eventStream(emptyResponseCodes: codes, emptyRequestMethods: methods))
-            return (response.result, response.timeline)
         }
+        let response = completed.serialize(with: serializer)
+        return (response.result, response.timeline)
     }
 
     /// The request body through the default serializer for its Content-Type; nil when none was captured.
@@ -554,14 +537,6 @@ public struct ExchangeProcessor: Sendable {
             receive: span(c.firstResponseByte, c.lastResponseByte),
             connectionReused: exchange.connectionReused,
             upstream: exchange.upstreamAddress)
-    }
-}
-
-extension SerializerSpec {
-    /// The rule's empty-response options, the defaults where it sets none.
-    var emptyResponsePolicy: EmptyResponsePolicy {
-        EmptyResponsePolicy(codes: emptyResponseCodes ?? EmptyResponsePolicy.defaultCodes,
-                            methods: emptyRequestMethods ?? EmptyResponsePolicy.defaultMethods)
     }
 }
 

@@ -266,7 +266,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"duration\":", &out)
         RecordEncoder.appendSeconds(tunnel.end - tunnel.start, into: &out)
         RecordEncoder.ascii(",\"closedBy\":", &out)
-        out.appendQuoted(tunnel.closedBy)
+        out.appendQuoted(tunnel.closedBy.rawValue)
         RecordEncoder.ascii(",\"error\":", &out)
         RecordEncoder.appendTransportError(tunnel.error, into: &out)
         out.append(UInt8(ascii: "}"))
@@ -358,7 +358,7 @@ public struct RecordEncoder: Sendable {
     static func appendTransportError(_ error: TransportError?, into out: inout RecordBuffer) {
         guard let error else { ascii("null", &out); return }
         ascii("{\"code\":", &out)
-        out.appendQuoted(error.code)
+        out.appendQuoted(error.code.rawValue)
         ascii(",\"message\":", &out)
         out.appendQuoted(error.message)
         out.append(UInt8(ascii: "}"))

@@ -18,14 +18,6 @@ public struct CapturedBody: Sendable, Equatable {
     }
 }
 
-/// A transport failure, named as in the log record's `error` field.
-public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var code: String
-    public var message: String
-    public init(_ code: String, _ message: String) { self.code = code; self.message = message }
-    public var description: String { "\(code): \(message)" }
-}
-
 /// Clock points of one exchange, seconds since 1970, all derived from one
 /// monotonic reading so their differences are never negative.
 public struct ExchangeClock: Sendable, Equatable {
@@ -87,14 +79,27 @@ public struct CapturedTunnel: Sendable {
     public var bytesFromUpstream: UInt64
     public var start: Double
     public var end: Double
-    /// "client", "upstream", "timeout", "shutdown" or "error".
-    public var closedBy: String
+    /// What ended the tunnel; the raw value is the record's `closedBy`.
+    public enum ClosedBy: String, Sendable {
+        /// The client closed first (or both directions finished cleanly).
+        case client
+        /// The upstream closed first.
+        case upstream
+        /// Neither side sent a byte within `limits.tunnelIdleTimeout`.
+        case timeout
+        /// The proxy stopped.
+        case shutdown
+        /// The tunnel failed: a reset, or its upstream never connected.
+        case error
+    }
+
+    public var closedBy: ClosedBy
     public var error: TransportError?
     /// For websockets: the upgrade exchange.
     public var upgrade: CapturedExchange?
 
     public init(kind: Kind, client: String, target: String, status: Int, bytesFromClient: UInt64, bytesFromUpstream: UInt64,
-                start: Double, end: Double, closedBy: String, error: TransportError? = nil, upgrade: CapturedExchange? = nil) {
+                start: Double, end: Double, closedBy: ClosedBy, error: TransportError? = nil, upgrade: CapturedExchange? = nil) {
         self.kind = kind; self.client = client; self.target = target; self.status = status
         self.bytesFromClient = bytesFromClient; self.bytesFromUpstream = bytesFromUpstream
         self.start = start; self.end = end; self.closedBy = closedBy; self.error = error; self.upgrade = upgrade

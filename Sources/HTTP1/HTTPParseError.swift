@@ -22,5 +22,13 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case .unsupportedTransferCoding: return 501
         }
     }
+    /// The reason phrase of `status`, for the status line of that answer.
+    public var reasonPhrase: String {
+        switch kind {
+        case .malformed: return "Bad Request"
+        case .headTooLarge: return "Request Header Fields Too Large"
+        case .unsupportedTransferCoding: return "Not Implemented"
+        }
+    }
     public var description: String { reason }
 }

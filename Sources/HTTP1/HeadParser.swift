@@ -1,5 +1,3 @@
-// CONTRACT (filled in by the HTTP1 work): signatures here are what ProxyEngine calls.
-
 public enum HeadParseResult<Head: Sendable>: Sendable {
     /// No complete head yet (no CRLFCRLF) and the limit is not reached: read more.
     case incomplete

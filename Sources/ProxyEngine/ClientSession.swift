@@ -88,14 +88,14 @@ final class ClientSession {
     private func headTimedOut() {
         guard exchange == nil, !closed else { return }
         if let waiting = awaitingClientHello {
-            recordInterceptionFailure(waiting.authority, TransportError("clientTLSFailed",
+            recordInterceptionFailure(waiting.authority, TransportError(.clientTLSFailed,
                 "TLS handshake with the client for \(waiting.authority.host) failed: nothing sent within \(config.clientIdleTimeout) s"))
             close()
             return
         }
         if let authority = interceptedAuthority, !tlsEstablished {
             // A client that stalls mid-handshake leaves a record too, like one that refuses it.
-            recordInterceptionFailure(authority, TransportError("clientTLSFailed",
+            recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
                 "TLS handshake with the client for \(authority.host) failed: not completed within \(config.clientIdleTimeout) s"))
             close()
             return
@@ -146,9 +146,7 @@ final class ClientSession {
             do {
                 result = try HTTPHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                let reason = error.kind == .headTooLarge ? "Request Header Fields Too Large" :
-                    error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request"
-                respondError(error.status, reason, error.reason, close: true)
+                respondError(error.status, error.reasonPhrase, error.reason, close: true)
                 return
             }
             guard case .complete(let head, let length) = result else { return }
@@ -166,8 +164,7 @@ final class ClientSession {
             form = try head.proxyForm()
             framing = try head.bodyFraming()
         } catch {
-            respondError(error.status, error.kind == .unsupportedTransferCoding ? "Not Implemented" : "Bad Request",
-                         error.reason, close: true)
+            respondError(error.status, error.reasonPhrase, error.reason, close: true)
             return
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
@@ -296,7 +293,7 @@ final class ClientSession {
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
             respondError(502, "Bad Gateway", "cannot make a certificate for \(authority.host): \(error)", close: true)
-            recordInterceptionFailure(authority, TransportError("tlsFailed", "no certificate for \(authority.host): \(error)"))
+            recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
         write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
@@ -349,7 +346,7 @@ final class ClientSession {
         engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: peerText, target: authority.description,
                                                    status: 200, bytesFromClient: 0, bytesFromUpstream: 0,
                                                    start: interceptStart, end: max(interceptStart, now),
-                                                   closedBy: "client", error: error)))
+                                                   closedBy: .client, error: error)))
     }
 
     /// Hands this session's socket to a tunnel; the session ends without closing it.
@@ -515,7 +512,7 @@ final class ClientSession {
     private func event(_ events: Int16) {
         let e = Int32(events)
         if let waiting = awaitingClientHello, e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 {
-            recordInterceptionFailure(waiting.authority, TransportError("clientTLSFailed",
+            recordInterceptionFailure(waiting.authority, TransportError(.clientTLSFailed,
                 "TLS handshake with the client for \(waiting.authority.host) failed: the connection closed before it began"))
             close()
             return
@@ -531,14 +528,14 @@ final class ClientSession {
             } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
                 why += " (the client did not speak TLS after CONNECT)"
             }
-            recordInterceptionFailure(authority, TransportError("clientTLSFailed",
+            recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
                 "TLS handshake with the client for \(authority.host) failed: \(why)"))
             close()
             return
         }
         if e & BEV_EVENT_CONNECTED != 0 { return }
         if e & BEV_EVENT_TIMEOUT != 0 {
-            if let ex = exchange { ex.clientFailed(TransportError("clientTimeout", "client sent nothing for \(config.clientIdleTimeout) s")) }
+            if let ex = exchange { ex.clientFailed(TransportError(.clientTimeout, "client sent nothing for \(config.clientIdleTimeout) s")) }
             close()
             return
         }
@@ -556,15 +553,15 @@ final class ClientSession {
             }
         }
         if let ex = exchange {
-            ex.clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
+            ex.clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange"))
         }
         close()
     }
 
     /// The drain deadline passed: an exchange still in progress is recorded as cut by the
-    /// shutdown (`error.code` "shuttingDown", `TransportFailure.Code.shuttingDown`), not as a client abort.
+    /// shutdown (`TransportError.Code.shuttingDown`), not as a client abort.
     func closeAtShutdown() {
-        exchange?.clientFailed(TransportError("shuttingDown",
+        exchange?.clientFailed(TransportError(.shuttingDown,
             "Tapwire shut down before the exchange finished (limits.drainTimeout \(config.drainTimeout) s)"))
         close()
     }

@@ -216,9 +216,9 @@ final class Exchange: UpstreamOwner {
         } catch {
             closeClientAfter = true
             if !headForwarded {
-                finish(error: TransportError("malformedRequest", error.reason), respond: (error.status, "Bad Request", error.reason))
+                finish(error: TransportError(.malformedRequest, error.reason), respond: (error.status, error.reasonPhrase, error.reason))
             } else {
-                finish(error: TransportError("malformedRequest", error.reason), respond: nil)
+                finish(error: TransportError(.malformedRequest, error.reason), respond: nil)
             }
             return
         }
@@ -226,13 +226,13 @@ final class Exchange: UpstreamOwner {
             clientPaused = true
             session.pauseReading()
             bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
-            armStallTimer(after: config.upstreamReadTimeout, TransportError("upstreamTimeout",
+            armStallTimer(after: config.upstreamReadTimeout, TransportError(.upstreamTimeout,
                 "the origin took none of the request body for \(config.upstreamReadTimeout) s"))
         }
         if clientEnded && evbuffer_get_length(input) == 0 {
             // Everything the client sent before its half-close is forwarded and the body is
             // still short: no more is coming.
-            clientFailed(TransportError("clientAborted", "the client closed the connection mid-exchange"))
+            clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange"))
         }
     }
 
@@ -271,7 +271,7 @@ final class Exchange: UpstreamOwner {
     func abandon() {
         guard !finished else { return }
         closeClientAfter = true
-        finish(error: TransportError("clientAborted", "the client closed the connection mid-exchange"), respond: nil)
+        finish(error: TransportError(.clientAborted, "the client closed the connection mid-exchange"), respond: nil)
     }
 
     // MARK: response
@@ -293,7 +293,7 @@ final class Exchange: UpstreamOwner {
             do {
                 parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                failBeforeResponse(TransportError("malformedResponse", "malformed response head from the origin: \(error.reason)"))
+                failBeforeResponse(TransportError(.malformedResponse, "malformed response head from the origin: \(error.reason)"))
                 return
             }
             guard case .complete(let rh, let length) = parsed else { return }
@@ -301,7 +301,7 @@ final class Exchange: UpstreamOwner {
             engine.metrics.bytesFromUpstreams.add(length)
             if rh.status == 101 {
                 guard wantsUpgrade else {
-                    failBeforeResponse(TransportError("malformedResponse", "the origin switched protocols without being asked"))
+                    failBeforeResponse(TransportError(.malformedResponse, "the origin switched protocols without being asked"))
                     return
                 }
                 responseHead = rh
@@ -319,7 +319,7 @@ final class Exchange: UpstreamOwner {
             }
             let framing: BodyFraming
             do { framing = try rh.bodyFraming(requestMethod: head.method) } catch {
-                failBeforeResponse(TransportError("malformedResponse", "malformed response framing from the origin: \(error.reason)"))
+                failBeforeResponse(TransportError(.malformedResponse, "malformed response framing from the origin: \(error.reason)"))
                 return
             }
             responseHead = rh
@@ -355,7 +355,7 @@ final class Exchange: UpstreamOwner {
             responseFramer = framer
             session.flush()
             closeClientAfter = true
-            finish(error: TransportError("malformedResponse", "malformed response body from the origin: \(error.reason)"), respond: nil)
+            finish(error: TransportError(.malformedResponse, "malformed response body from the origin: \(error.reason)"), respond: nil)
             return
         }
         engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
@@ -368,7 +368,7 @@ final class Exchange: UpstreamOwner {
             upstreamPaused = true
             c.setReading(false)
             bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
-            armStallTimer(after: config.clientIdleTimeout, TransportError("clientTimeout",
+            armStallTimer(after: config.clientIdleTimeout, TransportError(.clientTimeout,
                 "the client took none of the answer for \(config.clientIdleTimeout) s"))
         }
     }
@@ -403,7 +403,7 @@ final class Exchange: UpstreamOwner {
         let e = Int32(events)
         if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { upstreamEnded = true }
         if e & BEV_EVENT_TIMEOUT != 0 {
-            let err = TransportError("upstreamTimeout", "the origin sent nothing for \(config.upstreamReadTimeout) s")
+            let err = TransportError(.upstreamTimeout, "the origin sent nothing for \(config.upstreamReadTimeout) s")
             if headForwarded { closeClientAfter = true; finish(error: err, respond: nil) } else { failBeforeResponse(err) }
             return
         }
@@ -420,7 +420,7 @@ final class Exchange: UpstreamOwner {
                 clock.lastResponseByte = now()
                 finish(error: nil, respond: nil)
             } else {
-                finish(error: TransportError("upstreamReset", "the origin closed the connection before the body was complete"), respond: nil)
+                finish(error: TransportError(.upstreamReset, "the origin closed the connection before the body was complete"), respond: nil)
             }
             return
         }
@@ -435,7 +435,7 @@ final class Exchange: UpstreamOwner {
         }
         let why = responseBytesSeen ? "the origin closed the connection inside the response head"
                                     : "the origin closed the connection without answering"
-        failBeforeResponse(TransportError(responseBytesSeen ? "malformedResponse" : "upstreamReset", why))
+        failBeforeResponse(TransportError(responseBytesSeen ? .malformedResponse : .upstreamReset, why))
     }
 
     // MARK: ending
@@ -443,11 +443,7 @@ final class Exchange: UpstreamOwner {
     /// A failure before any response head reached the client: answer with the matching status.
     private func failBeforeResponse(_ error: TransportError) {
         guard !finished else { return }
-        let (status, reason): (Int, String) = switch error.code {
-        case "upstreamTimeout": (504, "Gateway Timeout")
-        case "loopDetected": (508, "Loop Detected")
-        default: (502, "Bad Gateway")
-        }
+        let (status, reason) = error.code.statusForClient
         if !requestDone { closeClientAfter = true }
         finish(error: error, respond: (status, reason, error.message))
     }
@@ -517,14 +513,10 @@ final class Exchange: UpstreamOwner {
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let (status, reason): (Int, String) = switch error.code {
-                case "upstreamTimeout": (504, "Gateway Timeout")
-                case "loopDetected": (508, "Loop Detected")
-                default: (502, "Bad Gateway")
-                }
+                let (status, reason) = error.code.statusForClient
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
-                    start: start, end: self.now(), closedBy: "error", error: error, upgrade: nil)))
+                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
                 if answered { self.session.close() } else { self.session.respondError(status, reason, error.message, close: true) }
             case .success:
                 if !answered { self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) }

@@ -23,7 +23,7 @@ enum Resolver {
             return
         }
         guard let dns = loop.dns else {
-            loop.execute { completion(.failure(TransportError("upstreamDNSFailed", "no resolver available for \(host)")), true) }
+            loop.execute { completion(.failure(TransportError(.upstreamDNSFailed, "no resolver available for \(host)")), true) }
             return
         }
         // An absolute name ("localhost.", "example.com.") names the same host, but evdns
@@ -43,7 +43,7 @@ enum Resolver {
             defer { if let list { evutil_freeaddrinfo(list) } }
             guard result == 0 else {
                 let why = String(cString: evutil_gai_strerror(result))
-                request.completion(.failure(TransportError("upstreamDNSFailed", "cannot resolve \(request.host): \(why)")))
+                request.completion(.failure(TransportError(.upstreamDNSFailed, "cannot resolve \(request.host): \(why)")))
                 return
             }
             var out: [SocketAddress] = []
@@ -54,7 +54,7 @@ enum Resolver {
                 p = ai.pointee.ai_next
             }
             if out.isEmpty {
-                request.completion(.failure(TransportError("upstreamDNSFailed", "\(request.host) has no addresses")))
+                request.completion(.failure(TransportError(.upstreamDNSFailed, "\(request.host) has no addresses")))
             } else {
                 request.completion(.success(out))
             }

@@ -36,7 +36,7 @@ final class Tunnel {
     let upgrade: CapturedExchange?
     private var lastActivity = EventLoop.monotonicNow()
     private var idleTimer: LoopTimer?
-    private var firstClosed: String?
+    private var firstClosed: CapturedTunnel.ClosedBy?
     private var ended = false
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
@@ -123,14 +123,14 @@ final class Tunnel {
         if e & BEV_EVENT_EOF != 0 && e & BEV_EVENT_ERROR == 0 {
             move(from: side, to: partner)
             side.eof = true
-            if firstClosed == nil { firstClosed = side === client ? "client" : "upstream" }
+            if firstClosed == nil { firstClosed = side === client ? .client : .upstream }
             if evbuffer_get_length(partner.output) == 0 { shutdownWrite(partner) }
             finishIfDone()
             return
         }
-        if firstClosed == nil { firstClosed = side === client ? "client" : "upstream" }
-        end(closedBy: firstClosed ?? "error", error: e & BEV_EVENT_ERROR != 0
-            ? TransportError(side === client ? "clientAborted" : "upstreamReset", "connection reset") : nil)
+        if firstClosed == nil { firstClosed = side === client ? .client : .upstream }
+        end(closedBy: firstClosed ?? .error, error: e & BEV_EVENT_ERROR != 0
+            ? TransportError(side === client ? .clientAborted : .upstreamReset, "connection reset") : nil)
     }
 
     private func shutdownWrite(_ side: Side) {
@@ -142,17 +142,17 @@ final class Tunnel {
     private func finishIfDone() {
         guard !ended, client.eof, upstream.eof,
               evbuffer_get_length(client.output) == 0, evbuffer_get_length(upstream.output) == 0 else { return }
-        end(closedBy: firstClosed ?? "client", error: nil)
+        end(closedBy: firstClosed ?? .client, error: nil)
     }
 
     private func checkIdle() {
         if EventLoop.monotonicNow() - lastActivity >= engine.configuration.tunnelIdleTimeout {
-            end(closedBy: "timeout", error: nil)
+            end(closedBy: .timeout, error: nil)
         }
     }
 
     /// Closes both sides (at shutdown too) and hands the tunnel record to the sink.
-    func end(closedBy: String, error: TransportError?) {
+    func end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
         guard !ended else { return }
         ended = true
         idleTimer?.cancel()

@@ -60,7 +60,7 @@ final class UpstreamConnection {
         connectCompletion = completion
         self.phase = phase
         let timer = LoopTimer(loop: loop) { [weak self] in
-            self?.finishConnect(.failure(TransportError("upstreamTimeout",
+            self?.finishConnect(.failure(TransportError(.upstreamTimeout,
                 "connecting to \(self?.authority.description ?? "?") timed out")))
         }
         timer.schedule(after: timeout)
@@ -72,7 +72,7 @@ final class UpstreamConnection {
             case .failure(let e): self.finishConnect(.failure(e))
             case .success(let addresses):
                 if let own = addresses.first(where: isOwnListener) {
-                    self.finishConnect(.failure(TransportError("loopDetected",
+                    self.finishConnect(.failure(TransportError(.loopDetected,
                         "\(self.authority) is this proxy's own listener (\(own))")))
                     return
                 }
@@ -86,7 +86,7 @@ final class UpstreamConnection {
         guard connectCompletion != nil else { return }
         if let bev { bufferevent_free(bev); self.bev = nil }
         guard !pending.isEmpty else {
-            finishConnect(.failure(TransportError("upstreamConnectFailed",
+            finishConnect(.failure(TransportError(.upstreamConnectFailed,
                 "cannot connect to \(authority): \(lastConnectError)")))
             return
         }
@@ -159,7 +159,7 @@ final class UpstreamConnection {
                 let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
                 let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
                 let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-                finishConnect(.failure(TransportError("tlsFailed", "TLS with \(authority) failed: \(why)")))
+                finishConnect(.failure(TransportError(.tlsFailed, "TLS with \(authority) failed: \(why)")))
             } else {
                 // libevent leaves the socket's SO_ERROR in errno for this callback.
                 let err = errno
@@ -175,17 +175,17 @@ final class UpstreamConnection {
     /// filter means the handshake (and the origin's certificate check) succeeded.
     private func startTLS() {
         guard let tcp = bev, let interceptor = loop.engine?.tlsInterceptor else {
-            finishConnect(.failure(TransportError("tlsFailed", "HTTPS to \(authority) without TLS support")))
+            finishConnect(.failure(TransportError(.tlsFailed, "HTTPS to \(authority) without TLS support")))
             return
         }
         let ssl: OpaquePointer
         do { ssl = try interceptor.clientSSL(forHost: authority.host) } catch {
-            finishConnect(.failure(TransportError("tlsFailed", "TLS setup for \(authority) failed: \(error)")))
+            finishConnect(.failure(TransportError(.tlsFailed, "TLS setup for \(authority) failed: \(error)")))
             return
         }
         guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            finishConnect(.failure(TransportError("tlsFailed", "cannot start TLS with \(authority)")))
+            finishConnect(.failure(TransportError(.tlsFailed, "cannot start TLS with \(authority)")))
             return
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)

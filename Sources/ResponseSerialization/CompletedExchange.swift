@@ -1,6 +1,5 @@
 import Foundation
 import HTTP1
-import Synchronization
 
 /// How much of the response body was kept. `total` counts every body byte
 /// upstream sent; `captured` those kept under the capture limit.
@@ -223,20 +222,4 @@ public final class CompletedExchange: @unchecked Sendable {
         queue = created
         return created
     }
-}
-
-/// A lock for short, rarely contended critical sections: no allocation, yields the CPU
-/// while it waits.
-struct SpinLock: ~Copyable, Sendable {
-    private let held = Atomic<Bool>(false)
-
-    init() {}
-
-    func lock() {
-        while held.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged == false {
-            sched_yield()
-        }
-    }
-
-    func unlock() { held.store(false, ordering: .releasing) }
 }

@@ -54,6 +54,26 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
                                         _ data: Data?, _ error: Error?) -> Result<Value, Error> {
         (serializePrefix ?? serializeResponse)(request, response, data, error)
     }
+
+    /// This serializer with `transform` applied to the value it produces: the same checks,
+    /// the same errors, the same handling of a cut body.
+    /// - Parameter transform: Turns a successful value into the new serializer's value.
+    public func map<NewValue>(_ transform: @escaping (Value) -> NewValue) -> DataResponseSerializer<NewValue> {
+        let whole = serializeResponse
+        let prefix = serializePrefix
+        return DataResponseSerializer<NewValue>(
+            acceptsTruncatedInput: acceptsTruncatedInput,
+            serializeResponse: { whole($0, $1, $2, $3).map(transform) },
+            serializeCapturedPrefix: prefix.map { prefix in { prefix($0, $1, $2, $3).map(transform) } })
+    }
+
+    private init(acceptsTruncatedInput: Bool,
+                 serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>,
+                 serializeCapturedPrefix: ((HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>)?) {
+        self.acceptsTruncatedInput = acceptsTruncatedInput
+        self.serializeResponse = serializeResponse
+        self.serializePrefix = serializeCapturedPrefix
+    }
 }
 
 /// When an empty body is the right answer rather than a failure (check 2 of
@@ -80,8 +100,36 @@ public struct EmptyResponsePolicy: Sendable, Equatable {
         return false
     }
 
-    func returnsEmptyValue(request: HTTPRequestHead?, response: HTTPResponseHead?, data: Data?) -> Bool {
-        (data?.isEmpty ?? true) && allowsEmptyBody(request: request, response: response)
+    /// The order every built-in serializer follows, written once (Alamofire 5's, whose
+    /// `emptyResponseAllowed` is `allowsEmptyBody` here): an error passed in is the result;
+    /// then a nil or empty body the policy allows is `emptyValue`; then a nil body fails
+    /// (`inputDataNil`, or `inputDataNilOrZeroLength` for a serializer that `requiresBytes`,
+    /// which an empty body fails too); only then is the body parsed.
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when there is no response.
+    ///   - body: The body's bytes, nil when none were received.
+    ///   - error: The error the exchange hands the serializer.
+    ///   - emptyValue: The value of an allowed empty response.
+    ///   - requiresBytes: Whether an empty body, not allowed, fails rather than being parsed.
+    ///   - parse: Reads the body.
+    func result<Body: Collection, Value>(method: String?, status: Int?, body: Body?, error: Error?,
+                                         emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
+                                         parse: (Body) -> Result<Value, Error>) -> Result<Value, Error> {
+        if let error { return .failure(error) }
+        if (body?.isEmpty ?? true) && allowsEmptyBody(method: method, status: status) { return .success(emptyValue()) }
+        guard let body, !(requiresBytes && body.isEmpty) else {
+            return .failure(serializationFailure(requiresBytes ? .inputDataNilOrZeroLength : .inputDataNil))
+        }
+        return parse(body)
+    }
+
+    /// `result(method:status:body:…)` for a serializer's four arguments.
+    func result<Value>(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?, _ data: Data?, _ error: Error?,
+                       emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
+                       parse: (Data) -> Result<Value, Error>) -> Result<Value, Error> {
+        result(method: request?.method, status: response?.status, body: data, error: error,
+               emptyValue: emptyValue(), requiresBytes: requiresBytes, parse: parse)
     }
 }
 
@@ -97,10 +145,7 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Da
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<Data> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(Data()) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return .success(data)
+            policy.result(request, response, data, error, emptyValue: Data(), requiresBytes: false) { .success($0) }
         }
     }
 }
@@ -117,15 +162,14 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         func serialize(prefix: Bool) -> (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<String, Error> {
             return { request, response, data, error in
-                if let error { return .failure(error) }
-                if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success("") }
-                guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-                if data.isEmpty { return .success("") }
-                let charset = Charset.forResponse(explicit: encoding, response: response)
-                guard let string = prefix ? charset.decodePrefix(data) : charset.decode(data) else {
-                    return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+                policy.result(request, response, data, error, emptyValue: "", requiresBytes: false) { data in
+                    if data.isEmpty { return .success("") }
+                    let charset = Charset.forResponse(explicit: encoding, response: response)
+                    guard let string = prefix ? charset.decodePrefix(data) : charset.decode(data) else {
+                        return .failure(serializationFailure(.stringSerializationFailed(encoding: charset.name)))
+                    }
+                    return .success(string)
                 }
-                return .success(string)
             }
         }
         return DataResponseSerializer(serializeResponse: serialize(prefix: false),
@@ -142,10 +186,9 @@ extension DataResponseSerializer where Value == JSON {
                             parse: @escaping (Data) -> Result<[JSON], Error>) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.array([])) }
-            guard let data else { return .failure(serializationFailure(.inputDataNil)) }
-            return parse(data).map { .array($0) }
+            policy.result(request, response, data, error, emptyValue: .array([]), requiresBytes: false) { data in
+                parse(data).map { .array($0) }
+            }
         }
     }
 }
@@ -160,16 +203,15 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
-            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-            do {
-                let value = try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON in
-                    try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+            policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
+                do {
+                    let value = try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON in
+                        try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                    }
+                    return .success(value)
+                } catch {
+                    return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
                 }
-                return .success(value)
-            } catch {
-                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
             }
         }
     }
@@ -220,25 +262,23 @@ extension CompactJSON {
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
-        if let error { return .failure(error) }
-        if (body?.isEmpty ?? true) && policy.allowsEmptyBody(method: method, status: status) {
-            return .success(CompactJSON(text: Array("null".utf8)))
-        }
-        guard let bytes = body, !bytes.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-        storage.removeAll(keepingCapacity: true)
-        storage.reserveCapacity(bytes.count + 16)
-        if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
-            return .success(CompactJSON(text: storage))
-        }
-        // Invalid (or refused by the one-pass check): the parser says why, or, should
-        // it accept what the pass refused, its tree gives the text.
-        do {
-            let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+        policy.result(method: method, status: status, body: body, error: error,
+                      emptyValue: CompactJSON(text: Array("null".utf8)), requiresBytes: true) { bytes in
             storage.removeAll(keepingCapacity: true)
-            JSONWriter.write(keys.redacting(value), into: &storage)
-            return .success(CompactJSON(text: storage))
-        } catch {
-            return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            storage.reserveCapacity(bytes.count + 16)
+            if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
+                return .success(CompactJSON(text: storage))
+            }
+            // Invalid (or refused by the one-pass check): the parser says why, or, should
+            // it accept what the pass refused, its tree gives the text.
+            do {
+                let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
+                storage.removeAll(keepingCapacity: true)
+                JSONWriter.write(keys.redacting(value), into: &storage)
+                return .success(CompactJSON(text: storage))
+            } catch {
+                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
+            }
         }
     }
 }
@@ -252,14 +292,13 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
                                     emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
         return DataResponseSerializer { request, response, data, error in
-            if let error { return .failure(error) }
-            if policy.returnsEmptyValue(request: request, response: response, data: data) { return .success(.null) }
-            guard let data, !data.isEmpty else { return .failure(serializationFailure(.inputDataNilOrZeroLength)) }
-            do {
-                let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-                return .success(try PropertyListConversion.json(from: object))
-            } catch {
-                return .failure(serializationFailure(.propertyListSerializationFailed(error: error)))
+            policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
+                do {
+                    let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+                    return .success(try PropertyListConversion.json(from: object))
+                } catch {
+                    return .failure(serializationFailure(.propertyListSerializationFailed(error: error)))
+                }
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Every failure an exchange can end with, shaped like Alamofire's `AFError` so
 /// that the log's `result.failure` reads like a client's error: a stable error
@@ -31,32 +32,10 @@ public enum TapwireError: Error {
     }
 }
 
-/// A transport failure with a code that never changes (scripts filter on it) and
-/// a message for people.
-public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public var description: String { rawValue }
-
-        public static let upstreamConnectFailed: Code = "upstreamConnectFailed"
-        public static let upstreamDNSFailed: Code = "upstreamDNSFailed"
-        public static let upstreamTimeout: Code = "upstreamTimeout"
-        public static let upstreamReset: Code = "upstreamReset"
-        public static let upstreamClosedEarly: Code = "upstreamClosedEarly"
-        public static let clientAborted: Code = "clientAborted"
-        public static let clientTimeout: Code = "clientTimeout"
-        public static let malformedResponse: Code = "malformedResponse"
-        public static let tlsFailed: Code = "tlsFailed"
-        public static let shuttingDown: Code = "shuttingDown"
-    }
-
-    public var code: Code
-    public var message: String
-    public init(code: Code, message: String) { self.code = code; self.message = message }
-    public var description: String { message.isEmpty ? code.rawValue : "\(code.rawValue): \(message)" }
-}
+/// A transport failure: a code that never changes (scripts filter on it) and a
+/// message for people: the engine's `TransportError`, named for the
+/// `TapwireError.transportFailed` case that carries it.
+public typealias TransportFailure = TransportError
 
 extension TapwireError {
     /// "responseSerializationFailed", "responseValidationFailed" or "transportFailed".

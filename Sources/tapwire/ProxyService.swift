@@ -6,15 +6,6 @@ import ProxyEngine
 import Synchronization
 import Systemd
 
-/// Hands the engine's finished exchanges to the record pipeline.
-final class PipelineSink: ExchangeSink {
-    init(pipeline: ExchangePipeline) { self.pipeline = pipeline }
-    let pipeline: ExchangePipeline
-    func accept(_ event: consuming CapturedEvent) { pipeline.accept(event) }
-    var isBehind: Bool { pipeline.isBehind }
-    func onCaughtUp(_ handler: @escaping @Sendable () -> Void) { pipeline.onCaughtUp(handler) }
-}
-
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
 /// that order, answers signals, and stops them in reverse order so every
 /// accepted record is on disk before the process exits.

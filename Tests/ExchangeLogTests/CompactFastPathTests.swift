@@ -49,9 +49,9 @@ final class CompactFastPathTests: XCTestCase {
 
     func testATransportErrorComesFirst() {
         let cut = Fixture.exchange(body: Array(Self.json.prefix(10)), totalBytes: UInt64(Self.json.count),
-                                   error: TransportError("upstreamReset", "connection reset by peer"))
+                                   error: TransportError(.upstreamReset, "connection reset by peer"))
         assertSamePaths(cut, expecting: #""upstreamReset""#)
-        let none = Fixture.exchange(status: nil, error: TransportError("upstreamConnectFailed", "connection refused"))
+        let none = Fixture.exchange(status: nil, error: TransportError(.upstreamConnectFailed, "connection refused"))
         assertSamePaths(none, expecting: #""response":null"#)
     }
 

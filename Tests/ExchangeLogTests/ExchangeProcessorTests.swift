@@ -288,7 +288,7 @@ final class ExchangeProcessorTests: XCTestCase {
     /// reached in an inner layer that leaves the final output short of the limit.
     func testCutTransfersAndInnerLayerCutsAreTruncated() throws {
         var reset = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/plain")], body: Array("half a bo".utf8),
-                                           error: TransportError("upstreamReset", "closed before the body was complete"))
+                                           error: TransportError(.upstreamReset, "closed before the body was complete"))
         reset.responseBody.cutShort = true
         let cut = try ParsedRecord(RecordFixture.processor().record(for: reset, id: "x"))
         XCTAssertEqual(cut["/data/truncated"], .bool(true))
@@ -389,7 +389,7 @@ final class ExchangeProcessorTests: XCTestCase {
     }
 
     func testTransportErrorRecord() throws {
-        var exchange = RecordFixture.exchange(status: nil, error: TransportError("upstreamConnectFailed", "connect to 10.0.0.1:80: Connection refused"))
+        var exchange = RecordFixture.exchange(status: nil, error: TransportError(.upstreamConnectFailed, "connect to 10.0.0.1:80: Connection refused"))
         exchange.clock.connected = nil
         exchange.clock.requestSent = nil
         exchange.clock.firstResponseByte = nil
@@ -416,7 +416,7 @@ final class ExchangeProcessorTests: XCTestCase {
 
     func testTransportErrorAfterThePartialResponseStillCarriesTheError() throws {
         let exchange = RecordFixture.exchange(body: Array(#"{"a":"#.utf8), totalBytes: 5,
-                                              error: TransportError("upstreamReset", "connection reset by peer"))
+                                              error: TransportError(.upstreamReset, "connection reset by peer"))
         let record = try ParsedRecord(RecordFixture.processor().record(for: exchange, id: "x"))
         XCTAssertEqual(record["/response/status"], .number("200"))
         XCTAssertEqual(record["/result/failure/reason"], .string("upstreamReset"))
@@ -606,7 +606,7 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(try ParsedRecord(processor.record(for: plain, id: "x"))["/request/url"], .string("http://api.local/v1?x=1&token_type=a"))
 
         let ws = CapturedTunnel(kind: .websocket, client: "c", target: "http://h/ws?access_token=SECRET-2", status: 101,
-                                bytesFromClient: 0, bytesFromUpstream: 0, start: 1, end: 2, closedBy: "client",
+                                bytesFromClient: 0, bytesFromUpstream: 0, start: 1, end: 2, closedBy: .client,
                                 upgrade: RecordFixture.exchange(url: "http://h/ws?access_token=SECRET-2"))
         let wsLine = String(decoding: processor.record(for: ws, id: "w"), as: UTF8.self)
         XCTAssertFalse(wsLine.contains("SECRET"), wsLine)
@@ -720,7 +720,7 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/timeline/serializationCompletedTime"], .string("2026-12-02T10:11:13.000000Z"))
 
         // No serializer runs, but a failed exchange is still a failure, as in Alamofire's plain response handler.
-        let failed = RecordFixture.exchange(status: nil, error: TransportError("upstreamTimeout", "no response in 60 s"))
+        let failed = RecordFixture.exchange(status: nil, error: TransportError(.upstreamTimeout, "no response in 60 s"))
         let failedRecord = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: failed, id: "x"))
         XCTAssertEqual(failedRecord["/result/failure/reason"], .string("upstreamTimeout"))
     }

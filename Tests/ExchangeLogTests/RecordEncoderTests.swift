@@ -61,7 +61,7 @@ final class RecordEncoderTests: XCTestCase {
     func testTunnelRecordShape() throws {
         let tunnel = CapturedTunnel(kind: .connect, client: "127.0.0.1:50000", target: "example.com:443", status: 200,
                                     bytesFromClient: 517, bytesFromUpstream: 4711,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 + 1.5, closedBy: "client")
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 1.5, closedBy: .client)
         let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "0000018c2b1f4a1e-00000a"))
         XCTAssertEqual(record.json, .object([
             JSON.Member("id", .string("0000018c2b1f4a1e-00000a")),
@@ -82,8 +82,8 @@ final class RecordEncoderTests: XCTestCase {
     func testTunnelWithErrorAndBackwardsEnd() throws {
         let tunnel = CapturedTunnel(kind: .connect, client: "c", target: "t:443", status: 502,
                                     bytesFromClient: 0, bytesFromUpstream: 0,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 - 1, closedBy: "error",
-                                    error: TransportError("upstreamDNSFailed", "no such host \"t\""))
+                                    start: RecordFixture.t0, end: RecordFixture.t0 - 1, closedBy: .error,
+                                    error: TransportError(.upstreamDNSFailed, "no such host \"t\""))
         let record = try ParsedRecord(RecordFixture.processor().record(for: tunnel, id: "x"))
         XCTAssertEqual(record["/duration"], .number("0"))
         XCTAssertEqual(record["/endTime"], record["/startTime"])
@@ -100,7 +100,7 @@ final class RecordEncoderTests: XCTestCase {
             responseHeaders: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
         let tunnel = CapturedTunnel(kind: .websocket, client: "127.0.0.1:50001", target: "echo.local:80", status: 101,
                                     bytesFromClient: 120, bytesFromUpstream: 96,
-                                    start: RecordFixture.t0, end: RecordFixture.t0 + 12.25, closedBy: "upstream",
+                                    start: RecordFixture.t0, end: RecordFixture.t0 + 12.25, closedBy: .upstream,
                                     upgrade: upgrade)
         let processor = RecordFixture.processor(ProcessorSettings(redactHeaders: ["cookie"]))
         let record = try ParsedRecord(processor.record(for: tunnel, id: "x"))
@@ -119,7 +119,7 @@ final class RecordEncoderTests: XCTestCase {
         XCTAssertFalse(record.line.contains("SECRET"))
 
         let bare = CapturedTunnel(kind: .websocket, client: "c", target: "t:80", status: 101, bytesFromClient: 1,
-                                  bytesFromUpstream: 2, start: RecordFixture.t0, end: RecordFixture.t0, closedBy: "client")
+                                  bytesFromUpstream: 2, start: RecordFixture.t0, end: RecordFixture.t0, closedBy: .client)
         let bareRecord = try ParsedRecord(processor.record(for: bare, id: "x"))
         XCTAssertEqual(bareRecord["/request"], .null)
         XCTAssertEqual(bareRecord["/response"], .null)
@@ -154,7 +154,8 @@ final class RecordEncoderTests: XCTestCase {
             let (contentType, body) = bodies[Int(random.next() % UInt64(bodies.count))]
             let methods = ["GET", "PUT", "POST", "HEAD", text(4)]
             let hasResponse = random.next() % 5 != 0
-            let error = random.next() % 4 == 0 ? TransportError(text(6), text(30)) : nil
+            let codes = TransportError.Code.allCases
+            let error = random.next() % 4 == 0 ? TransportError(codes[Int(random.next() % UInt64(codes.count))], text(30)) : nil
             let exchange = RecordFixture.exchange(
                 method: methods[Int(random.next() % 5)], url: "http://h/" + text(10),
                 requestHeaders: requestHeaders, requestBody: random.next() % 3 == 0 ? body : [],

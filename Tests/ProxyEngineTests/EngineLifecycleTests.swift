@@ -198,7 +198,7 @@ final class DrainTimeoutTests: XCTestCase {
         XCTAssertEqual(captured.count, 1, "reported before waitUntilStopped returned")
         if case .http(let x)? = captured.first {
             XCTAssertNil(x.response)
-            XCTAssertEqual(x.error?.code, "shuttingDown", "cut by the proxy's own shutdown, not by the client")
+            XCTAssertEqual(x.error?.code, .shuttingDown, "cut by the proxy's own shutdown, not by the client")
         } else {
             XCTFail("expected an HTTP capture, got \(captured)")
         }

@@ -149,7 +149,7 @@ final class StallTests: XCTestCase {
         client.send("GET \(origin.url("/big?size=\(64 << 20)")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         // Never read.
         guard let x = proxy.sink.exchanges(1).first else { return }
-        XCTAssertEqual(x.error?.code, "clientTimeout", "\(String(describing: x.error))")
+        XCTAssertEqual(x.error?.code, .clientTimeout, "\(String(describing: x.error))")
         XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 0 && proxy.engine.metrics.activeClients.value == 0 })
     }
 
@@ -174,7 +174,7 @@ final class StallTests: XCTestCase {
         }
         sender.start()
         guard let x = proxy.sink.exchanges(1).first else { return }
-        XCTAssertEqual(x.error?.code, "upstreamTimeout", "\(String(describing: x.error))")
+        XCTAssertEqual(x.error?.code, .upstreamTimeout, "\(String(describing: x.error))")
         XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 0 })
         client.resetOnClose()
     }

@@ -142,7 +142,7 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertTrue(cut.read(timeout: 10).eof, "the cut request's connection stayed open")
         let byURL = Dictionary(proxy.sink.exchanges(2).map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
         XCTAssertNil(byURL[origin.url("/echo?whole")]?.error)
-        XCTAssertEqual(byURL[origin.url("/echo?cut")]?.error?.code, "clientAborted")
+        XCTAssertEqual(byURL[origin.url("/echo?cut")]?.error?.code, .clientAborted)
     }
 
     /// A POST's body arrives while its head is held (more than a head's worth, so reading pauses):

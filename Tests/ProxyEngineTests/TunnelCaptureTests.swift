@@ -30,7 +30,7 @@ final class TunnelCaptureTests: XCTestCase {
         XCTAssertEqual(t.status, 200)
         XCTAssertEqual(t.bytesFromClient, UInt64(inner.utf8.count))
         XCTAssertEqual(t.bytesFromUpstream, UInt64(relayed.bytes.count))
-        XCTAssertEqual(t.closedBy, "upstream")
+        XCTAssertEqual(t.closedBy, .upstream)
         XCTAssertNil(t.error)
         XCTAssertNil(t.upgrade)
         XCTAssertLessThanOrEqual(t.start, t.end)
@@ -51,8 +51,8 @@ final class TunnelCaptureTests: XCTestCase {
         guard let t = proxy.sink.tunnels(1).first else { return }
         XCTAssertEqual(t.target, target)
         XCTAssertEqual(t.status, 502)
-        XCTAssertEqual(t.closedBy, "error")
-        XCTAssertEqual(t.error?.code, "upstreamConnectFailed")
+        XCTAssertEqual(t.closedBy, .error)
+        XCTAssertEqual(t.error?.code, .upstreamConnectFailed)
         XCTAssertEqual(t.bytesFromClient, 0)
         XCTAssertEqual(t.bytesFromUpstream, 0)
     }
@@ -71,7 +71,7 @@ final class TunnelShutdownTests: XCTestCase {
         proxy.stop()
         let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
         XCTAssertEqual(tunnels.count, 1, "reported before waitUntilStopped returned")
-        XCTAssertEqual(tunnels.first?.closedBy, "shutdown")
+        XCTAssertEqual(tunnels.first?.closedBy, .shutdown)
         XCTAssertEqual(tunnels.first?.bytesFromClient, 0)
         XCTAssertTrue(client.read(timeout: 5).eof, "the client's side is closed")
         XCTAssertEqual(proxy.engine.metrics.activeTunnels.value, 0)
@@ -99,7 +99,7 @@ final class WebSocketCaptureTests: XCTestCase {
         XCTAssertEqual(t.status, 101)
         XCTAssertEqual(t.bytesFromClient, 23)
         XCTAssertEqual(t.bytesFromUpstream, 23)
-        XCTAssertEqual(t.closedBy, "client")
+        XCTAssertEqual(t.closedBy, .client)
         XCTAssertEqual(t.upgrade?.response?.status, 101)
         XCTAssertEqual(t.upgrade?.url, origin.url("/ws"))
         XCTAssertEqual(proxy.engine.metrics.exchanges.value, 1, "the upgrade counts as one exchange")

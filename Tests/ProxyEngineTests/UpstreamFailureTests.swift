@@ -19,7 +19,7 @@ final class UpstreamFailureTests: XCTestCase {
         let authority = "127.0.0.1:\(closedLoopbackPort())"
         let (status, x) = try failedExchange(path: "/x", authority: authority)
         XCTAssertEqual(status, "HTTP/1.1 502")
-        XCTAssertEqual(x?.error?.code, "upstreamConnectFailed")
+        XCTAssertEqual(x?.error?.code, .upstreamConnectFailed)
         XCTAssertNil(x?.response)
         XCTAssertEqual(x?.url, "http://\(authority)/x")
         XCTAssertNil(x?.clock.connected)
@@ -30,7 +30,7 @@ final class UpstreamFailureTests: XCTestCase {
         let origin = try origin()
         let (status, x) = try failedExchange(path: "/never?s=4", authority: origin.authority) { $0.upstreamReadTimeout = 1 }
         XCTAssertEqual(status, "HTTP/1.1 504")
-        XCTAssertEqual(x?.error?.code, "upstreamTimeout")
+        XCTAssertEqual(x?.error?.code, .upstreamTimeout)
         XCTAssertNil(x?.response)
         XCTAssertNotNil(x?.clock.requestSent, "the request went out before the origin fell silent")
         XCTAssertNil(x?.clock.firstResponseByte)
@@ -40,7 +40,7 @@ final class UpstreamFailureTests: XCTestCase {
         let origin = try origin()
         let (status, x) = try failedExchange(path: "/malformed", authority: origin.authority)
         XCTAssertEqual(status, "HTTP/1.1 502")
-        XCTAssertEqual(x?.error?.code, "malformedResponse")
+        XCTAssertEqual(x?.error?.code, .malformedResponse)
         XCTAssertNil(x?.response, "a head that failed to parse is not reported as the response")
         XCTAssertNotNil(x?.clock.firstResponseByte)
     }
@@ -54,7 +54,7 @@ final class UpstreamFailureTests: XCTestCase {
         XCTAssertTrue(received.eof, "the client's transfer is cut")
         guard let x = proxy.sink.exchanges(1).first else { return }
         XCTAssertEqual(x.response?.status, 200)
-        XCTAssertEqual(x.error?.code, "upstreamReset")
+        XCTAssertEqual(x.error?.code, .upstreamReset)
         XCTAssertLessThan(x.responseBody.totalBytes, 100_000)
         XCTAssertEqual(x.responseBody.bytes.count, Int(x.responseBody.totalBytes))
         // All that came was captured, yet it is not the whole body: the record must say so.

@@ -78,10 +78,11 @@ final class ErrorMessageTests: XCTestCase {
     }
 
     func testTransportFailureCodesAreStable() {
-        let codes: [TransportFailure.Code] = [.upstreamConnectFailed, .upstreamDNSFailed, .upstreamTimeout, .upstreamReset,
-                                              .clientAborted, .malformedResponse, .tlsFailed]
-        XCTAssertEqual(codes.map(\.rawValue), ["upstreamConnectFailed", "upstreamDNSFailed", "upstreamTimeout", "upstreamReset",
-                                               "clientAborted", "malformedResponse", "tlsFailed"])
+        // The record's `error.code` strings: scripts filter on them, so none may change.
+        XCTAssertEqual(TransportFailure.Code.allCases.map(\.rawValue),
+                       ["upstreamConnectFailed", "upstreamDNSFailed", "upstreamTimeout", "upstreamReset", "malformedResponse",
+                        "loopDetected", "clientAborted", "clientTimeout", "malformedRequest", "tlsFailed", "clientTLSFailed",
+                        "shuttingDown"])
         let failure = TapwireError.transportFailed(TransportFailure(code: .upstreamTimeout, message: "no response within 10 s"))
         XCTAssertEqual(failure.message, "no response within 10 s")
         XCTAssertEqual(failure.transportFailure?.code, .upstreamTimeout)

@@ -71,6 +71,21 @@ final class TruncatedInputTests: XCTestCase {
         XCTAssertNotNil(serializationReason(whole.serialize(with: .string()).result), "a whole body ending mid-character")
     }
 
+    /// A mapped serializer is the same serializer with another value: it takes a cut body
+    /// when the original does, reads it as a prefix the same way, and refuses it otherwise.
+    func testAMappedSerializerKeepsTheOriginalsHandlingOfACutBody() {
+        let utf8 = httpResponse(200, contentType: "text/plain; charset=utf-8")
+        let cutInE = exchange(response: utf8, data: Data([0x61, 0xC3]), capture: BodyCapture(captured: 2, total: 3))
+        let length = DataResponseSerializer<String>.string().map { $0.count }
+        XCTAssertTrue(length.acceptsTruncatedInput)
+        XCTAssertEqual(cutInE.serialize(with: length).value, 1)
+        let size = DataResponseSerializer<Data>.data().map { $0.count }
+        XCTAssertEqual(exchange(data: bytes("12345678"), capture: cut).serialize(with: size).value, 8)
+        let wrapped = DataResponseSerializer<JSON>.json().map { [$0] }
+        XCTAssertFalse(wrapped.acceptsTruncatedInput)
+        assertTruncated(exchange(data: bytes("{\"a\": [1"), capture: cut).serialize(with: wrapped))
+    }
+
     func testCustomSerializerChoosesWhetherItAcceptsTruncation() {
         let counting = DataResponseSerializer<Int>.custom(acceptsTruncatedInput: true) { _, _, data in data?.count ?? 0 }
         XCTAssertEqual(exchange(data: bytes("12345678"), capture: cut).serialize(with: counting).value, 8)
