@@ -60,7 +60,7 @@ def output_of(p):
 
 def requests_of(out):
     """Requests wrk completed; 0 when it gave no result or any answer was not a 200 (a
-    403 from an unreadable document measured the `string` serializer instead)."""
+    403 from an unreadable document would measure the `string` serializer instead)."""
     m = re.search(r"^RESULT (.*)$", out or "", re.M)
     if not m:
         return 0

@@ -365,9 +365,9 @@ def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=
     logs = os.path.join(d, "logs")
     config = os.path.join(d, "tapwire.json")
     # log.maxFiles raised from 20: on a fast host the small-JSON rounds write more than 20
-    # rotated files (64 MiB each), and retention deleting the oldest made the record count
-    # miss them (1,004,166 logged of 1,103,327 served, 0 lost, 21 files; /metrics had all
-    # written). The 64 KiB phase then writes some GB more into the temp dir.
+    # rotated files (64 MiB each), and retention deleting the oldest would make the record
+    # count miss records that were written. The 64 KiB phase then writes some GB more into
+    # the temp dir.
     log_config = ({"directory": logs, "maxFiles": 1000} if logging
                   else {"directory": logs, "enabled": False})
     log_config.update(extra_log or {})
