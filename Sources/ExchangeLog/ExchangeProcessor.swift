@@ -201,6 +201,8 @@ public struct ExchangeProcessor: Sendable {
         let clock = exchange.clock
         let completedTime = clock.lastResponseByte ?? ExchangeProcessor.latestPoint(clock)
         let metrics = ExchangeProcessor.metrics(exchange)
+        // What the exchange hands its serializer before any validator runs.
+        let exchangeError = transportError ?? decodingError
         let capture = BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes),
                                   truncated: summary.truncated)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
@@ -210,9 +212,9 @@ public struct ExchangeProcessor: Sendable {
         if compactFastPath && spec.kind == .json && !needsTree && rule?.validate == nil {
             // What `CompletedExchange.serializeCompactJSON` returns, without building the exchange,
             // its `Data` and the `DataResponse` (copies of both heads): the same error first
-            // (`errorFor`), then the same serializer steps on the same bytes, the same timeline.
+            // (`serializerError`), then the same serializer steps on the same bytes, the same timeline.
             // `CompactFastPathTests` holds the two to the same records.
-            let error: Error? = transportError ?? decodingError ?? capture.truncationError
+            let error = CompletedExchange.serializerError(exchangeError, capture: capture, acceptsTruncatedInput: false)
             let bytes = decodingError == nil ? decodedBytes : body.bytes
             let result = bytes.withUnsafeBytes { raw in
                 CompactJSON.serialize(method: exchange.request.method, status: status,
@@ -229,7 +231,7 @@ public struct ExchangeProcessor: Sendable {
         let data: Data? = hasResponse ? Data(decodingError == nil ? decodedBytes : body.bytes) : nil
         let completed = CompletedExchange(
             request: exchange.request, response: exchange.response, data: data,
-            error: transportError ?? decodingError, capture: capture,
+            error: exchangeError, capture: capture,
             requestStartTime: clock.requestStart, initialResponseTime: clock.firstResponseByte ?? 0,
             requestCompletedTime: completedTime, metrics: metrics, clock: self.clock)
 

@@ -6,6 +6,7 @@ public struct JSONKeySet: Sendable, Equatable {
     /// Bit n set when some key is n bytes long (n < 64): most keys are rejected on length alone.
     let shortLengths: UInt64
 
+    /// - Parameter keys: Member names, any case; duplicates are ignored.
     public init<S: Sequence>(_ keys: S) where S.Element == String {
         var byLength: [[[UInt8]]] = []
         var lengths: UInt64 = 0
@@ -20,6 +21,7 @@ public struct JSONKeySet: Sendable, Equatable {
         shortLengths = lengths
     }
 
+    /// Whether the set names no key (nothing is redacted).
     public var isEmpty: Bool { keysByLength.isEmpty }
 
     @inline(__always)
@@ -43,6 +45,7 @@ public struct JSONKeySet: Sendable, Equatable {
 
     /// `value` with the value of every member named by this set replaced by
     /// `"[redacted]"`, at any depth, inside arrays too; a replaced value is not searched further.
+    /// - Parameter value: A document.
     public func redacting(_ value: JSON) -> JSON {
         guard !isEmpty else { return value }
         switch value {
@@ -65,6 +68,8 @@ public struct JSONKeySet: Sendable, Equatable {
         }
     }
 
+    /// Whether `key` names a redacted member (ASCII case-insensitive).
+    /// - Parameter key: A member name, unescaped.
     public func matches(_ key: String) -> Bool {
         var key = key
         return key.withUTF8 { utf8 -> Bool in
@@ -99,6 +104,12 @@ extension JSON {
 public enum JSONCompactor {
     /// Appends the compact text of the document in `input` to `output` and returns
     /// true; on invalid input returns false with `output` as it was.
+    /// - Parameters:
+    ///   - input: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"`; default none.
+    ///   - output: Where the text is appended.
     public static func append(_ input: UnsafeRawBufferPointer, allowFragments: Bool = true, maxDepth: Int = 512,
                               redacting keys: JSONKeySet = JSONKeySet([]), into output: inout [UInt8]) -> Bool {
         guard let base = input.baseAddress, input.count > 0 else { return false }
@@ -109,6 +120,13 @@ public enum JSONCompactor {
         return false
     }
 
+    /// `append(_:allowFragments:maxDepth:redacting:into:)` over an array.
+    /// - Parameters:
+    ///   - input: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"`; default none.
+    ///   - output: Where the text is appended.
     public static func append(_ input: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512,
                               redacting keys: JSONKeySet = JSONKeySet([]), into output: inout [UInt8]) -> Bool {
         input.withUnsafeBytes { append($0, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &output) }

@@ -7,11 +7,12 @@ import TLSInterception
 let usageText = """
 usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire check-config FILE   (or --config FILE)
-       tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
-       tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
+       tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [EXPR...]
+       tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [EXPR...]
+       tapwire query [--config FILE] [--log-dir DIR] [--json] [--count] [--limit N] [--reverse] EXPR...
        tapwire env [--config FILE]
        tapwire ca export [--config FILE]
-filters: host=GLOB path=GLOB status=404|4xx|200-299 method=GET type=json error
+EXPR: a query such as  status>=500 host=*.example.com  (tapwire query --help; docs/query.md)
 
 """
 
@@ -110,6 +111,18 @@ case "har":
     let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
     exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
+
+case "query":
+    // Words after `--` are the expression even when they start with `-`.
+    let split = rest.firstIndex(of: "--")
+    let optionWords = split.map { rest[..<$0] } ?? rest
+    if optionWords.contains("-h") || optionWords.contains("--help") { print(LogCommandsCLI.queryHelp, terminator: ""); exit(0) }
+    let f = flags(optionWords, allowed: ["--config", "--log-dir", "--limit", "-n"], switches: ["--json", "--count", "-c", "--reverse", "-r"])
+    let expression = f.positional + (split.map { Array(rest[rest.index(after: $0)...]) } ?? [])
+    exit(LogCommandsCLI.query(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                              json: f.values["--json"] != nil, count: f.values["--count"] != nil || f.values["-c"] != nil,
+                              limit: f.values["--limit"] ?? f.values["-n"],
+                              reverse: f.values["--reverse"] != nil || f.values["-r"] != nil, words: expression))
 
 case "ca":
     if rest.first == "-h" || rest.first == "--help" { print(usageText, terminator: ""); exit(0) }
