@@ -29,7 +29,7 @@ let package = Package(
         // The log: pure rules and record encoding, plus the worker, writer and archiver
         // threads and the log files. LogTools reads the files back.
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
-        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "CIsal"]),
+        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),
