@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
         // The log: pure rules and record encoding, plus the worker, writer and archiver
-        // threads and the log files. LogTools reads the files back.
+        // threads and the log files. LogTools reads the files back (and replays requests).
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal"]),
 
