@@ -22,7 +22,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "\(origin.base)/json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
-        // One event loop and one serialization worker per core (issue #4: a pool as wide as the cores).
+        // One event loop and one serialization worker per core (a pool as wide as the cores).
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let wanted = (0..<cores).flatMap { ["tapwire-loop-\($0)", "tapwire-ser-\($0)"] } + ["tapwire-writer"]
         let names = Set(try niceByThreadName(of: proxy, waitingFor: wanted).keys)

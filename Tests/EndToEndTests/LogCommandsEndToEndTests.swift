@@ -77,7 +77,7 @@ final class LogCommandsEndToEndTests: XCTestCase {
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("rules[1].match.status[0]: expected a status"), bad.stderr)
         XCTAssertTrue(bad.stderr.contains("rules[2].x: unknown key"), bad.stderr)
-        // One line per error on stderr (interfaces.md); the count goes to stdout.
+        // One line per error on stderr (docs/configuration.md); the count goes to stdout.
         XCTAssertEqual(bad.stderr.split(separator: "\n").count, 2, bad.stderr)
         XCTAssertEqual(bad.text, "\(cfg.path): 2 error(s)\n")
         XCTAssertEqual(try runCommand(bin, ["check-config"]).status, 2)

@@ -158,7 +158,7 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         for i in 1...40 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
         // The helper works only while a backlog (16) waits, so it leaves at most 15 for the
         // napper, however its batches interleave with the accepts: it may wake when 27 wait,
-        // take them all, and sleep with 13 left (a run showed exactly that).
+        // take them all, and sleep with 13 left.
         let atLeast = 40 - (pipeline.helperBacklog - 1)
         _ = waitUntil { pipeline.processed >= atLeast }
         XCTAssertGreaterThanOrEqual(pipeline.processed, atLeast, "the helper wrote the backlog")
