@@ -4,11 +4,11 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev
-DEB_TEST     := curl python3 systemd openssl
+DEB_TEST     := curl python3 python3-venv systemd openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab bench-query
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -42,6 +42,11 @@ deps:
 # them would skip, and a skip must not pass for a check.
 PIP_TEST     := jsonschema prometheus_client
 DEB_PY_TEST  := python3-jsonschema python3-prometheus-client
+# DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
+# AnalyticsEndToEndTests runs; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON
+# names another interpreter).
+TEST_VENV    := .venv-test
+PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
@@ -53,6 +58,9 @@ test-deps: deps
 	  fi; }
 	@python3 -c "import jsonschema, prometheus_client" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
+	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
+	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
+	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_ANALYTICS); }
 
 build: deps
 	$(SWIFT) build -j $(JOBS)
@@ -126,6 +134,22 @@ bench-ab: deps
 	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off|on-off]" >&2; exit 2; }
 	$(call apt_install,nginx-light wrk python3)
 	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
+
+# `tapwire query --count` against DuckDB (read_json_auto) and zcat | grep -c over a 1 GiB log of
+# rotated .gz files and the active file, built once under .build/bench-query-log; then
+# `--reverse --limit 50`. A benchmark, not a test: exits 0 whatever the figures
+# (QUERY_BENCH_ARGS=--strict: 1 when a goal is missed). DuckDB comes from PyPI into .venv-bench.
+QUERY_VENV       := .venv-bench
+QUERY_BENCH_ARGS ?=
+
+bench-query: deps
+	$(call apt_install,python3 python3-venv gzip grep)
+	@[ -x $(QUERY_VENV)/bin/python ] && $(QUERY_VENV)/bin/python -c "import duckdb" 2>/dev/null || { \
+	  echo "installing duckdb into $(QUERY_VENV)"; \
+	  python3 -m venv $(QUERY_VENV) && $(QUERY_VENV)/bin/pip install -q duckdb; }
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	$(QUERY_VENV)/bin/python Benchmarks/query_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --python $(QUERY_VENV)/bin/python $(QUERY_BENCH_ARGS)
 
 clean:
 	rm -rf .build

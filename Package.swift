@@ -22,14 +22,16 @@ let package = Package(
         // glibc's GNU extensions (malloc_trim, pthread_setname_np): part of libc, nothing to install or link.
         .systemLibrary(name: "CGlibcExtensions"),
 
-        // Pure logic: no sockets, tested and fuzzed on bytes.
+        // Pure logic: no threads, files or sockets; tested and fuzzed on bytes.
         .target(name: "HTTP1"),
         // SSE2 byte-class scans (header-only, inlined into Swift) for the JSON scanners.
         .target(name: "CJSONScan"),
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CJSONScan", "CZlib", "CBrotli", "CZstd"]),
+        // The log: pure rules and record encoding, plus the worker, writer and archiver
+        // threads and the log files. LogTools reads the files back (and replays requests).
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
-        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization"]),
+        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),

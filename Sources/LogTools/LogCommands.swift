@@ -1,3 +1,4 @@
+import ExchangeLog
 import ResponseSerialization
 
 /// `tapwire tail`: reads `source`, keeps what `filter` matches and hands each line (with its `\n`)
@@ -5,11 +6,13 @@ import ResponseSerialization
 /// `formatter` line. Returns how many records were printed.
 public enum TailCommand {
     @discardableResult
-    public static func run(source: RecordSource, filter: RecordFilter, formatter: TailFormatter,
+    public static func run(source: RecordSource, filter: Query, formatter: TailFormatter,
                            rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
         var printed = 0
         while let line = try source.nextLine() {
-            // `--json` without filters passes lines through without parsing them.
+            // `--json` without filters passes lines through without parsing them; the prefilter
+            // rules most non-matching lines out before they are parsed.
+            if !filter.isEmpty && !filter.prefilter.mayMatch(line) { continue }
             let record = rawJSON && filter.isEmpty ? nil : try? JSONParser.parse(line, allowFragments: false)
             if !filter.isEmpty {
                 guard let record, filter.matches(record) else { continue }
@@ -30,14 +33,29 @@ public enum TailCommand {
 /// `writer` (finished here). Returns how many entries were written.
 public enum HARExport {
     @discardableResult
-    public static func run(source: RecordSource, filter: RecordFilter, writer: HARWriter) throws -> Int {
+    public static func run(source: RecordSource, filter: Query, writer: HARWriter) throws -> Int {
         while let line = try source.nextLine() {
-            guard let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
+            guard filter.isEmpty || filter.prefilter.mayMatch(line),
+                  let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
                 continue
             }
             try writer.write(record)
         }
         try writer.finish()
         return writer.entryCount
+    }
+}
+
+/// `tapwire query`: the records of a log (every rotated file and the active one, as they are when
+/// the command starts) that `query` keeps, in time order, to `output`; with `countOnly`, just their
+/// number and a newline. Returns how many records matched (at most `limit`).
+public enum QueryCommand {
+    @discardableResult
+    public static func run(layout: LogFileLayout, query: Query, options: QueryScanOptions,
+                           output: ([UInt8]) throws -> Void) throws -> Int {
+        let snapshot = try LogSnapshot(layout: layout)
+        let count = try QueryRun(snapshot: snapshot, query: query, options: options).run(output: output)
+        if case .countOnly = options.form { try output(Array("\(count)\n".utf8)) }
+        return count
     }
 }

@@ -1,4 +1,4 @@
-import CZlib
+import CIsal
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,27 +76,29 @@ final class PlainFileReader: LogFileReader {
     }
 }
 
-/// A gzip file (one or several concatenated members), inflated chunk by chunk.
+/// A gzip file (one or several concatenated members), inflated chunk by chunk with ISA-L, whose
+/// inflate runs about twice as fast as zlib's on record text (the archiver compresses with ISA-L
+/// too); the gzip header and trailer (CRC-32, length) are parsed and checked by ISA-L.
 final class GzipFileReader: LogFileReader {
     let path: String
     private let file: PlainFileReader
-    private var stream = z_stream()
+    /// ISA-L's state, ~90 KiB with its windows: allocated once, at a fixed address.
+    private let state: UnsafeMutablePointer<inflate_state>
     private var input: [UInt8] = []
     private var inputOffset = 0
-    private var streamReady = false
     private var finishedMember = false
+    private var insideMember = false
     private var sawAnyMember = false
     private var atEnd = false
-    private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: readChunkSize)
+    static let outputChunkSize = 256 * 1024
+    private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: GzipFileReader.outputChunkSize)
 
     init(path: String) throws(LogReadError) {
         self.path = path
         file = try PlainFileReader(path: path)
-        // windowBits 31 = 15 + 16: expect a gzip header and trailer.
-        guard inflateInit2_(&stream, 31, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw LogReadError(path: path, message: "cannot start gzip decompression")
-        }
-        streamReady = true
+        state = UnsafeMutablePointer<inflate_state>.allocate(capacity: 1)
+        isal_inflate_init(state)
+        state.pointee.crc_flag = UInt32(ISAL_GZIP)
     }
 
     func read(into buffer: inout [UInt8]) throws(LogReadError) -> Int {
@@ -104,24 +106,29 @@ final class GzipFileReader: LogFileReader {
             if inputOffset == input.count {
                 input.removeAll(keepingCapacity: true)
                 inputOffset = 0
-                if try file.read(into: &input) == 0 {
+                var got = 0
+                // Read input in larger pieces than the plain reader's: fewer inflate calls.
+                while got < 4 * readChunkSize {
+                    let n = try file.read(into: &input)
+                    if n == 0 { break }
+                    got += n
+                }
+                if got == 0 {
                     atEnd = true
                     // A file that stops inside a member was cut short (crash during compression).
-                    if sawAnyMember && !finishedMember {
-                        throw LogReadError(path: path, message: "truncated gzip data")
-                    }
+                    if insideMember { throw LogReadError(path: path, message: "truncated gzip data") }
                     if !sawAnyMember { throw LogReadError(path: path, message: "empty gzip file") }
                     return 0
                 }
             }
             if finishedMember {
                 // Another member follows the previous one's trailer.
-                guard inflateReset(&stream) == Z_OK else {
-                    throw LogReadError(path: path, message: "cannot restart gzip decompression")
-                }
+                isal_inflate_reset(state)
+                state.pointee.crc_flag = UInt32(ISAL_GZIP)
                 finishedMember = false
             }
             sawAnyMember = true
+            insideMember = true
             let produced = try inflateChunk(into: &buffer)
             if produced > 0 { return produced }
         }
@@ -130,51 +137,46 @@ final class GzipFileReader: LogFileReader {
 
     /// Inflates from the pending input into up to one chunk of output.
     private func inflateChunk(into buffer: inout [UInt8]) throws(LogReadError) -> Int {
-        var status: Int32 = Z_OK
+        var status: Int32 = 0
         var consumed = 0
         var produced = 0
+        let capacity = GzipFileReader.outputChunkSize
         input.withUnsafeMutableBufferPointer { inBytes in
-            guard let inBase = inBytes.baseAddress else {
-                status = Z_BUF_ERROR
-                return
-            }
+            guard let inBase = inBytes.baseAddress else { return }
             let available = inBytes.count - inputOffset
-            stream.next_in = inBase + inputOffset
-            stream.avail_in = UInt32(available)
-            stream.next_out = scratch
-            stream.avail_out = UInt32(readChunkSize)
-            status = inflate(&stream, Z_NO_FLUSH)
-            consumed = available - Int(stream.avail_in)
-            produced = readChunkSize - Int(stream.avail_out)
+            state.pointee.next_in = inBase + inputOffset
+            state.pointee.avail_in = UInt32(available)
+            state.pointee.next_out = scratch
+            state.pointee.avail_out = UInt32(capacity)
+            status = isal_inflate(state)
+            consumed = available - Int(state.pointee.avail_in)
+            produced = capacity - Int(state.pointee.avail_out)
             // The pointers must not outlive this closure's access to `input`.
-            stream.next_in = nil
-            stream.next_out = nil
+            state.pointee.next_in = nil
+            state.pointee.next_out = nil
         }
         buffer.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
         inputOffset += consumed
-        switch status {
-        case Z_STREAM_END:
+        guard status >= 0 else {
+            throw LogReadError(path: path, message: status == ISAL_INCORRECT_CHECKSUM ? "gzip checksum mismatch" : "corrupt gzip data")
+        }
+        if state.pointee.block_state == ISAL_BLOCK_FINISH {
             finishedMember = true
-        case Z_OK:
-            break
-        case Z_BUF_ERROR where consumed == 0 && produced == 0:
-            break   // needs more input; the caller reads the file on
-        default:
+            insideMember = false
+        } else if consumed == 0 && produced == 0 && inputOffset < input.count {
+            // Input left, room for output, and no progress: the data cannot be inflated.
             throw LogReadError(path: path, message: "corrupt gzip data")
         }
         return produced
     }
 
     func close() {
-        if streamReady {
-            inflateEnd(&stream)
-            streamReady = false
-        }
         file.close()
     }
 
     deinit {
         close()
+        state.deallocate()
         scratch.deallocate()
     }
 }

@@ -82,15 +82,14 @@ struct RecordView {
 
     var path: String? { url.map { URLParts($0).path } }
 
-    func header(_ name: String, in message: JSON?) -> String? {
-        guard case .array(let pairs)? = message?[member: "headers"] else { return nil }
-        for pair in pairs {
-            if case .array(let parts) = pair, parts.count >= 2,
-               let key = parts[0].stringValue, key.lowercased() == name, let value = parts[1].stringValue {
-                return value
-            }
+    /// A message's `headers` as (name, value) pairs, in order; malformed pairs are skipped.
+    func headers(of message: JSON) -> [(String, String)] {
+        guard case .array(let pairs)? = message[member: "headers"] else { return [] }
+        return pairs.compactMap { pair in
+            guard case .array(let parts) = pair, parts.count >= 2, let name = parts[0].stringValue,
+                  let value = parts[1].stringValue else { return nil }
+            return (name, value)
         }
-        return nil
     }
 
     private func nonNull(_ value: JSON?) -> JSON? {

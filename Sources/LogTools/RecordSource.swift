@@ -119,18 +119,7 @@ public final class RecordSource {
 
     private func start() throws(LogReadError) {
         started = true
-        var info = stat()
-        guard stat(layout.directory, &info) == 0 else {
-            throw LogReadError.errno(layout.directory, "cannot read log directory", errno)
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw LogReadError(path: layout.directory, message: "not a directory")
-        }
-        // Listing it would otherwise give nothing, and the command print nothing and exit 0
-        // (a user without read access to /var/log/tapwire).
-        guard access(layout.directory, R_OK | X_OK) == 0 else {
-            throw LogReadError.errno(layout.directory, "cannot read log directory", errno)
-        }
+        try RecordSource.checkDirectory(layout.directory)
         // The active file is opened before the rotated files are listed: a rotation in between
         // then shows up as a listed file with the active file's inode, which is skipped here and
         // read through the open descriptor instead, so no record is lost or read twice.
@@ -139,6 +128,22 @@ public final class RecordSource {
         pendingPaths = rotated.map { layout.directory + "/" + $0.name } + [layout.activePath]
         seenRotated = Set(rotated.map(\.baseName))
         preopenedActive = active
+    }
+
+    /// A readable directory, or the error `tail` / `query` print.
+    static func checkDirectory(_ directory: String) throws(LogReadError) {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw LogReadError.errno(directory, "cannot read log directory", errno)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw LogReadError(path: directory, message: "not a directory")
+        }
+        // Listing it would otherwise give nothing, and the command print nothing and exit 0
+        // (a user without read access to /var/log/tapwire).
+        guard access(directory, R_OK | X_OK) == 0 else {
+            throw LogReadError.errno(directory, "cannot read log directory", errno)
+        }
     }
 
     /// Rotated files oldest first, without the one that is `reader`'s file (renamed since it was opened).
@@ -208,7 +213,7 @@ public final class RecordSource {
     /// The active file, or nil when there is none (yet: between a rotation's rename and the
     /// new file, or before the writer started). Any other failure, such as no permission, is
     /// an error naming the file, not an empty log.
-    private static func openActive(_ path: String) throws(LogReadError) -> PlainFileReader? {
+    static func openActive(_ path: String) throws(LogReadError) -> PlainFileReader? {
         do {
             return try PlainFileReader(path: path)
         } catch {
@@ -217,7 +222,7 @@ public final class RecordSource {
         }
     }
 
-    private static func openRotated(_ path: String) throws(LogReadError) -> LogFileReader {
+    static func openRotated(_ path: String) throws(LogReadError) -> LogFileReader {
         path.hasSuffix(".gz") ? try GzipFileReader(path: path) : try PlainFileReader(path: path)
     }
 
@@ -288,7 +293,7 @@ public final class RecordSource {
         return .switched(rest: rest)
     }
 
-    private static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
+    static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return (UInt64(info.st_dev), UInt64(info.st_ino))

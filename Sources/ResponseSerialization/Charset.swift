@@ -5,31 +5,53 @@ import HTTP1
 /// decodes it. `name` is the canonical (preferred MIME) name in lower case, the
 /// one recorded in logs and in `stringSerializationFailed(encoding:)`.
 public struct Charset: Sendable, Hashable, CustomStringConvertible {
+    /// The canonical IANA name, lower case (`utf-8`).
     public let name: String
+    /// The Foundation encoding that decodes it.
     public let encoding: String.Encoding
 
     init(name: String, encoding: String.Encoding) { self.name = name; self.encoding = encoding }
 
+    /// The canonical name.
     public var description: String { name }
 
+    /// UTF-8.
     public static let utf8 = Charset(name: "utf-8", encoding: .utf8)
+    /// ISO-8859-1 (Latin-1), HTTP's historical default: it decodes every byte.
     public static let isoLatin1 = Charset(name: "iso-8859-1", encoding: .isoLatin1)
+    /// US-ASCII.
     public static let usASCII = Charset(name: "us-ascii", encoding: .ascii)
+    /// Windows-1252 (Western European).
     public static let windows1252 = Charset(name: "windows-1252", encoding: .windowsCP1252)
+    /// UTF-16, its byte order taken from a byte order mark.
     public static let utf16 = Charset(name: "utf-16", encoding: .utf16)
+    /// UTF-16, little-endian.
     public static let utf16LE = Charset(name: "utf-16le", encoding: .utf16LittleEndian)
+    /// UTF-16, big-endian.
     public static let utf16BE = Charset(name: "utf-16be", encoding: .utf16BigEndian)
+    /// UTF-32, its byte order taken from a byte order mark.
     public static let utf32 = Charset(name: "utf-32", encoding: .utf32)
+    /// UTF-32, little-endian.
     public static let utf32LE = Charset(name: "utf-32le", encoding: .utf32LittleEndian)
+    /// UTF-32, big-endian.
     public static let utf32BE = Charset(name: "utf-32be", encoding: .utf32BigEndian)
+    /// ISO-8859-2 (Central European).
     public static let isoLatin2 = Charset(name: "iso-8859-2", encoding: .isoLatin2)
+    /// Windows-1250 (Central European).
     public static let windows1250 = Charset(name: "windows-1250", encoding: .windowsCP1250)
+    /// Windows-1251 (Cyrillic).
     public static let windows1251 = Charset(name: "windows-1251", encoding: .windowsCP1251)
+    /// Windows-1253 (Greek).
     public static let windows1253 = Charset(name: "windows-1253", encoding: .windowsCP1253)
+    /// Windows-1254 (Turkish).
     public static let windows1254 = Charset(name: "windows-1254", encoding: .windowsCP1254)
+    /// Shift_JIS.
     public static let shiftJIS = Charset(name: "shift_jis", encoding: .shiftJIS)
+    /// EUC-JP.
     public static let eucJP = Charset(name: "euc-jp", encoding: .japaneseEUC)
+    /// ISO-2022-JP.
     public static let iso2022JP = Charset(name: "iso-2022-jp", encoding: .iso2022JP)
+    /// Mac OS Roman.
     public static let macintosh = Charset(name: "macintosh", encoding: .macOSRoman)
 
     /// Every label accepted, lower case: the IANA name, its registered aliases,
@@ -67,6 +89,7 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
 
     /// The charset for an IANA name or alias, ignoring case and surrounding white
     /// space; nil for a name not in the table.
+    /// - Parameter ianaName: A name or alias such as `UTF-8`, `latin1` or `cp1252`.
     public init?(ianaName: String) {
         let key = ianaName.trimmingCharacters(in: .whitespaces).lowercased()
         guard let known = Charset.labels[key] else { return nil }
@@ -74,6 +97,7 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The `charset` parameter of a Content-Type value (quotes removed), or nil.
+    /// - Parameter contentType: A Content-Type field value such as `text/html; charset="utf-8"`.
     public static func charsetParameter(ofContentType contentType: String) -> String? {
         for parameter in contentType.split(separator: ";").dropFirst() {
             guard let eq = parameter.firstIndex(of: "=") else { continue }
@@ -92,6 +116,9 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
     /// response's Content-Type charset when known, else ISO-8859-1 (HTTP's
     /// historical default, which decodes every byte). Public so the log can
     /// record the encoding actually used.
+    /// - Parameters:
+    ///   - explicit: The charset a caller or rule names; nil to use the response's.
+    ///   - response: The response whose Content-Type may name one.
     public static func forResponse(explicit: Charset?, response: HTTPResponseHead?) -> Charset {
         if let explicit { return explicit }
         if let contentType = response?.headers.first(name: "Content-Type"),
@@ -103,6 +130,7 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The text of `data`, or nil when the bytes are not valid in this charset.
+    /// - Parameter data: The bytes to decode.
     public func decode(_ data: Data) -> String? {
         if encoding == .isoLatin1 { return Charset.decodeLatin1(data) }
         return String(data: data, encoding: encoding)
@@ -112,6 +140,7 @@ public struct Charset: Sendable, Hashable, CustomStringConvertible {
     /// the cut left of a character (an incomplete UTF-8 sequence, an odd byte or a lone
     /// leading surrogate in UTF-16, a partial UTF-32 unit, half a Shift_JIS or EUC-JP pair).
     /// Bytes invalid before those still fail; single-byte charsets have nothing to drop.
+    /// - Parameter data: A body cut at a byte limit.
     public func decodePrefix(_ data: Data) -> String? {
         if let whole = decode(data) { return whole }
         for cut in partialCharacterLengths(data) where cut > 0 && cut <= data.count {

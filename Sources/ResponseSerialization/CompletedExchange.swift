@@ -4,10 +4,18 @@ import HTTP1
 /// How much of the response body was kept. `total` counts every body byte
 /// upstream sent; `captured` those kept under the capture limit.
 public struct BodyCapture: Sendable, Equatable {
+    /// Bytes kept.
     public var captured: Int
+    /// Bytes the origin sent.
     public var total: Int
+    /// What was kept is not the whole body (the capture limit, or a transfer cut short).
     public var truncated: Bool
 
+    /// - Parameters:
+    ///   - captured: Bytes kept.
+    ///   - total: Bytes the origin sent.
+    ///   - truncated: Default nil: truncated when `captured < total`. A transfer cut short
+    ///     passes true whatever the counts say.
     public init(captured: Int, total: Int, truncated: Bool? = nil) {
         self.captured = captured
         self.total = total
@@ -15,6 +23,7 @@ public struct BodyCapture: Sendable, Equatable {
     }
 
     /// A body kept whole.
+    /// - Parameter count: Its size in bytes.
     public static func whole(_ count: Int) -> BodyCapture { BodyCapture(captured: count, total: count, truncated: false) }
 
     /// What a serializer that needs the whole body gets instead of it: nil when it is whole.
@@ -38,14 +47,21 @@ public final class CompletedExchange: @unchecked Sendable {
     public static let serializationPool = DispatchQueue(label: "tapwire.serialization", qos: .utility,
                                                         attributes: .concurrent)
 
+    /// The request head as the client sent it.
     public let request: HTTPRequestHead
+    /// The response head as the origin sent it; nil when none arrived.
     public let response: HTTPResponseHead?
     /// The body after content decoding; nil when none was received.
     public let data: Data?
+    /// How much of the body was kept: a serializer that needs it whole is refused a cut one.
     public let capture: BodyCapture
+    /// Where the upstream exchange's time went; nil when not measured.
     public let metrics: ExchangeMetrics?
+    /// `Timeline.requestStartTime`, seconds since 1970.
     public let requestStartTime: TimeInterval
+    /// `Timeline.initialResponseTime` (0: no byte arrived).
     public let initialResponseTime: TimeInterval
+    /// `Timeline.requestCompletedTime`.
     public let requestCompletedTime: TimeInterval
 
     private let transportError: Error?
@@ -60,9 +76,17 @@ public final class CompletedExchange: @unchecked Sendable {
     private var queue: DispatchQueue?
 
     /// - Parameters:
-    ///   - error: the transport failure (or `contentDecodingFailed`), if any.
-    ///   - capture: defaults to `data` kept whole.
-    ///   - clock: the exchange's clock, seconds since 1970; stamps serializationCompletedTime.
+    ///   - request: The request head.
+    ///   - response: The response head, nil when none arrived.
+    ///   - data: The body after content decoding, nil when none was received.
+    ///   - error: The transport failure (or `contentDecodingFailed`), if any; default nil.
+    ///   - capture: Default nil: `data` kept whole.
+    ///   - requestStartTime: Seconds since 1970.
+    ///   - initialResponseTime: Default 0: no byte arrived (the timeline uses `requestCompletedTime`).
+    ///   - requestCompletedTime: Seconds since 1970.
+    ///   - metrics: Default nil (not measured).
+    ///   - clock: The exchange's clock, seconds since 1970; stamps serializationCompletedTime.
+    ///     Default: the wall clock.
     public init(request: HTTPRequestHead, response: HTTPResponseHead?, data: Data?, error: Error? = nil,
                 capture: BodyCapture? = nil,
                 requestStartTime: TimeInterval, initialResponseTime: TimeInterval = 0,
@@ -91,6 +115,9 @@ public final class CompletedExchange: @unchecked Sendable {
     /// Runs `validation` now unless there is no response or an error is set. A
     /// failure that is not a `TapwireError` is wrapped in `customValidationFailed`,
     /// so the log can name it.
+    /// - Parameter validation: Given the request, the response and the data; its failure
+    ///   becomes the exchange's error unless an earlier one is set.
+    /// - Returns: This exchange, to chain validators and handlers.
     @discardableResult
     public func validate(_ validation: @escaping Validation) -> Self {
         guard let response, error == nil else { return self }
@@ -106,17 +133,26 @@ public final class CompletedExchange: @unchecked Sendable {
         return self
     }
 
+    /// Fails with `unacceptableStatusCode` unless the response's status is in the list.
+    /// - Parameter acceptableStatusCodes: The statuses accepted, e.g. `200..<300`.
+    /// - Returns: This exchange.
     @discardableResult
     public func validate<S: Sequence>(statusCode acceptableStatusCodes: S) -> Self where S.Element == Int {
         validate(ResponseValidation.statusCode(acceptableStatusCodes))
     }
 
+    /// Alamofire's content-type check: an empty body passes; a missing Content-Type passes
+    /// only against `*/*` (else `missingContentType`); otherwise some pattern must match
+    /// (else `unacceptableContentType`), `type/*` and `*/*` as wildcards.
+    /// - Parameter acceptableContentTypes: Media types such as `application/json`.
+    /// - Returns: This exchange.
     @discardableResult
     public func validate<S: Sequence>(contentType acceptableContentTypes: S) -> Self where S.Element == String {
         validate(ResponseValidation.contentType(acceptableContentTypes))
     }
 
     /// Status 200..<300, then the content types of the request's Accept header (`*/*` without one).
+    /// - Returns: This exchange.
     @discardableResult
     public func validate() -> Self {
         validate(statusCode: 200..<300)
@@ -131,12 +167,21 @@ public final class CompletedExchange: @unchecked Sendable {
     }
 
     /// Runs `serializer` here and now, stamping serializationCompletedTime right after it returns.
+    /// - Parameter serializer: Handed the exchange's error (transport, else validation, else
+    ///   `inputDataTruncated` for a cut body it does not accept), as Alamofire's are.
+    /// - Returns: The exchange and the serializer's result.
     public func serialize<S: DataResponseSerializerProtocol>(with serializer: S) -> DataResponse<S.SerializedObject> {
         serialize(with: serializer, error: errorFor(serializer))
     }
 
     // MARK: Asynchronous (Alamofire's handlers)
 
+    /// Alamofire's plain handler: the exchange as captured, no serializer. Made on this
+    /// exchange's serialization queue, delivered on `queue`, in the order handlers were attached.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - completionHandler: Given the exchange with the validators' verdict so far.
+    /// - Returns: This exchange, to chain more handlers.
     @discardableResult
     public func response(queue: DispatchQueue = .main,
                          completionHandler: @escaping (DefaultDataResponse) -> Void) -> Self {
@@ -148,6 +193,14 @@ public final class CompletedExchange: @unchecked Sendable {
         return self
     }
 
+    /// Runs `responseSerializer` on this exchange's serialization queue (off the caller's
+    /// thread) and delivers the response on `queue`, in the order handlers were attached.
+    /// The serializer sees the validators attached before this call.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - responseSerializer: A built-in (`.json()`, `.string()`, …) or your own.
+    ///   - completionHandler: Given the exchange and the serializer's result.
+    /// - Returns: This exchange, to chain more handlers.
     @discardableResult
     public func response<S: DataResponseSerializerProtocol>(
         queue: DispatchQueue = .main, responseSerializer: S,
@@ -160,18 +213,35 @@ public final class CompletedExchange: @unchecked Sendable {
         return self
     }
 
+    /// `response(queue:responseSerializer: .data())`.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - completionHandler: Given the body's bytes, or the failure.
+    /// - Returns: This exchange.
     @discardableResult
     public func responseData(queue: DispatchQueue = .main,
                              completionHandler: @escaping (DataResponse<Data>) -> Void) -> Self {
         response(queue: queue, responseSerializer: .data(), completionHandler: completionHandler)
     }
 
+    /// `response(queue:responseSerializer: .string(encoding:))`.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - encoding: Default nil: the Content-Type's charset, else ISO-8859-1.
+    ///   - completionHandler: Given the text, or the failure.
+    /// - Returns: This exchange.
     @discardableResult
     public func responseString(queue: DispatchQueue = .main, encoding: Charset? = nil,
                                completionHandler: @escaping (DataResponse<String>) -> Void) -> Self {
         response(queue: queue, responseSerializer: .string(encoding: encoding), completionHandler: completionHandler)
     }
 
+    /// `response(queue:responseSerializer: .json(allowFragments:))`.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - allowFragments: Accept a scalar at top level; default true, as Alamofire.
+    ///   - completionHandler: Given the JSON value, or the failure.
+    /// - Returns: This exchange.
     @discardableResult
     public func responseJSON(queue: DispatchQueue = .main, allowFragments: Bool = true,
                              completionHandler: @escaping (DataResponse<JSON>) -> Void) -> Self {
@@ -179,6 +249,11 @@ public final class CompletedExchange: @unchecked Sendable {
                  completionHandler: completionHandler)
     }
 
+    /// `response(queue:responseSerializer: .propertyList())`.
+    /// - Parameters:
+    ///   - queue: Where `completionHandler` runs; default the main queue.
+    ///   - completionHandler: Given the property list as JSON, or the failure.
+    /// - Returns: This exchange.
     @discardableResult
     public func responsePropertyList(queue: DispatchQueue = .main,
                                      completionHandler: @escaping (DataResponse<JSON>) -> Void) -> Self {
@@ -187,11 +262,22 @@ public final class CompletedExchange: @unchecked Sendable {
 
     // MARK: Internals
 
-    /// The error a serializer is handed: transport, else validation, else
-    /// `inputDataTruncated` when the body was cut and the serializer needs it whole.
     private func errorFor<S: DataResponseSerializerProtocol>(_ serializer: S) -> Error? {
-        if let error { return error }
-        return serializer.acceptsTruncatedInput ? nil : capture.truncationError
+        CompletedExchange.serializerError(error, capture: capture, acceptsTruncatedInput: serializer.acceptsTruncatedInput)
+    }
+
+    /// The error a serializer is handed, written once for the exchange and for callers that
+    /// serialize without one (the log's compact path): the exchange's own (transport, else
+    /// validation), else `inputDataTruncated` when the body was cut and the serializer
+    /// needs it whole.
+    /// - Parameters:
+    ///   - exchangeError: The transport failure, else the first validation failure.
+    ///   - capture: How much of the body was kept.
+    ///   - acceptsTruncatedInput: Whether the serializer takes a cut body.
+    public static func serializerError(_ exchangeError: Error?, capture: BodyCapture,
+                                       acceptsTruncatedInput: Bool) -> Error? {
+        if let exchangeError { return exchangeError }
+        return acceptsTruncatedInput ? nil : capture.truncationError
     }
 
     private func serialize<S: DataResponseSerializerProtocol>(with serializer: S, error: Error?) -> DataResponse<S.SerializedObject> {

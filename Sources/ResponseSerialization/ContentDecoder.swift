@@ -14,6 +14,10 @@ public struct DecodedContent: Sendable, Equatable {
     /// (the reverse of the header's order); `identity` never appears.
     public var codings: [String]
 
+    /// - Parameters:
+    ///   - bytes: The decoded bytes.
+    ///   - truncated: Whether they are only a prefix of the content.
+    ///   - codings: The codings undone, in the order they were undone.
     public init(bytes: [UInt8], truncated: Bool, codings: [String]) {
         self.bytes = bytes
         self.truncated = truncated
@@ -21,6 +25,7 @@ public struct DecodedContent: Sendable, Equatable {
     }
 }
 
+/// Why a Content-Encoding could not be undone.
 public enum ContentDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A coding Tapwire cannot undo (e.g. `compress`), lowercased as listed.
     case unsupported(String)
@@ -30,8 +35,10 @@ public enum ContentDecodingError: Error, Sendable, Equatable, CustomStringConver
     /// for the serializer an incomplete stream is as unusable as a damaged one.
     case corrupt(coding: String, message: String)
 
+    /// The `message` of a stream that stops before its end when the input was not cut.
     public static let unexpectedEndOfInput = "input ended before the end of the compressed stream"
 
+    /// The coding that failed, lowercased.
     public var coding: String {
         switch self {
         case .unsupported(let coding): return coding
@@ -39,6 +46,7 @@ public enum ContentDecodingError: Error, Sendable, Equatable, CustomStringConver
         }
     }
 
+    /// What went wrong: the log record's message.
     public var message: String {
         switch self {
         case .unsupported(let coding): return "unsupported content coding \"\(coding)\""
@@ -46,6 +54,7 @@ public enum ContentDecodingError: Error, Sendable, Equatable, CustomStringConver
         }
     }
 
+    /// The coding and what went wrong, for people.
     public var description: String {
         switch self {
         case .unsupported: return message
@@ -70,14 +79,17 @@ public struct ContentDecoder: Sendable {
     /// 2^23 = 8 MiB, the largest zstd window RFC 9659 lets HTTP content use.
     public static let zstdWindowLogMax: Int32 = 23
 
+    /// At most this many decoded bytes are produced; the rest is cut (`truncated`).
     public let maxOutputBytes: Int
 
+    /// - Parameter maxOutputBytes: The bound on decoded bytes; a negative value counts as 0.
     public init(maxOutputBytes: Int) {
         self.maxOutputBytes = Swift.max(0, maxOutputBytes)
     }
 
     /// The header's codings in listed (= applied) order: split on `,`, trimmed
     /// of spaces and tabs, lowercased, empty list elements dropped.
+    /// - Parameter contentEncoding: The Content-Encoding field value; nil when there is none.
     public static func codings(in contentEncoding: String?) -> [String] {
         guard let contentEncoding else { return [] }
         return contentEncoding.split(separator: ",", omittingEmptySubsequences: false)
@@ -118,6 +130,10 @@ public struct ContentDecoder: Sendable {
     }
 
     /// `decode(_:contentEncoding:inputTruncated:)` over `Data`, without copying the input.
+    /// - Parameters:
+    ///   - input: The encoded body.
+    ///   - contentEncoding: The Content-Encoding field value; nil when there is none.
+    ///   - inputTruncated: The caller cut `input`; default false.
     public func decode(_ input: Data, contentEncoding: String?,
                        inputTruncated: Bool = false) throws(ContentDecodingError) -> DecodedContent {
         if input.isEmpty { return Self.empty(contentEncoding, inputTruncated: inputTruncated) }

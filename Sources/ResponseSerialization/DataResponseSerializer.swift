@@ -4,7 +4,11 @@ import HTTP1
 /// A serializer turns a completed exchange into a value, Alamofire-style: one
 /// closure of (request, response, data, error).
 public protocol DataResponseSerializerProtocol {
+    /// The value a successful serialization gives.
     associatedtype SerializedObject
+    /// The serializer: given the request, the response, the body after content decoding
+    /// and the exchange's error (transport, validation or `inputDataTruncated`), the value
+    /// or the failure. The built-ins return a passed-in error unchanged.
     var serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<SerializedObject, Error> { get }
     /// Whether a body cut at the capture limit may be serialized as it is. When
     /// false the exchange hands the serializer `inputDataTruncated` as its error.
@@ -17,8 +21,15 @@ public protocol DataResponseSerializerProtocol {
 }
 
 extension DataResponseSerializerProtocol {
+    /// By default a serializer needs the whole body.
     public var acceptsTruncatedInput: Bool { false }
 
+    /// By default a cut body is serialized as a whole one would be.
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - response: The response head, nil when none arrived.
+    ///   - data: The body kept, a prefix of the whole.
+    ///   - error: The exchange's error, if any.
     public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
                                         _ data: Data?, _ error: Error?) -> Result<SerializedObject, Error> {
         serializeResponse(request, response, data, error)
@@ -30,12 +41,22 @@ extension DataResponseSerializerProtocol {
 /// `.form()`, `.eventStream()`), usable with a leading dot wherever a
 /// serializer is expected.
 public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
+    /// The value a successful serialization gives.
     public typealias SerializedObject = Value
+    /// The closure the serializer was made from.
     public let serializeResponse: (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>
+    /// Whether a body cut at the capture limit reaches `serializeResponse` (else the
+    /// exchange hands it `inputDataTruncated` as its error).
     public let acceptsTruncatedInput: Bool
     /// `serializeResponse` for a cut body, when it differs (the string serializer's).
     let serializePrefix: ((HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>)?
 
+    /// A serializer from a closure, as Alamofire's `DataResponseSerializer(serializeResponse:)`.
+    /// - Parameters:
+    ///   - acceptsTruncatedInput: Whether a body cut at the capture limit may be serialized
+    ///     as it is; default false (the closure gets `inputDataTruncated` as its error).
+    ///   - serializeResponse: Given request, response, data and the exchange's error; return
+    ///     a passed-in error unchanged to keep the built-ins' behaviour.
     public init(acceptsTruncatedInput: Bool = false,
                 serializeResponse: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?, Error?) -> Result<Value, Error>) {
         self.acceptsTruncatedInput = acceptsTruncatedInput
@@ -50,6 +71,13 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
         self.serializePrefix = serializeCapturedPrefix
     }
 
+    /// The string serializer reads a cut body as a prefix (without the character the cut
+    /// split); every other serializer as it reads a whole one.
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - response: The response head, nil when none arrived.
+    ///   - data: The body kept, a prefix of the whole.
+    ///   - error: The exchange's error, if any.
     public func serializeCapturedPrefix(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?,
                                         _ data: Data?, _ error: Error?) -> Result<Value, Error> {
         (serializePrefix ?? serializeResponse)(request, response, data, error)
@@ -79,21 +107,36 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
 /// When an empty body is the right answer rather than a failure (check 2 of
 /// every built-in). Version 5 rule: only when the body is nil or empty.
 public struct EmptyResponsePolicy: Sendable, Equatable {
+    /// 204 No Content, 205 Reset Content, 304 Not Modified, as Alamofire.
     public static let defaultCodes: Set<Int> = [204, 205, 304]
+    /// HEAD, as Alamofire.
     public static let defaultMethods: Set<String> = ["HEAD"]
 
+    /// Statuses whose empty body is the empty value.
     public var codes: Set<Int>
     /// Compared exactly: HTTP methods are case-sensitive.
     public var methods: Set<String>
 
+    /// - Parameters:
+    ///   - codes: Default 204, 205 and 304.
+    ///   - methods: Default HEAD.
     public init(codes: Set<Int> = EmptyResponsePolicy.defaultCodes, methods: Set<String> = EmptyResponsePolicy.defaultMethods) {
         self.codes = codes; self.methods = methods
     }
 
+    /// Alamofire 5's `emptyResponseAllowed(forRequest:response:)`: the request's method or
+    /// the response's status is one the policy names.
+    /// - Parameters:
+    ///   - request: The request head, nil when there is none.
+    ///   - response: The response head, nil when none arrived.
     public func allowsEmptyBody(request: HTTPRequestHead?, response: HTTPResponseHead?) -> Bool {
         allowsEmptyBody(method: request?.method, status: response?.status)
     }
 
+    /// The same from the method and status alone.
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when none arrived.
     public func allowsEmptyBody(method: String?, status: Int?) -> Bool {
         if let method, methods.contains(method) { return true }
         if let status, codes.contains(status) { return true }
@@ -141,6 +184,11 @@ func serializationFailure(_ reason: TapwireError.ResponseSerializationFailureRea
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Data> {
     /// The bytes as they are. Fails only on nil data; accepts a truncated body.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func data(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<Data> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
@@ -156,6 +204,12 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
     /// Text in `encoding`, else the Content-Type charset, else ISO-8859-1.
     /// Fails only on nil data or bytes invalid in the chosen charset; accepts a truncated
     /// body, without the character the cut split (`Charset.decodePrefix`).
+    /// - Parameters:
+    ///   - encoding: Default nil: the Content-Type's charset, else ISO-8859-1.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func string(encoding: Charset? = nil,
                               emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                               emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<String> {
@@ -180,7 +234,7 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
 // MARK: - Array-valued (NDJSON, form, event stream)
 
 extension DataResponseSerializer where Value == JSON {
-    /// The checks every array-valued serializer makes, in the spec's order: an error
+    /// The checks every array-valued serializer makes, in Alamofire's order: an error
     /// passed in, an allowed empty response (an empty array), nil data; then `parse`.
     static func arrayValued(emptyResponseCodes: Set<Int>, emptyRequestMethods: Set<String>,
                             parse: @escaping (Data) -> Result<[JSON], Error>) -> DataResponseSerializer<JSON> {
@@ -198,6 +252,13 @@ extension DataResponseSerializer where Value == JSON {
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
     /// A typed JSON value keeping member order and number text. Fragments are
     /// allowed by default, as in Alamofire. Empty-allowed responses give `.null`.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func json(allowFragments: Bool = true, maxDepth: Int = 512,
                             emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
@@ -221,12 +282,23 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
 /// (`JSONCompactor`), with `redactingKeys` applied at any depth. The same value as
 /// `json(...)` followed by `JSONWriter`, for a log that needs no `JSON` tree.
 public struct CompactJSON: Sendable, Equatable {
+    /// The value as compact JSON text (UTF-8, no white space outside strings).
     public var text: [UInt8]
+    /// - Parameter text: Compact JSON text.
     public init(text: [UInt8]) { self.text = text }
 }
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<CompactJSON> {
     /// `json(...)`'s checks in the same order and with the same errors; the value is its text.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth;
+    ///     default none.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func compactJSON(allowFragments: Bool = true, maxDepth: Int = 512, redactingKeys keys: JSONKeySet = JSONKeySet([]),
                                    emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<CompactJSON> {
@@ -248,6 +320,15 @@ extension CompactJSON {
     /// The `compactJSON` serializer's steps on a body's bytes (nil: no data), for callers
     /// that hold bytes rather than the heads and a `Data` (the log's workers, which skip
     /// the exchange objects for the common record: see `ExchangeProcessor.outcome`).
+    /// - Parameters:
+    ///   - method: The request's method, nil when there is no request.
+    ///   - status: The response's status, nil when none arrived.
+    ///   - body: The body's bytes, nil when none were received.
+    ///   - error: The exchange's error; when set it is the result.
+    ///   - allowFragments: Accept a scalar at top level.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.
+    ///   - policy: When an empty body is `null` rather than a failure.
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy) -> Result<CompactJSON, Error> {
@@ -259,6 +340,7 @@ extension CompactJSON {
     /// The same, writing the text into `storage`'s memory (emptied before the text is written)
     /// and sharing it with the result: a caller that lets go of each result before the next
     /// call (a log worker, record after record) allocates no array per body.
+    /// - Parameter storage: Memory to reuse; its contents are replaced.
     public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
                                  allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
                                  policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
@@ -288,6 +370,11 @@ extension CompactJSON {
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
     /// An XML, binary or OpenStep property list, mapped to `JSON` (see
     /// `PropertyListConversion`). Empty-allowed responses give `.null`.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value;
+    ///     default HEAD.
     public static func propertyList(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                     emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
@@ -310,6 +397,9 @@ extension DataResponseSerializer {
     /// A serializer from a throwing closure, with the built-ins' first check
     /// (an error passed in is returned unchanged). A thrown `TapwireError` is
     /// kept; any other error becomes `customSerializationFailed(error:)`.
+    /// - Parameters:
+    ///   - acceptsTruncatedInput: Whether a cut body reaches `body`; default false.
+    ///   - body: Given request, response and data; returns the value or throws.
     public static func custom(acceptsTruncatedInput: Bool = false,
                               _ body: @escaping (HTTPRequestHead?, HTTPResponseHead?, Data?) throws -> Value) -> DataResponseSerializer<Value> {
         DataResponseSerializer(acceptsTruncatedInput: acceptsTruncatedInput) { request, response, data, error in
@@ -327,8 +417,13 @@ extension DataResponseSerializer {
 
 extension CompletedExchange {
     /// `serialize(with: .compactJSON(…))`, specialized here. Generic code called from
-    /// another module runs unspecialized: the log's workers then looked up `Result`'s and
-    /// `DataResponse`'s generic metadata at run time, ~1,000 instructions per record.
+    /// another module runs unspecialized, and the log's workers would look up `Result`'s and
+    /// `DataResponse`'s generic metadata at run time for every record.
+    /// - Parameters:
+    ///   - allowFragments: Accept a scalar at top level.
+    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.
+    ///   - emptyResponseCodes: Statuses whose empty body is `null`.
+    ///   - emptyRequestMethods: Request methods whose empty response is `null`.
     public func serializeCompactJSON(allowFragments: Bool, redactingKeys keys: JSONKeySet,
                                      emptyResponseCodes: Set<Int>, emptyRequestMethods: Set<String>) -> DataResponse<CompactJSON> {
         serialize(with: .compactJSON(allowFragments: allowFragments, redactingKeys: keys,

@@ -5,11 +5,18 @@ import HTTP1
 public struct ServerSentEvent: Sendable, Equatable {
     /// The last event ID in effect when the event was dispatched (nil when none was ever set or it was reset).
     public var id: String?
+    /// The `event` field in effect at dispatch; `message` when none was given.
     public var event: String
+    /// The `data` lines joined with LF.
     public var data: String
     /// A `retry` field (milliseconds) received since the previous dispatch.
     public var retry: Int?
 
+    /// - Parameters:
+    ///   - id: Default nil (no event ID in effect).
+    ///   - event: Default `message`, the type an event without `event:` has.
+    ///   - data: The event's data.
+    ///   - retry: Default nil (no `retry` field received).
     public init(id: String? = nil, event: String = "message", data: String, retry: Int? = nil) {
         self.id = id; self.event = event; self.data = data; self.retry = retry
     }
@@ -25,12 +32,14 @@ public struct ServerSentEvent: Sendable, Equatable {
     }
 }
 
+/// The `text/event-stream` format (WHATWG HTML, server-sent events).
 public enum EventStream {
     /// Parses a `text/event-stream` body by the WHATWG HTML "event stream
     /// interpretation": UTF-8 (one leading BOM dropped), lines end at CRLF, LF
     /// or CR, `:` lines are comments, a blank line dispatches, an event with no
     /// data is not dispatched, and an event not closed by a blank line before
     /// the end of the stream is discarded.
+    /// - Parameter data: The body, as received.
     public static func parse(_ data: Data) -> [ServerSentEvent] {
         // Works on UTF-8 bytes: CR, LF and ':' are ASCII and never occur inside a
         // multi-byte sequence, so lines and fields can be cut before decoding.
@@ -101,6 +110,11 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// `text/event-stream` → a JSON array of events (`ServerSentEvent.json`).
     /// Nil data fails with `inputDataNil`; an empty body is an empty array.
     /// Refuses a truncated body, whose last event would be cut.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is an empty array, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is an empty array;
+    ///     default HEAD.
     public static func eventStream(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in

@@ -1,12 +1,14 @@
 import Foundation
 import HTTP1
 
+/// The `application/x-www-form-urlencoded` format.
 public enum FormURLEncoded {
     /// `application/x-www-form-urlencoded` → ordered (name, value) pairs, as the
     /// WHATWG URL standard parses it: split on `&`, empty pieces dropped, the
     /// first `=` separates name from value (none: empty value), `+` is a space,
     /// `%XX` is a byte, a bad escape stays as written, bytes are read as UTF-8
     /// (invalid sequences become U+FFFD).
+    /// - Parameter data: The body, as received.
     public static func parse(_ data: Data) -> [(name: String, value: String)] {
         data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
             var pairs: [(name: String, value: String)] = []
@@ -66,6 +68,11 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// A form body → a JSON array of `[name, value]` arrays, in order (names
     /// repeat, so not an object). Nil data fails with `inputDataNil`; an empty
     /// body is an empty array. Refuses a truncated body, whose last pair would be cut.
+    /// - Parameters:
+    ///   - emptyResponseCodes: Statuses whose empty body is an empty array, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is an empty array;
+    ///     default HEAD.
     public static func form(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in

@@ -8,6 +8,7 @@ public struct JSONKeySet: Sendable, Equatable {
     /// Bit n set when some key is n bytes long (n < 64): most keys are rejected on length alone.
     let shortLengths: UInt64
 
+    /// - Parameter keys: Member names, any case; duplicates are ignored.
     public init<S: Sequence>(_ keys: S) where S.Element == String {
         var byLength: [[[UInt8]]] = []
         var lengths: UInt64 = 0
@@ -22,6 +23,7 @@ public struct JSONKeySet: Sendable, Equatable {
         shortLengths = lengths
     }
 
+    /// Whether the set names no key (nothing is redacted).
     public var isEmpty: Bool { keysByLength.isEmpty }
 
     @inline(__always)
@@ -45,6 +47,7 @@ public struct JSONKeySet: Sendable, Equatable {
 
     /// `value` with the value of every member named by this set replaced by
     /// `"[redacted]"`, at any depth, inside arrays too; a replaced value is not searched further.
+    /// - Parameter value: A document.
     public func redacting(_ value: JSON) -> JSON {
         guard !isEmpty else { return value }
         switch value {
@@ -67,6 +70,8 @@ public struct JSONKeySet: Sendable, Equatable {
         }
     }
 
+    /// Whether `key` names a redacted member (ASCII case-insensitive).
+    /// - Parameter key: A member name, unescaped.
     public func matches(_ key: String) -> Bool {
         var key = key
         return key.withUTF8 { utf8 -> Bool in
@@ -101,6 +106,12 @@ extension JSON {
 public enum JSONCompactor {
     /// Appends the compact text of the document in `input` to `output` and returns
     /// true; on invalid input returns false with `output` as it was.
+    /// - Parameters:
+    ///   - input: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"`; default none.
+    ///   - output: Where the text is appended.
     public static func append(_ input: UnsafeRawBufferPointer, allowFragments: Bool = true, maxDepth: Int = 512,
                               redacting keys: JSONKeySet = JSONKeySet([]), into output: inout [UInt8]) -> Bool {
         guard let base = input.baseAddress, input.count > 0 else { return false }
@@ -111,6 +122,13 @@ public enum JSONCompactor {
         return false
     }
 
+    /// `append(_:allowFragments:maxDepth:redacting:into:)` over an array.
+    /// - Parameters:
+    ///   - input: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
+    ///   - keys: Member names whose values are written as `"[redacted]"`; default none.
+    ///   - output: Where the text is appended.
     public static func append(_ input: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512,
                               redacting keys: JSONKeySet = JSONKeySet([]), into output: inout [UInt8]) -> Bool {
         input.withUnsafeBytes { append($0, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &output) }
@@ -122,8 +140,8 @@ public enum JSONCompactor {
 extension JSONCompactor {
     /// One function with its state in locals: as methods on a struct the state lived in
     /// memory behind `self` and every token paid loads, stores and calls for it. For the
-    /// same reason the white-space skip is written out at its four places: as a nested
-    /// function capturing the locals it cost 7% more instructions (callgrind, 64 KiB page).
+    /// same reason the white-space skip is written out at its four places: a nested
+    /// function capturing the locals would move them back to memory.
     static func compact(_ p: UnsafePointer<UInt8>, end: Int, allowFragments: Bool, maxDepth: Int,
                         keys: JSONKeySet, into out: inout [UInt8]) -> Bool {
         let redacts = !keys.isEmpty
@@ -326,9 +344,8 @@ extension JSONCompactor {
     }
 
     /// `scanString` with its common case in the caller: a string of plain ASCII up to its
-    /// closing quote (most strings) costs one inlined scan, not a call. The call's entry
-    /// and exit were a fifth of string scanning on the bench's 64 KiB page (~4,200 short
-    /// strings).
+    /// closing quote (most strings) costs one inlined scan, not a call: API documents hold
+    /// thousands of short strings, and a call's entry and exit would weigh on each.
     @inline(__always)
     static func scanStringInline(_ p: UnsafePointer<UInt8>, from open: Int, end: Int) -> (Int, Int) {
         let stop = scanPlain(p, from: open + 1, end: end)

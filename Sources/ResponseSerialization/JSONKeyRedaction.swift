@@ -3,6 +3,9 @@ extension JSON {
     /// case-insensitively (`Token` matches `token`), at any depth, inside arrays too.
     /// A replaced value is not searched further. Keys in `keys` are lowercased (ASCII)
     /// here as well, so a mixed-case set still works.
+    /// - Parameters:
+    ///   - keys: Member names, any case.
+    ///   - replacement: What a matched value becomes; default the string `[redacted]`.
     public func redactingKeys(_ keys: Set<String>, with replacement: JSON = .string("[redacted]")) -> JSON {
         guard !keys.isEmpty else { return self }
         let matcher = KeyMatcher(keys)

@@ -3,15 +3,25 @@ import HTTP1
 
 /// Why one line of an NDJSON body is not JSON; `line` counts from 1.
 public struct JSONLinesError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The line, counting from 1.
     public var line: Int
+    /// Why the line is not JSON; its offset counts from the line's start.
     public var parseError: JSONParseError
+    /// - Parameters:
+    ///   - line: The line, counting from 1.
+    ///   - parseError: Why it is not JSON.
     public init(line: Int, parseError: JSONParseError) { self.line = line; self.parseError = parseError }
+    /// `line N: message at byte M`.
     public var description: String { "line \(line): \(parseError.description)" }
 }
 
+/// The NDJSON / JSON Lines format: one JSON value a line.
 public enum JSONLines {
     /// Every non-blank line parsed as one JSON value (fragments allowed), in
     /// order. Lines end at LF; a CR before it is dropped.
+    /// - Parameters:
+    ///   - data: The body, as received.
+    ///   - maxDepth: Nesting deeper than this fails a line; default 512.
     public static func parse(_ data: Data, maxDepth: Int = 512) throws(JSONLinesError) -> [JSON] {
         var values: [JSON] = []
         var lineNumber = 0
@@ -47,6 +57,12 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// naming the line. Nil data fails with `inputDataNil`; an empty body (or an
     /// empty-allowed response) is an empty array. Refuses a truncated body,
     /// whose last line would be cut.
+    /// - Parameters:
+    ///   - maxDepth: Nesting deeper than this fails a line; default 512.
+    ///   - emptyResponseCodes: Statuses whose empty body is an empty array, not a failure;
+    ///     default 204, 205 and 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is an empty array;
+    ///     default HEAD.
     public static func jsonLines(maxDepth: Int = 512,
                                  emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                  emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {

@@ -4,8 +4,13 @@ import Foundation  // the `Data` overload and NSLock; the parser itself works on
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset into the input where the problem was found.
     public var offset: Int
+    /// What is wrong, e.g. `unexpected end of input`.
     public var message: String
+    /// - Parameters:
+    ///   - offset: Byte offset into the input.
+    ///   - message: What is wrong.
     public init(offset: Int, message: String) { self.offset = offset; self.message = message }
+    /// `message at byte N`.
     public var description: String { "\(message) at byte \(offset)" }
 }
 
@@ -33,6 +38,10 @@ public enum JSONParser {
     /// Parses one JSON text (surrounding white space allowed). `allowFragments`
     /// accepts a scalar at top level (Alamofire's default); nesting deeper than
     /// `maxDepth` fails cleanly instead of overflowing the stack.
+    /// - Parameters:
+    ///   - bytes: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
     public static func parse(_ bytes: UnsafeRawBufferPointer, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, message: "unexpected end of input")
@@ -44,6 +53,11 @@ public enum JSONParser {
         return value
     }
 
+    /// `parse(_:allowFragments:maxDepth:)` over an array.
+    /// - Parameters:
+    ///   - bytes: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
     public static func parse(_ bytes: [UInt8], allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
         let result: Result<JSON, JSONParseError> = bytes.withUnsafeBytes { raw in
             Result { () throws(JSONParseError) -> JSON in try parse(raw, allowFragments: allowFragments, maxDepth: maxDepth) }
@@ -51,6 +65,11 @@ public enum JSONParser {
         return try result.get()
     }
 
+    /// `parse(_:allowFragments:maxDepth:)` over `Data`, without copying it.
+    /// - Parameters:
+    ///   - data: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
     public static func parse(_ data: Data, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
         let result: Result<JSON, JSONParseError> = data.withUnsafeBytes { raw in
             Result { () throws(JSONParseError) -> JSON in try parse(raw, allowFragments: allowFragments, maxDepth: maxDepth) }
@@ -59,6 +78,10 @@ public enum JSONParser {
     }
 
     /// Offsets in errors count UTF-8 bytes of `string`.
+    /// - Parameters:
+    ///   - string: One JSON text.
+    ///   - allowFragments: Accept a scalar at top level; default true.
+    ///   - maxDepth: Nesting deeper than this fails; default 512.
     public static func parse(_ string: String, allowFragments: Bool = true, maxDepth: Int = 512) throws(JSONParseError) -> JSON {
         var text = string
         let result: Result<JSON, JSONParseError> = text.withUTF8 { utf8 in
@@ -235,9 +258,9 @@ private struct ShortTextCache<Element>: ~Copyable {
 }
 
 /// A reader's working memory (stacks and tables), kept between parses in a small pool.
-/// Why: allocating these afresh made every parse start with large allocations, and glibc
+/// Why: allocated afresh, every parse would start with large allocations, and glibc
 /// answers a large allocation by first consolidating every small block freed since (the
-/// whole previous document), which showed up as a sixth of the parse profile.
+/// whole previous document).
 /// Whoever holds a `ReaderMemory` owns its blocks, which contain no live values.
 private struct ReaderMemory: @unchecked Sendable {
     struct Block {

@@ -1,12 +1,19 @@
 /// Why a text is not an RFC 6901 JSON Pointer.
 public struct JSONPointerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The text that is not a pointer.
     public var pointer: String
     /// UTF-8 byte offset into `pointer` where the problem was found.
     public var offset: Int
+    /// What is wrong.
     public var message: String
+    /// - Parameters:
+    ///   - pointer: The text.
+    ///   - offset: UTF-8 byte offset of the problem.
+    ///   - message: What is wrong.
     public init(pointer: String, offset: Int, message: String) {
         self.pointer = pointer; self.offset = offset; self.message = message
     }
+    /// The pointer, what is wrong, and where.
     public var description: String { "invalid JSON Pointer \"\(pointer)\": \(message) at byte \(offset)" }
 }
 
@@ -24,6 +31,8 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     /// The unescaped reference tokens; empty for the whole document.
     public var tokens: [String]
 
+    /// Parses a pointer's text (`""`, `/a/b`, `/items/0`, `/a~1b`).
+    /// - Parameter text: The pointer as written in a rule.
     public init(_ text: String) throws(JSONPointerError) {
         let utf8 = Array(text.utf8)
         guard !utf8.isEmpty else { tokens = []; return }
@@ -55,6 +64,7 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
         self.tokens = tokens
     }
 
+    /// - Parameter tokens: Unescaped reference tokens; none for the whole document.
     public init(tokens: [String]) { self.tokens = tokens }
 
     /// The pointer's text, tokens escaped again.
@@ -118,6 +128,7 @@ private struct PointerTree {
 extension JSON {
     /// Every value the pointer addresses, in document order (more than one only when
     /// an object on the way has duplicate keys).
+    /// - Parameter pointer: What to look up.
     public func values(at pointer: JSONPointer) -> [JSON] {
         var current = [self]
         for token in pointer.tokens {
@@ -140,6 +151,7 @@ extension JSON {
 
     /// The value the pointer addresses (the first in document order if duplicate keys
     /// make it address several), or nil when it addresses nothing.
+    /// - Parameter pointer: What to look up.
     public func value(at pointer: JSONPointer) -> JSON? {
         values(at: pointer).first
     }
@@ -148,6 +160,7 @@ extension JSON {
     /// order (array elements keep their relative order and close up). A pointer that
     /// addresses nothing is ignored; `""` keeps everything. When nothing at all is kept
     /// the result is the root's empty container (`{}` or `[]`), or `null` for a scalar root.
+    /// - Parameter pointers: What to keep.
     public func selecting(_ pointers: [JSONPointer]) -> JSON {
         let tree = PointerTree(pointers)
         if let kept = JSON.select(self, tree) { return kept }
@@ -182,6 +195,9 @@ extension JSON {
 
     /// Replaces every value the pointers address with `replacement`; pointers that
     /// address nothing are ignored. `""` replaces the whole document.
+    /// - Parameters:
+    ///   - pointers: What to replace.
+    ///   - replacement: What it becomes; default the string `[redacted]`.
     public func redacting(_ pointers: [JSONPointer], with replacement: JSON = .string("[redacted]")) -> JSON {
         JSON.redact(self, PointerTree(pointers), replacement)
     }

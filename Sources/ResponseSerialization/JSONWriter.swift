@@ -8,6 +8,9 @@
 public enum JSONWriter {
     /// Appends the compact text of `value` (no insignificant white space; numbers
     /// as their source text; strings escaped per RFC 8259).
+    /// - Parameters:
+    ///   - value: The value to write.
+    ///   - output: Where the text is appended.
     public static func write(_ value: JSON, into output: inout [UInt8]) {
         switch value {
         case .null:
@@ -42,6 +45,9 @@ public enum JSONWriter {
     }
 
     /// Appends `string` as a quoted JSON string. Record encoders use it for fields.
+    /// - Parameters:
+    ///   - string: Any text.
+    ///   - output: Where the quoted string is appended.
     public static func appendQuoted(_ string: String, into output: inout [UInt8]) {
         let done: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
             appendQuoted(utf8: utf8, into: &output)
@@ -53,6 +59,9 @@ public enum JSONWriter {
     }
 
     /// Appends `utf8` (assumed valid UTF-8) as a quoted JSON string.
+    /// - Parameters:
+    ///   - utf8: Valid UTF-8 bytes.
+    ///   - output: Where the quoted string is appended.
     public static func appendQuoted(utf8: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         guard let base = utf8.baseAddress else {
@@ -76,6 +85,10 @@ public enum JSONWriter {
 
     /// Index of the first byte at or after `start` that `appendQuoted` escapes (`end` when none);
     /// public for writers with their own buffers (the log's record buffer).
+    /// - Parameters:
+    ///   - p: The bytes.
+    ///   - start: Where to start looking.
+    ///   - end: One past the last byte to look at.
     @inline(__always)
     public static func firstEscapable(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
         var i = start
@@ -96,6 +109,7 @@ public enum JSONWriter {
     /// (`"`, `\`, below 0x20). The lowest set bit is exact; a higher one can be a false
     /// positive only above a byte that is itself flagged (a borrow), so callers use the lowest.
     /// Inlinable: the record buffer runs it per 8 bytes from another module.
+    /// - Parameter w: Eight bytes, the first in the lowest bits.
     @inlinable @inline(__always)
     public static func escapeMask(_ w: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
@@ -109,6 +123,7 @@ public enum JSONWriter {
     }
 
     /// How many bytes `byte` takes inside a quoted string: 1, or its escape's 2 or 6.
+    /// - Parameter byte: One byte of UTF-8 text.
     @inlinable
     public static func escapedLength(_ byte: UInt8) -> Int {
         switch byte {
@@ -119,6 +134,9 @@ public enum JSONWriter {
     }
 
     /// Writes the escape `appendQuoted` uses for `byte` (2 or 6 bytes) at `p`; returns its length.
+    /// - Parameters:
+    ///   - byte: A byte `escapedLength` says takes more than one.
+    ///   - p: Room for at least 6 bytes.
     public static func writeEscape(_ byte: UInt8, to p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = 0x5C
         switch byte {
@@ -169,5 +187,6 @@ extension JSON: CustomStringConvertible {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// The compact JSON text.
     public var description: String { compactText }
 }

@@ -10,11 +10,17 @@ import Foundation
 /// date → RFC 3339 UTC string (fraction only when not whole seconds);
 /// data → base64 string.
 public enum PropertyListConversion {
+    /// A value with no JSON form (a type property lists do not define).
     public struct UnsupportedValue: Error, CustomStringConvertible {
+        /// The Swift type found.
         public var typeName: String
+        /// Names the type.
         public var description: String { "property list value of type \(typeName) has no JSON form" }
     }
 
+    /// The JSON form of a value `PropertyListSerialization` returned, as described above.
+    /// - Parameter object: A property list value.
+    /// - Throws: `UnsupportedValue` for a value of another type.
     public static func json(from object: Any) throws -> JSON {
         switch object {
         case let string as String:

@@ -5,18 +5,26 @@ import HTTP1
 /// that the log's `result.failure` reads like a client's error: a stable error
 /// name, a stable reason name, and a readable message.
 public enum TapwireError: Error {
+    /// A serializer could not turn the body into its value.
     case responseSerializationFailed(reason: ResponseSerializationFailureReason)
+    /// A validator refused the response.
     case responseValidationFailed(reason: ResponseValidationFailureReason)
     /// The exchange itself failed (connect, DNS, timeout, reset, ...); there may be no response.
     case transportFailed(TransportFailure)
 
+    /// Why a serializer failed; the case name is the log record's `result.failure.reason`.
     public enum ResponseSerializationFailureReason {
+        /// No body was received (a serializer that takes an empty one).
         case inputDataNil
+        /// No body, or an empty one, where the serializer needs bytes (JSON, property list).
         case inputDataNilOrZeroLength
         /// `encoding` is the canonical IANA name of the charset tried, e.g. "utf-8".
         case stringSerializationFailed(encoding: String)
+        /// The body is not JSON; `error` is a `JSONParseError` (or `JSONLinesError`).
         case jsonSerializationFailed(error: Error)
+        /// The body is not a property list, or holds a value with no JSON form.
         case propertyListSerializationFailed(error: Error)
+        /// A custom serializer threw a non-`TapwireError` error.
         case customSerializationFailed(error: Error)
         /// Tapwire: the body was cut at the capture limit, so a whole-document parse would lie.
         case inputDataTruncated(captured: Int, total: Int)
@@ -24,10 +32,15 @@ public enum TapwireError: Error {
         case contentDecodingFailed(encoding: String, message: String)
     }
 
+    /// Why a validator failed; the case name is the log record's `result.failure.reason`.
     public enum ResponseValidationFailureReason {
+        /// The status is not among the acceptable ones.
         case unacceptableStatusCode(code: Int)
+        /// The Content-Type matches none of the acceptable types.
         case unacceptableContentType(acceptableContentTypes: [String], responseContentType: String)
+        /// There is no Content-Type and the acceptable types do not include `*/*`.
         case missingContentType(acceptableContentTypes: [String])
+        /// A custom validator failed with a non-`TapwireError` error.
         case customValidationFailed(error: Error)
     }
 }
@@ -56,6 +69,7 @@ extension TapwireError {
         }
     }
 
+    /// The readable message, Alamofire's wording where Alamofire has one.
     public var message: String {
         switch self {
         case .responseSerializationFailed(let reason): return reason.message
@@ -64,6 +78,7 @@ extension TapwireError {
         }
     }
 
+    /// The transport failure, when that is what this is.
     public var transportFailure: TransportFailure? {
         if case .transportFailed(let failure) = self { return failure }
         return nil
@@ -84,6 +99,7 @@ extension TapwireError {
 }
 
 extension TapwireError.ResponseSerializationFailureReason {
+    /// The case name, as the log record's `result.failure.reason` stores it.
     public var name: String {
         switch self {
         case .inputDataNil: return "inputDataNil"
@@ -97,6 +113,7 @@ extension TapwireError.ResponseSerializationFailureReason {
         }
     }
 
+    /// Alamofire's message for the reason, with the underlying error's own description.
     public var message: String {
         switch self {
         case .inputDataNil:
@@ -123,6 +140,7 @@ extension TapwireError.ResponseSerializationFailureReason {
 }
 
 extension TapwireError.ResponseValidationFailureReason {
+    /// The case name, as the log record's `result.failure.reason` stores it.
     public var name: String {
         switch self {
         case .unacceptableStatusCode: return "unacceptableStatusCode"
@@ -132,6 +150,7 @@ extension TapwireError.ResponseValidationFailureReason {
         }
     }
 
+    /// Alamofire's message for the reason.
     public var message: String {
         switch self {
         case .unacceptableStatusCode(let code):
@@ -147,21 +166,33 @@ extension TapwireError.ResponseValidationFailureReason {
 }
 
 extension TapwireError: LocalizedError, CustomStringConvertible {
+    /// `message`.
     public var errorDescription: String? { message }
+    /// `message`.
     public var description: String { message }
 }
 
 /// The three strings a log record stores for any failure. Errors that are not a
 /// `TapwireError` (a custom serializer's own error) are named by their type.
 public struct ErrorLogFields: Sendable, Equatable {
+    /// `responseSerializationFailed`, `responseValidationFailed`, `transportFailed`, or a foreign error's type name.
     public var error: String
+    /// The reason's case name or transport code; nil for a foreign error.
     public var reason: String?
+    /// The readable message.
     public var message: String
 
+    /// - Parameters:
+    ///   - error: The error name.
+    ///   - reason: The reason name, nil when there is none.
+    ///   - message: The readable message.
     public init(error: String, reason: String?, message: String) {
         self.error = error; self.reason = reason; self.message = message
     }
 
+    /// The fields of any error: a `TapwireError`'s names, a transport failure's code, or a
+    /// foreign error's type name and description.
+    /// - Parameter error: Any error a serializer or validator returned.
     public init(_ error: Error) {
         if let tapwire = error as? TapwireError {
             self.init(error: tapwire.errorName, reason: tapwire.reasonName, message: tapwire.message)

@@ -8,10 +8,15 @@ import Foundation
 /// first response byte from upstream; last response byte (or the failure);
 /// the serializer returned.
 public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The request head was fully received from the client.
     public let requestStartTime: TimeInterval
+    /// The first response byte arrived from upstream.
+    ///
     /// Falls back to `requestCompletedTime` when no byte ever arrived (given as 0).
     public let initialResponseTime: TimeInterval
+    /// The last response byte arrived, or the exchange failed.
     public let requestCompletedTime: TimeInterval
+    /// The serializer returned (for `DefaultDataResponse`: the response was made).
     public let serializationCompletedTime: TimeInterval
 
     /// initialResponseTime − requestStartTime
@@ -23,6 +28,13 @@ public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebu
     /// serializationCompletedTime − requestStartTime
     public let totalDuration: TimeInterval
 
+    /// Every point defaults to 0; the durations are worked out here, once.
+    /// - Parameters:
+    ///   - requestStartTime: Seconds since 1970; default 0.
+    ///   - initialResponseTime: Seconds since 1970; default 0, which means "no byte arrived"
+    ///     and makes it `requestCompletedTime`.
+    ///   - requestCompletedTime: Seconds since 1970; default 0.
+    ///   - serializationCompletedTime: Seconds since 1970; default 0.
     public init(requestStartTime: TimeInterval = 0,
                 initialResponseTime: TimeInterval = 0,
                 requestCompletedTime: TimeInterval = 0,
@@ -49,6 +61,7 @@ public struct Timeline: Sendable, Equatable, CustomStringConvertible, CustomDebu
         return "Timeline: { " + timings.joined(separator: ", ") + " }"
     }
 
+    /// The four points and the four durations, in Alamofire's wording.
     public var debugDescription: String {
         let points = [
             "\"Request Start Time\": " + Timeline.threeDecimals(requestStartTime),
@@ -76,12 +89,19 @@ public struct ExchangeMetrics: Sendable, Equatable {
     // a signature of its own, for the public one below to delegate to. Inside this module (and
     // with `@testable import`) a call naming only some trailing arguments, such as
     // `ExchangeMetrics(connectionReused: true)`, matches both and is ambiguous: name `dns:` too.
+    /// The request went over a pooled connection (no DNS, connect or TLS phase).
     public var connectionReused: Bool
+    /// Resolving the origin's name.
     public var dns: TimeInterval?
+    /// The TCP connect.
     public var connect: TimeInterval?
+    /// The TLS handshake with the origin (intercepted HTTPS only).
     public var tls: TimeInterval?
+    /// Sending the request head (and body) upstream.
     public var send: TimeInterval?
+    /// From the request sent to the first response byte.
     public var wait: TimeInterval?
+    /// From the first response byte to the last.
     public var receive: TimeInterval?
     /// The upstream address actually used, `host:port`.
     public var upstream: String?
@@ -91,6 +111,15 @@ extension ExchangeMetrics {
     /// Delegates to the memberwise initializer, which is built in place: assigning the fields
     /// one by one left the value copied out and the original destroyed (a worker makes one per
     /// logged exchange).
+    /// - Parameters:
+    ///   - dns: Seconds; default nil (the phase did not happen).
+    ///   - connect: Seconds; default nil.
+    ///   - tls: Seconds; default nil.
+    ///   - send: Seconds; default nil.
+    ///   - wait: Seconds; default nil.
+    ///   - receive: Seconds; default nil.
+    ///   - connectionReused: Default false.
+    ///   - upstream: The address used, `host:port`; default nil.
     public init(dns: TimeInterval? = nil, connect: TimeInterval? = nil, tls: TimeInterval? = nil,
                 send: TimeInterval? = nil, wait: TimeInterval? = nil, receive: TimeInterval? = nil,
                 connectionReused: Bool = false, upstream: String? = nil) {

@@ -3,15 +3,19 @@ import Foundation
 import ProxyEngine
 import TLSInterception
 
-// Exit codes (interfaces.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
+// Exit codes (docs/configuration.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
 let usageText = """
 usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire check-config FILE   (or --config FILE)
-       tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [FILTER...]
-       tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [FILTER...]
+       tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [EXPR...]
+       tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [EXPR...]
+       tapwire query [--config FILE] [--log-dir DIR] [--json] [--count] [--limit N] [--reverse] EXPR...
+       tapwire show|curl ID [--config FILE] [--log-dir DIR]
+       tapwire diff ID1 ID2 [--config FILE] [--log-dir DIR]
+       tapwire replay ID... | --query EXPR [--direct | --proxy HOST:PORT] [--timeout SECONDS] [--config FILE] [--log-dir DIR]
        tapwire env [--config FILE]
        tapwire ca export [--config FILE]
-filters: host=GLOB path=GLOB status=404|4xx|200-299 method=GET type=json error
+EXPR: a query such as  status>=500 host=*.example.com  (tapwire query --help; docs/query.md)
 
 """
 
@@ -87,7 +91,7 @@ case "check-config":
         print("\(path): ok: \(c.summary)")
         exit(0)
     case .failure(let list):
-        // stderr holds one line per error (interfaces.md), so scripts can count them; the
+        // stderr holds one line per error, so scripts can count them; the
         // count is a summary, on stdout like the success line.
         for e in list.errors { FileHandle.standardError.write(Data("\(path): \(e)\n".utf8)) }
         print("\(path): \(list.errors.count) error(s)")
@@ -110,6 +114,30 @@ case "har":
     let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
     exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
+
+case "show", "curl", "diff":
+    let f = flags(rest, allowed: ["--config", "--log-dir"])
+    let config = loadConfiguration(f.values["--config"])
+    let run = arguments[1] == "show" ? RecordCommandsCLI.show : arguments[1] == "curl" ? RecordCommandsCLI.curl : RecordCommandsCLI.diff
+    exit(run(config, f.values["--log-dir"], f.positional))
+
+case "replay":
+    let f = flags(rest, allowed: ["--config", "--log-dir", "--proxy", "--timeout", "--query"], switches: ["--direct"])
+    exit(RecordCommandsCLI.replay(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                                  ids: f.positional, query: f.values["--query"], direct: f.values["--direct"] != nil,
+                                  proxy: f.values["--proxy"], timeout: f.values["--timeout"]))
+
+case "query":
+    // Words after `--` are the expression even when they start with `-`.
+    let split = rest.firstIndex(of: "--")
+    let optionWords = split.map { rest[..<$0] } ?? rest
+    if optionWords.contains("-h") || optionWords.contains("--help") { print(LogCommandsCLI.queryHelp, terminator: ""); exit(0) }
+    let f = flags(optionWords, allowed: ["--config", "--log-dir", "--limit", "-n"], switches: ["--json", "--count", "-c", "--reverse", "-r"])
+    let expression = f.positional + (split.map { Array(rest[rest.index(after: $0)...]) } ?? [])
+    exit(LogCommandsCLI.query(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                              json: f.values["--json"] != nil, count: f.values["--count"] != nil || f.values["-c"] != nil,
+                              limit: f.values["--limit"] ?? f.values["-n"],
+                              reverse: f.values["--reverse"] != nil || f.values["-r"] != nil, words: expression))
 
 case "ca":
     if rest.first == "-h" || rest.first == "--help" { print(usageText, terminator: ""); exit(0) }

@@ -43,7 +43,7 @@ final class HARWriterTests: XCTestCase {
         var bytes: [UInt8] = []
         let writer = HARWriter(output: { bytes += $0 }, creatorVersion: "9.9.9")
         let count = try HARExport.run(source: RecordSource(directory: directory.path),
-                                      filter: RecordFilter.parse(words), writer: writer)
+                                      filter: Query.parse(words), writer: writer)
         return (bytes, count)
     }
 

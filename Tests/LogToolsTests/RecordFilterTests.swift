@@ -23,13 +23,13 @@ final class RecordFilterTests: XCTestCase {
 
     /// Ids (record numbers; 0 for the loss record) kept by `words`.
     private func kept(_ words: [String]) throws -> [Int] {
-        let filter = try RecordFilter.parse(words)
+        let filter = try Query.parse(words)
         return all.filter { filter.matches(line: Array($0.utf8)) }.map { Fixture.number(ofLine: Array($0.utf8)) ?? 0 }
     }
 
     func testNoWordsKeepEverything() throws {
         XCTAssertEqual(try kept([]), [1, 2, 3, 4, 5, 6, 7, 0])
-        XCTAssertTrue(try RecordFilter.parse([]).isEmpty)
+        XCTAssertTrue(try Query.parse([]).isEmpty)
     }
 
     func testHostGlobIsCaseInsensitiveAndIgnoresThePortUnlessGiven() throws {
@@ -39,9 +39,9 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertEqual(try kept(["host=api.github.com"]), [7], "a tunnel's target host")
         XCTAssertEqual(try kept(["host=*.com:443"]), [7])
         let literal = Fixture.http(9, url: "http://[::1]:8080/x")
-        XCTAssertTrue(try RecordFilter.parse(["host=::1"]).matches(line: Array(literal.utf8)))
-        XCTAssertTrue(try RecordFilter.parse(["host=[::1]:8080"]).matches(line: Array(literal.utf8)))
-        XCTAssertFalse(try RecordFilter.parse(["host=[::1]:80"]).matches(line: Array(literal.utf8)))
+        XCTAssertTrue(try Query.parse(["host=::1"]).matches(line: Array(literal.utf8)))
+        XCTAssertTrue(try Query.parse(["host=[::1]:8080"]).matches(line: Array(literal.utf8)))
+        XCTAssertFalse(try Query.parse(["host=[::1]:80"]).matches(line: Array(literal.utf8)))
     }
 
     func testPathGlobMatchesThePathWithoutTheQuery() throws {
@@ -78,7 +78,7 @@ final class RecordFilterTests: XCTestCase {
     func testErrorKeepsTransportErrorsFailedResultsAndLosses() throws {
         XCTAssertEqual(try kept(["error"]), [4, 5, 0])
         let brokenTunnel = Fixture.tunnel(8, error: #"{"code":"upstreamReset","message":"reset"}"#, closedBy: "error")
-        XCTAssertTrue(try RecordFilter.parse(["error"]).matches(line: Array(brokenTunnel.utf8)))
+        XCTAssertTrue(try Query.parse(["error"]).matches(line: Array(brokenTunnel.utf8)))
     }
 
     func testDifferentWordsMustAllMatchAndRepeatedWordsAreAlternatives() throws {
@@ -89,29 +89,27 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertEqual(try kept(["method=GET", "host=shop.example.com"]), [])
     }
 
+    /// The older filter's error cases, now reported by the query parser with their column.
     func testUnknownAndMalformedWordsAreRejectedWithTheWordNamed() {
         func message(_ words: [String]) -> String? {
             do {
-                _ = try RecordFilter.parse(words)
+                _ = try Query.parse(words)
                 return nil
             } catch {
                 return error.description
             }
         }
-        XCTAssertEqual(message(["colour=red"]),
-                       "filter 'colour=red': unknown filter 'colour='; expected host=GLOB, path=GLOB, status=404|4xx|200-299, method=NAME, type=NAME or error")
-        XCTAssertEqual(message(["status=4x"]), "filter 'status=4x': '4x' is not a status; expected 404, 4xx or 200-299")
-        XCTAssertEqual(message(["status=299-200"]), "filter 'status=299-200': '299-200' is not a status; expected 404, 4xx or 200-299")
-        XCTAssertEqual(message(["status=700"]), "filter 'status=700': '700' is not a status; expected 404, 4xx or 200-299")
-        XCTAssertEqual(message(["host="]), "filter 'host=': missing value")
-        XCTAssertEqual(message(["error=1"]), "filter 'error=1': 'error' takes no value")
-        XCTAssertEqual(message(["method=G T"]), "filter 'method=G T': 'G T' is not a method name")
-        XCTAssertEqual(message(["--follow"])?.hasPrefix("filter '--follow': unknown filter; expected"), true)
+        XCTAssertEqual(message(["colour=red"])?.hasPrefix("query:1:1: unknown field 'colour' in 'colour=red'; expected one of id, kind, method"), true)
+        XCTAssertEqual(message(["status=4x"]), "query:1:8: expected a status such as 404, 4xx or 200-299, found '4x'")
+        XCTAssertEqual(message(["status=299-200"]), "query:1:8: expected a status such as 404, 4xx or 200-299, found '299-200'")
+        XCTAssertEqual(message(["status=4xx,5x"]), "query:1:12: expected a status such as 404, 4xx or 200-299, found '5x'")
+        XCTAssertEqual(message(["host="]), "query:1:6: expected a value after '='")
+        XCTAssertEqual(message(["method=G;T"]), "query:1:8: expected a method name such as GET, found 'G;T'")
         XCTAssertNil(message(["host=a", "status=2xx"]))
     }
 
     func testUnreadableLinesPassOnlyTheEmptyFilter() throws {
-        XCTAssertTrue(RecordFilter.all.matches(line: Array("not json".utf8)))
-        XCTAssertFalse(try RecordFilter.parse(["error"]).matches(line: Array("not json".utf8)))
+        XCTAssertTrue(Query.all.matches(line: Array("not json".utf8)))
+        XCTAssertFalse(try Query.parse(["error"]).matches(line: Array("not json".utf8)))
     }
 }
