@@ -35,23 +35,24 @@ endef
 deps:
 	$(call apt_install,$(DEB_BUILD))
 
-# Python modules only the tests use (HAR schema check, Prometheus text parser), for the
+# Python modules only the tests use (HAR schema check, Prometheus text parser, MessagePack
+# cases made by the reference packer), for the
 # python3 on PATH: Debian's own (prefix /usr, not a venv) takes them from apt (its pip
 # refuses system installs, PEP 668); another (pyenv, a venv, even one made from Debian's
 # python, whose python3 links to /usr/bin) from PyPI. Checked after: a test that cannot import
 # them would skip, and a skip must not pass for a check.
-PIP_TEST     := jsonschema prometheus_client
-DEB_PY_TEST  := python3-jsonschema python3-prometheus-client
+PIP_TEST     := jsonschema prometheus_client msgpack
+DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
-	@python3 -c "import jsonschema, prometheus_client" 2>/dev/null || { \
+	@python3 -c "import jsonschema, prometheus_client, msgpack" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
 	  else \
 	    python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST); \
 	  fi; }
-	@python3 -c "import jsonschema, prometheus_client" || \
+	@python3 -c "import jsonschema, prometheus_client, msgpack" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
 
 build: deps
