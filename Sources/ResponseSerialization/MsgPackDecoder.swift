@@ -16,7 +16,9 @@ import Foundation
 /// - array: a JSON array.
 /// - map: a JSON object, members in the order sent, duplicate keys kept. A key that is not
 ///   a str is written as its own compact JSON text: the integer key `1` is the member `"1"`,
-///   `true` is `"true"`, nil is `"null"`, a bin key `"{\"base64\":\"AQI=\"}"`.
+///   `true` is `"true"`, nil is `"null"`, a bin key `"{\"base64\":\"AQI=\"}"`. Inside such a
+///   key, a map's keys must be str, nil, bool or numbers: a key of a key is text escaped
+///   twice, and deeper it would grow exponentially, so deeper nesting fails the value.
 /// - timestamp (extension type -1, all three widths): an RFC 3339 string in UTC
 ///   (`MsgPackTimestamp`).
 /// - any other extension: `{"ext":N,"base64":"…"}`, N its type code (-128...127).
@@ -79,6 +81,8 @@ private struct MsgPackReader {
     let bytes: UnsafeRawBufferPointer
     let maxDepth: Int
     var offset = 0
+    /// How many map keys enclose the value being read (keys may be containers).
+    var keysBeingRead = 0
 
     init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes; self.maxDepth = maxDepth
@@ -204,11 +208,24 @@ private struct MsgPackReader {
         var members: [JSON.Member] = []
         members.reserveCapacity(min(count, remaining / 2))
         for _ in 0..<count {
+            let keyStart = offset
+            keysBeingRead += 1
             let key = try value(depth: depth + 1)
+            keysBeingRead -= 1
             let name: String
-            if case .string(let text) = key {
+            switch key {
+            case .string(let text):
                 name = text
-            } else {
+            case .null, .bool, .number:
+                var text: [UInt8] = []
+                JSONWriter.write(key, into: &text)
+                name = String(decoding: text, as: UTF8.self)
+            case .array, .object:
+                // Text in text is escaped again at every level (`"` → `\"` → `\\\"`): keys nested
+                // in keys would make the text grow exponentially with the nesting.
+                guard keysBeingRead == 0 else {
+                    throw MsgPackError(offset: keyStart, message: "a map key inside a map key is an array, map, bin or ext")
+                }
                 var text: [UInt8] = []
                 JSONWriter.write(key, into: &text)
                 name = String(decoding: text, as: UTF8.self)

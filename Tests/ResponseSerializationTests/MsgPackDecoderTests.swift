@@ -159,6 +159,23 @@ final class MsgPackDecoderTests: XCTestCase {
         XCTAssertEqual(failure([0x81, 0x91, 0x00, 0x00], maxDepth: 1)?.offset, 1)
     }
 
+    /// A key's text escaped inside another key's text doubles its backslashes at every level;
+    /// one level is allowed, a container key inside a key fails.
+    func testKeysNestedInKeysAreBounded() throws {
+        // {[{"a\"": 1}]: 2}: a key holding a map with a str key.
+        XCTAssertEqual(try MsgPackDecoder.decode([0x81, 0x91, 0x81, 0xA2, 0x61, 0x22, 0x01, 0x02]),
+                       .object([JSON.Member(#"[{"a\"":1}]"#, .number("2"))]))
+        // {{1: 2}: 3}: scalar keys inside a key are fine.
+        XCTAssertEqual(try MsgPackDecoder.decode([0x81, 0x81, 0x01, 0x02, 0x03]), .object([JSON.Member(#"{"1":2}"#, .number("3"))]))
+        // {{[]: 1}: 2}, {{bin: 1}: 2}: a container key inside a key.
+        XCTAssertEqual(failure([0x81, 0x81, 0x90, 0x01, 0x02])?.offset, 2)
+        XCTAssertEqual(failure([0x81, 0x81, 0xC4, 0x00, 0x01, 0x02])?.message, "a map key inside a map key is an array, map, bin or ext")
+        // Forty maps, each the key of the one before: the innermost map key inside a key is
+        // refused as soon as it is read, before any key text is built.
+        let hostile: [UInt8] = Array(repeating: 0x81, count: 40) + Array(repeating: 0xC0, count: 41)
+        XCTAssertEqual(failure(hostile)?.offset, 39)
+    }
+
     func testTimestampCivilDates() {
         XCTAssertEqual(MsgPackTimestamp.text(seconds: 0, nanoseconds: 0), "1970-01-01T00:00:00Z")
         XCTAssertEqual(MsgPackTimestamp.text(seconds: 951_782_400, nanoseconds: 120_000_000), "2000-02-29T00:00:00.12Z")
