@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev
-DEB_TEST     := curl python3 systemd openssl
+DEB_TEST     := curl python3 python3-venv systemd openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
@@ -43,6 +43,11 @@ deps:
 # them would skip, and a skip must not pass for a check.
 PIP_TEST     := jsonschema prometheus_client msgpack
 DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
+# DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
+# AnalyticsEndToEndTests runs; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON
+# names another interpreter).
+TEST_VENV    := .venv-test
+PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
@@ -54,6 +59,9 @@ test-deps: deps
 	  fi; }
 	@python3 -c "import jsonschema, prometheus_client, msgpack" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
+	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
+	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
+	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_ANALYTICS); }
 
 build: deps
 	$(SWIFT) build -j $(JOBS)

@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
-        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "CIsal"]),
+        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),

@@ -11,7 +11,6 @@ A benchmark, not a test: it exits 0 whatever the figures (1 when the counts disa
 fails); `--strict` also exits 1 when a goal is missed.
 """
 import argparse
-import gzip
 import json
 import os
 import random
@@ -134,8 +133,8 @@ def main():
     build(a.dir, int(a.gib * GIB), 7)
     files = sorted(f for f in os.listdir(a.dir) if f.endswith(".gz")) + ["tapwire.jsonl"]
     paths = [os.path.join(a.dir, f) for f in files]
-    plain = sum(len(gzip.open(p).read()) if p.endswith(".gz") else os.path.getsize(p) for p in paths[-1:])
-    print("log: %d rotated .gz + active (%d MiB), %s" % (len(files) - 1, plain >> 20, a.dir))
+    print("log: %.2f GiB of records (uncompressed) in %d rotated .gz files (%d MiB on disk) and the active file (%d MiB), %s"
+          % (a.gib, len(files) - 1, sum(os.path.getsize(p) for p in paths[:-1]) >> 20, os.path.getsize(paths[-1]) >> 20, a.dir))
     print("cores: %d, load average: %s (the machine is shared: figures vary)" % (os.cpu_count(), os.getloadavg()))
 
     file_list = "[" + ",".join("'%s'" % p for p in paths) + "]"

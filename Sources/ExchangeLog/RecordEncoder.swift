@@ -90,8 +90,12 @@ extension HTTPRecordOutcome {
 ///              "serializationCompletedTime":"…","latency":0.00121,"requestDuration":0.00205,
 ///              "serializationDuration":0.00003,"totalDuration":0.00208},
 ///  "metrics":{"dns":null,"connect":0.00011,"tls":null,"send":0.00001,"wait":0.0011,
-///             "receive":0.00084,"connectionReused":false,"upstream":"127.0.0.1:8080"}}
+///             "receive":0.00084,"connectionReused":false,"upstream":"127.0.0.1:8080"},
+///  "replayOf":"0000018c2b1f4a1e-000001"}
 /// ```
+/// - `replayOf` (present only for a request sent by `tapwire replay`): the id of the record
+///   it re-sends, from the request's `X-Tapwire-Replay-Of` field, which is neither forwarded
+///   nor logged among the headers (`ReplayOfField`).
 /// - `request.bodySize` / `response.bodySize`: payload bytes seen on the wire (before decoding).
 /// - `request.body` (present only when a request body was captured): the body through
 ///   the default serializer for the request's Content-Type, after undoing its
@@ -146,7 +150,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"kind\":\"http\",\"client\":", &out)
         out.appendQuoted(exchange.client)
         RecordEncoder.ascii(",\"request\":", &out)
-        appendRequest(exchange, body: outcome.requestBody, into: &out)
+        let replayOf = appendRequest(exchange, body: outcome.requestBody, into: &out)
         RecordEncoder.ascii(",\"response\":", &out)
         if let response = exchange.response {
             appendResponse(response, bodySize: exchange.responseBody.totalBytes, mimeType: outcome.mimeType,
@@ -224,7 +228,12 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendBool(m.connectionReused, into: &out)
         RecordEncoder.ascii(",\"upstream\":", &out)
         RecordEncoder.appendOptionalString(m.upstream, into: &out)
-        RecordEncoder.ascii("}}", &out)
+        out.append(UInt8(ascii: "}"))
+        if let replayOf {
+            RecordEncoder.ascii(",\"replayOf\":", &out)
+            out.appendQuoted(replayOf)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// A `tunnel` or `websocket` record (by `tunnel.kind`).
@@ -274,7 +283,10 @@ public struct RecordEncoder: Sendable {
 
     // MARK: Parts
 
-    func appendRequest(_ exchange: CapturedExchange, body: RequestBodyOutcome?, into out: inout RecordBuffer) {
+    /// Returns the value of the request's `ReplayOfField`, which is not written with the
+    /// headers (it is the record's `replayOf`).
+    @discardableResult
+    func appendRequest(_ exchange: CapturedExchange, body: RequestBodyOutcome?, into out: inout RecordBuffer) -> String? {
         let request = exchange.request
         RecordEncoder.ascii("{\"method\":", &out)
         out.appendQuoted(request.method)
@@ -283,7 +295,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"httpVersion\":", &out)
         RecordEncoder.appendVersion(request.version, into: &out)
         RecordEncoder.ascii(",\"headers\":", &out)
-        appendHeaders(request.headers, into: &out)
+        let replayOf = appendHeaders(request.headers, takingReplayOf: true, into: &out)
         RecordEncoder.ascii(",\"bodySize\":", &out)
         RecordEncoder.appendInteger(exchange.requestBody.totalBytes, into: &out)
         switch body {
@@ -300,6 +312,7 @@ public struct RecordEncoder: Sendable {
             break
         }
         out.append(UInt8(ascii: "}"))
+        return replayOf
     }
 
     func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, mimeType: String?, charset: String?,
@@ -321,11 +334,19 @@ public struct RecordEncoder: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    func appendHeaders(_ headers: HTTPHeaders, into out: inout RecordBuffer) {
+    /// With `takingReplayOf` (a request's fields), a `ReplayOfField` is left out and its
+    /// value returned.
+    @discardableResult
+    func appendHeaders(_ headers: HTTPHeaders, takingReplayOf: Bool = false, into out: inout RecordBuffer) -> String? {
         out.append(UInt8(ascii: "["))
         var first = true
+        var replayOf: String?
         // Straight from the head's bytes: no string per name and value.
         headers.forEachField { name, value in
+            if takingReplayOf && ReplayOfField.matches(name) {
+                if replayOf == nil && !value.isEmpty { replayOf = String(decoding: value, as: UTF8.self) }
+                return
+            }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             let redacted = headerRedaction.redacts(name)
@@ -341,6 +362,7 @@ public struct RecordEncoder: Sendable {
             out.append(UInt8(ascii: "]"))
         }
         out.append(UInt8(ascii: "]"))
+        return replayOf
     }
 
     // MARK: Scalars

@@ -4,7 +4,7 @@
 extension HTTPHeaders {
     /// Drops hop-by-hop fields: Connection and every field it names, Proxy-Connection,
     /// Keep-Alive, TE, Trailer, Transfer-Encoding is KEPT (framing is forwarded verbatim),
-    /// Proxy-Authorization, Proxy-Authenticate, and Upgrade unless `keepUpgrade`
+    /// Proxy-Authorization, Proxy-Authenticate, X-Tapwire-Replay-Of (`ReplayOfField`), and Upgrade unless `keepUpgrade`
     /// (then `Connection: upgrade` is kept too).
     /// Fields that carry framing or routing (Transfer-Encoding, Content-Length, Host)
     /// are kept even when Connection names them: dropping them would change how the
@@ -109,7 +109,7 @@ enum HopRole {
         case 16: self = named("proxy-connection") ? .drop : .other
         case 17: self = named("transfer-encoding") ? .keep : .other
         case 18: self = named("proxy-authenticate") ? .drop : .other
-        case 19: self = named("proxy-authorization") ? .drop : .other
+        case 19: self = named("proxy-authorization") || named("x-tapwire-replay-of") ? .drop : .other
         default: self = .other
         }
     }

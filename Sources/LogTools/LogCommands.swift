@@ -10,7 +10,9 @@ public enum TailCommand {
                            rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
         var printed = 0
         while let line = try source.nextLine() {
-            // `--json` without filters passes lines through without parsing them.
+            // `--json` without filters passes lines through without parsing them; the prefilter
+            // rules most non-matching lines out before they are parsed.
+            if !filter.isEmpty && !filter.prefilter.mayMatch(line) { continue }
             let record = rawJSON && filter.isEmpty ? nil : try? JSONParser.parse(line, allowFragments: false)
             if !filter.isEmpty {
                 guard let record, filter.matches(record) else { continue }
@@ -33,7 +35,8 @@ public enum HARExport {
     @discardableResult
     public static func run(source: RecordSource, filter: Query, writer: HARWriter) throws -> Int {
         while let line = try source.nextLine() {
-            guard let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
+            guard filter.isEmpty || filter.prefilter.mayMatch(line),
+                  let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
                 continue
             }
             try writer.write(record)

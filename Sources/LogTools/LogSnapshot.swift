@@ -5,7 +5,8 @@ import Glibc
 
 /// The files of a log at one moment, oldest first: every rotated file, then the active file,
 /// already open. `query` reads a snapshot; records written after it was taken are not part
-/// of the answer, and none written before it is lost or read twice while the log rotates:
+/// of the answer (the active file is read up to its size at that moment), and none written
+/// before it is lost or read twice while the log rotates:
 ///
 /// - the active file is opened before the rotated files are listed, so a rotation in between
 ///   shows up as a listed file with the active file's inode, left out of the list and read
@@ -15,7 +16,9 @@ import Glibc
 final class LogSnapshot {
     enum Segment {
         case rotated(path: String)
-        case active(PlainFileReader)
+        /// The active file and its size when the snapshot was taken: bytes appended since are
+        /// not read.
+        case active(PlainFileReader, size: Int64)
     }
 
     let layout: LogFileLayout
@@ -32,7 +35,7 @@ final class LogSnapshot {
             return other.device != opened.device || other.inode != opened.inode
         }
         var segments: [Segment] = rotated.map { .rotated(path: layout.directory + "/" + $0.name) }
-        if let active { segments.append(.active(active)) }
+        if let active { segments.append(.active(active, size: opened?.size ?? 0)) }
         self.segments = segments
     }
 

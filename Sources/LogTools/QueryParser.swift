@@ -16,9 +16,15 @@ import ResponseSerialization
 ///
 /// Every error names the column it was found at and what was expected there.
 struct QueryParser {
+    /// The deepest nesting of parentheses and `not`s accepted: the parser, the evaluator and
+    /// the prefilter recurse once per level, and a hostile `((((…` must get an error, not
+    /// exhaust the stack.
+    static let maxDepth = 256
+
     private let tokens: [QueryLexer.Token]
     private let endColumn: Int
     private var position = 0
+    private var depth = 0
 
     static func parse(_ text: String) throws(QuerySyntaxError) -> QueryExpression {
         let tokens = try QueryLexer.tokens(text)
@@ -104,6 +110,8 @@ struct QueryParser {
         }
         if token.kind == .not {
             position += 1
+            try enter(token)
+            defer { depth -= 1 }
             return .not(try parseUnary(after: token))
         }
         return try parsePrimary(after: previous)
@@ -119,6 +127,8 @@ struct QueryParser {
             if let next = peek, next.kind == .closeParen {
                 throw QuerySyntaxError(column: next.column, message: "expected a term after '('")
             }
+            try enter(token)
+            defer { depth -= 1 }
             let inner = try parseOr()
             guard let close = peek, close.kind == .closeParen else {
                 throw QuerySyntaxError(column: peek?.column ?? endColumn,
@@ -153,6 +163,14 @@ struct QueryParser {
             return .compare(field, op, try QueryValueReader.read(value, quoted: quoted, for: field, op: op, column: valueColumn))
         case .mitm(let code, let argument, let argumentColumn):
             return try QueryParser.mitm(code, argument, column: token.column, argumentColumn: argumentColumn)
+        }
+    }
+
+    private mutating func enter(_ token: QueryLexer.Token) throws(QuerySyntaxError) {
+        depth += 1
+        if depth > QueryParser.maxDepth {
+            throw QuerySyntaxError(column: token.column,
+                                   message: "expected at most \(QueryParser.maxDepth) levels of parentheses and 'not'")
         }
     }
 

@@ -33,8 +33,6 @@ struct QueryPrefilter: @unchecked Sendable {
         anchors = QueryPrefilter.anchors(requirement)
     }
 
-    var passesEverything: Bool { anchors == nil }
-
     /// Whether `line` may match (false: it cannot).
     func mayMatch(_ line: [UInt8]) -> Bool {
         line.withUnsafeBufferPointer { mayMatch($0) }

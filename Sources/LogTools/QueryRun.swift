@@ -174,11 +174,11 @@ final class QueryRun {
             }
         }
         switch segment {
-        case .active(let reader):
+        case .active(let reader, let size):
             if options.reverse {
-                try scanner.backward(reader, size: reader.status()?.size ?? 0, isActive: true, cancelled: cancelled, emit: emit)
+                try scanner.backward(reader, size: size, isActive: true, cancelled: cancelled, emit: emit)
             } else {
-                try scanner.forward(reader, isActive: true, cancelled: cancelled, emit: emit)
+                try scanner.forward(reader, isActive: true, byteLimit: size, cancelled: cancelled, emit: emit)
             }
         case .rotated(let path):
             guard let reader = try LogSnapshot.open(rotated: path) else { return }

@@ -92,17 +92,6 @@ struct RecordView {
         }
     }
 
-    func header(_ name: String, in message: JSON?) -> String? {
-        guard case .array(let pairs)? = message?[member: "headers"] else { return nil }
-        for pair in pairs {
-            if case .array(let parts) = pair, parts.count >= 2,
-               let key = parts[0].stringValue, key.lowercased() == name, let value = parts[1].stringValue {
-                return value
-            }
-        }
-        return nil
-    }
-
     private func nonNull(_ value: JSON?) -> JSON? {
         guard let value, value != .null else { return nil }
         return value

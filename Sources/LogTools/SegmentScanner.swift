@@ -48,17 +48,27 @@ struct SegmentScanner {
         return going
     }
 
-    /// Reads `reader` to its current end. The active file's last line without `\n` is still being
-    /// written and is left out; a rotated file's is a record.
-    func forward(_ reader: LogFileReader, isActive: Bool, cancelled: () -> Bool,
+    /// Reads `reader` to its end, or its first `byteLimit` bytes. The active file's last line
+    /// without `\n` is still being written and is left out; a rotated file's is a record.
+    func forward(_ reader: LogFileReader, isActive: Bool, byteLimit: Int64? = nil, cancelled: () -> Bool,
                  emit: ([UInt8]) -> Bool) throws(LogReadError) {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(chunkSize + readChunkSize)
+        var unread = byteLimit ?? Int64.max
         while true {
             var atEnd = false
-            while buffer.count < chunkSize {
-                if try reader.read(into: &buffer) == 0 { atEnd = true; break }
-            }
+            // At least one read per round: a line longer than a chunk grows the buffer until
+            // its newline arrives.
+            repeat {
+                let n = try reader.read(into: &buffer)
+                if n == 0 { atEnd = true; break }
+                unread -= Int64(n)
+                if unread <= 0 {
+                    buffer.removeLast(Int(-unread))
+                    atEnd = true
+                    break
+                }
+            } while buffer.count < chunkSize
             let complete = buffer.withUnsafeBufferPointer { bytes -> Int in
                 var i = bytes.count
                 while i > 0 && bytes[i - 1] != 10 { i -= 1 }

@@ -10,6 +10,9 @@ usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [EXPR...]
        tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [EXPR...]
        tapwire query [--config FILE] [--log-dir DIR] [--json] [--count] [--limit N] [--reverse] EXPR...
+       tapwire show|curl ID [--config FILE] [--log-dir DIR]
+       tapwire diff ID1 ID2 [--config FILE] [--log-dir DIR]
+       tapwire replay ID... | --query EXPR [--direct | --proxy HOST:PORT] [--timeout SECONDS] [--config FILE] [--log-dir DIR]
        tapwire env [--config FILE]
        tapwire ca export [--config FILE]
 EXPR: a query such as  status>=500 host=*.example.com  (tapwire query --help; docs/query.md)
@@ -111,6 +114,18 @@ case "har":
     let f = flags(rest, allowed: ["--config", "--log-dir", "-o", "--output"])
     exit(LogCommandsCLI.har(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
                             output: f.values["-o"] ?? f.values["--output"], filterWords: f.positional))
+
+case "show", "curl", "diff":
+    let f = flags(rest, allowed: ["--config", "--log-dir"])
+    let config = loadConfiguration(f.values["--config"])
+    let run = arguments[1] == "show" ? RecordCommandsCLI.show : arguments[1] == "curl" ? RecordCommandsCLI.curl : RecordCommandsCLI.diff
+    exit(run(config, f.values["--log-dir"], f.positional))
+
+case "replay":
+    let f = flags(rest, allowed: ["--config", "--log-dir", "--proxy", "--timeout", "--query"], switches: ["--direct"])
+    exit(RecordCommandsCLI.replay(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                                  ids: f.positional, query: f.values["--query"], direct: f.values["--direct"] != nil,
+                                  proxy: f.values["--proxy"], timeout: f.values["--timeout"]))
 
 case "query":
     // Words after `--` are the expression even when they start with `-`.

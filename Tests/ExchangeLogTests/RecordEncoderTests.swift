@@ -127,6 +127,25 @@ final class RecordEncoderTests: XCTestCase {
 
     /// Every line parses, whatever the header names and values hold, and the
     /// headers come back exactly as captured.
+    func testReplayOfComesFromTheRequestFieldWhichIsNotLoggedAsAHeader() throws {
+        let processor = RecordFixture.processor()
+        let plain = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080"), ("Accept", "*/*")])
+        var replay = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080"), ("x-tapwire-replay-of", "0000018c2b1f4a1e-000001"),
+                                                             ("Accept", "*/*")])
+        let plainRecord = try ParsedRecord(processor.record(for: plain, id: "0000018c2b1f4a1e-000002"))
+        let replayRecord = try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertNil(plainRecord["/replayOf"])
+        XCTAssertFalse(plainRecord.line.contains("replayOf"))
+        XCTAssertEqual(replayRecord["/replayOf"], .string("0000018c2b1f4a1e-000001"))
+        XCTAssertEqual(replayRecord.keys("").last, "replayOf")
+        XCTAssertEqual(replayRecord["/request/headers"], plainRecord["/request/headers"])
+        // Apart from the field, the record is the one the request without it gives.
+        XCTAssertEqual(replayRecord.line, String(plainRecord.line.dropLast()) + #","replayOf":"0000018c2b1f4a1e-000001"}"#)
+        // An empty value names nothing.
+        replay.request.headers = [("Host", "api.local:8080"), ("X-Tapwire-Replay-Of", ""), ("Accept", "*/*")]
+        XCTAssertEqual(try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002")).line, plainRecord.line)
+    }
+
     func testEveryGeneratedRecordParses() throws {
         var random = SplitMix64(seed: 0x7A9_C0DE)
         let pieces = ["a", "Z", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "日本", "😀", "\u{2028}",

@@ -196,6 +196,18 @@ final class ProxyTargetTests: XCTestCase {
         XCTAssertEqual(kept.fields.map(\.name), ["Host", "Transfer-Encoding", "Accept"])
     }
 
+    func testReplayOfFieldIsForTheProxyOnly() throws {
+        let text = "POST http://example.com/submit HTTP/1.1\r\nHost: example.com\r\nx-tapwire-REPLAY-of: 0000018c2b1f4a1e-000001\r\n"
+            + "Content-Length: 3\r\nX-Tapwire-Replay: kept\r\n\r\n"
+        guard let (head, _) = request(text) else { return }
+        guard case .absolute(let authority, let origin) = try head.proxyForm() else { return XCTFail("not absolute") }
+        let expected = "POST /submit HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\nX-Tapwire-Replay: kept\r\n\r\n"
+        XCTAssertEqual(String(decoding: head.forwardedWireForm(authority: authority, originTarget: origin, keepUpgrade: false), as: UTF8.self), expected)
+        XCTAssertEqual(String(decoding: head.forwardedRequestHead(authority: authority, originTarget: origin, keepUpgrade: false).serialized(), as: UTF8.self), expected)
+        XCTAssertTrue(Array("X-TAPWIRE-replay-OF".utf8).withUnsafeBufferPointer(ReplayOfField.matches))
+        XCTAssertFalse(Array("X-Tapwire-Replay-Ox".utf8).withUnsafeBufferPointer(ReplayOfField.matches))
+    }
+
     func testFieldsNamedByConnectionRemoved() {
         let headers: HTTPHeaders = [
             ("Host", "h"), ("Connection", "X-Secret, close"), ("connection", "x-other"),

@@ -318,6 +318,22 @@ final class QueryLanguageTests: XCTestCase {
         }
     }
 
+    /// Nesting is bounded (QueryParser.maxDepth): deep enough for any real query, and a hostile
+    /// one gets an error instead of running the stack out.
+    func testNestingDeeperThanTheLimitIsAnErrorNotACrash() throws {
+        let limit = QueryParser.maxDepth
+        let deepest = String(repeating: "(", count: limit) + "status=404" + String(repeating: ")", count: limit)
+        XCTAssertTrue(try Query.parse(deepest).matches(line: Array(slow.utf8)) == false)
+        XCTAssertNotNil(try Query.parse(String(repeating: "not ", count: limit) + "a"))
+        let tooDeep = "(" + deepest + ")"
+        XCTAssertEqual(error(tooDeep)?.column, limit + 1)
+        XCTAssertEqual(error(tooDeep)?.message, "expected at most \(limit) levels of parentheses and 'not'")
+        XCTAssertNotNil(error(String(repeating: "!", count: 100_000) + "a"))
+        XCTAssertNotNil(error(String(repeating: "(", count: 100_000)))
+        // Long flat chains are loops, not recursion: no limit.
+        XCTAssertNotNil(try Query.parse(Array(repeating: "status=404", count: 5000).joined(separator: " or ")))
+    }
+
     /// Random bytes from the language's own alphabet never crash the parser.
     func testRandomTextNeverCrashes() {
         let alphabet = Array("abc=!<>~()|&\" \\/:*?.-0123456789jsonstatus")

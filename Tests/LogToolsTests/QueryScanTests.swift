@@ -151,6 +151,20 @@ final class QueryScanTests: XCTestCase {
         }
     }
 
+    /// Records appended to the active file after the snapshot are not part of the answer, in
+    /// either direction; the line half-written at the snapshot is left out even if finished since.
+    func testTheActiveFileIsReadUpToItsSizeAtTheSnapshot() throws {
+        try writeLog()
+        let snapshot = try LogSnapshot(layout: layout)
+        try directory.append("tapwire.jsonl", "\",\"x\":1}\n" + lines(122...125))
+        for reverse in [false, true] {
+            var out: [UInt8] = []
+            _ = try QueryRun(snapshot: snapshot, query: .all, options: QueryScanOptions(form: .json, reverse: reverse, chunkSize: 4096)).run { out += $0 }
+            let numbers = out.split(separator: 10).map { Fixture.number(ofLine: Array($0)) ?? -1 }
+            XCTAssertEqual(numbers, reverse ? Array((1...120).reversed()) : Array(1...120))
+        }
+    }
+
     func testAnEmptyOrMissingActiveFileAndAnEmptyDirectory() throws {
         XCTAssertEqual(try run(""), [])
         XCTAssertEqual(try count("status>=500"), 0)
@@ -161,11 +175,15 @@ final class QueryScanTests: XCTestCase {
     }
 
     func testCRLFLinesAndLinesLongerThanAChunk() throws {
-        let long = Fixture.http(1, result: #"{"success":{"note":"\#(String(repeating: "x", count: 20000)) needle"}}"#)
+        // Longer than a chunk and than one read of the file (64 KiB).
+        let long = Fixture.http(1, result: #"{"success":{"note":"\#(String(repeating: "x", count: 300_000)) needle"}}"#)
         directory.write("tapwire.jsonl", long + "\r\n" + record(2) + "\r\n" + long.replacingOccurrences(of: "-000001", with: "-000003") + "\n")
         XCTAssertEqual(try run("needle"), [1, 3])
         XCTAssertEqual(try run("needle", reverse: true), [3, 1])
         XCTAssertEqual(try run("", reverse: true, chunkSize: 4096), [3, 2, 1])
+        try directory.writeGzip("tapwire-20261201T000000.jsonl.gz", long + "\n" + record(4) + "\n")
+        XCTAssertEqual(try run("needle"), [1, 1, 3])
+        XCTAssertEqual(try run("needle", reverse: true), [3, 1, 1])
     }
 
     // MARK: Prefilter

@@ -85,6 +85,12 @@ def handle(conn):
             elif path == "/gzip-json":
                 b = gzip.compress(b'{"compressed":true,"n":1.50}')
                 reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", len(b))], b)
+            elif path == "/inspect":
+                # What arrived, as JSON: a re-sent request (tapwire curl, replay) is compared with it.
+                import base64
+                b = json.dumps({"method": method, "target": target, "headers": headers,
+                                "body": base64.b64encode(body).decode()}).encode()
+                reply(conn, 200, "OK", [("Content-Type", "application/json"), ("Content-Length", len(b))], b)
             elif path == "/echo":
                 ct = hd.get("content-type", "application/octet-stream")
                 reply(conn, 200, "OK", [("Content-Type", ct), ("Content-Length", len(body)), ("X-Method", method),

@@ -1,0 +1,73 @@
+import Foundation
+
+/// `tapwire curl ID`: a POSIX shell command line that sends a recorded request again with curl.
+/// Lines before it are shell comments: what was redacted (sent as `[redacted]`, never guessed),
+/// a body the record does not hold, what differs from the original.
+public enum CurlCommand {
+    /// The command, ending in a newline.
+    public static func render(_ request: RecordedRequest) -> String {
+        var lines: [String] = ["# tapwire curl \(request.id): \(request.method) \(request.url)"]
+        if !request.redactions.isEmpty {
+            lines.append("# redacted in the log, sent as [redacted] (fill in the real value): "
+                         + request.redactions.joined(separator: ", "))
+        }
+        if let missing = request.bodyMissing {
+            lines.append("# the body is left out: \(missing)")
+        }
+        for note in request.notes { lines.append("# \(note)") }
+
+        var head = "curl -sS --globoff --path-as-is"
+        let upper = request.method.uppercased()
+        if upper == "HEAD" {
+            head += " --head"
+        } else if upper != "GET" || !(request.body ?? []).isEmpty {
+            head += " -X " + quoted(request.method)
+        }
+        head += " " + quoted(request.url)
+
+        var arguments: [String] = []
+        let names = Set(request.headers.map { $0.name.lowercased() })
+        for header in request.headers {
+            // `Name:` would remove the field: curl wants `Name;` for an empty value.
+            arguments.append("-H " + quoted(header.value.isEmpty ? header.name + ";" : header.name + ": " + header.value))
+        }
+        // curl's own defaults, left out when the original request did not have them.
+        if !names.contains("user-agent") { arguments.append("-H 'User-Agent:'") }
+        if !names.contains("accept") { arguments.append("-H 'Accept:'") }
+        var pipe: String?
+        if let body = request.body, !body.isEmpty {
+            if !names.contains("content-type") { arguments.append("-H 'Content-Type:'") }
+            arguments.append("-H 'Expect:'")
+            if let text = printableText(body) {
+                arguments.append("--data-binary " + quoted(text))
+            } else {
+                pipe = "printf '" + body.map(octalEscape).joined() + "'"
+                arguments.append("--data-binary @-")
+            }
+        }
+        var command = (pipe.map { $0 + " |\n  " } ?? "") + head
+        for argument in arguments { command += " \\\n  " + argument }
+        lines.append(command)
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `text` in single quotes, for any POSIX shell.
+    public static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// The body as text when it is UTF-8 without NUL (which no shell argument can hold).
+    static func printableText(_ body: [UInt8]) -> String? {
+        guard !body.contains(0), let text = String(validating: body, as: UTF8.self) else { return nil }
+        return text
+    }
+
+    /// A byte for printf's format: itself when a plain printable byte, else `\ooo`.
+    static func octalEscape(_ byte: UInt8) -> String {
+        if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "'") && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: "%") {
+            return String(UnicodeScalar(byte))
+        }
+        let octal = String(byte, radix: 8)
+        return "\\" + String(repeating: "0", count: 3 - octal.count) + octal
+    }
+}
