@@ -52,9 +52,10 @@ public struct SerializerSpec: Sendable, Equatable {
     public var base64Bytes: Int = 0
     /// `msgpack`: containers nested deeper than this fail (`MsgPackDecoder.defaultMaxDepth`).
     public var maxDepth: Int = MsgPackDecoder.defaultMaxDepth
-    /// The largest `maxDepth` a rule may set: the decoder recurses once per level, and a
-    /// serialization worker's stack must hold that many frames.
-    public static let maxDepthLimit = 4096
+    /// The largest `maxDepth` a rule may set: the decoder recurses twice per level (value,
+    /// container), and a serialization worker's stack must hold that many frames
+    /// (`MsgPackDecoderTests.testTheLargestConfigurableDepthFitsASmallStack`).
+    public static let maxDepthLimit = 1024
     /// `eventStream`: a JSON Pointer into each event's data (parsed as JSON) whose string
     /// values are concatenated into the record's `assembled` text; nil for none.
     public var assemble: JSONPointer?

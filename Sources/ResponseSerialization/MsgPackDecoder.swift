@@ -108,6 +108,9 @@ private struct MsgPackReader {
         return value
     }
 
+    /// The recursion is value → array or map → value: these three keep small frames (every
+    /// scalar is read in `scalar`, every key named in `memberName`, neither inlined), so the
+    /// stack a level costs stays small even in a debug build.
     mutating func value(depth: Int) throws(MsgPackError) -> JSON {
         let start = offset
         guard offset < bytes.count else {
@@ -116,12 +119,27 @@ private struct MsgPackReader {
         let tag = bytes[offset]
         offset += 1
         switch tag {
-        case 0x00...0x7F:
-            return .number(String(tag))
         case 0x80...0x8F:
             return try map(count: Int(tag & 0x0F), depth: depth, start: start)
         case 0x90...0x9F:
             return try array(count: Int(tag & 0x0F), depth: depth, start: start)
+        case 0xDC, 0xDD:
+            let count = try unsigned(tag == 0xDC ? 2 : 4, "an array length", start: start)
+            return try array(count: Int(count), depth: depth, start: start)
+        case 0xDE, 0xDF:
+            let count = try unsigned(tag == 0xDE ? 2 : 4, "a map length", start: start)
+            return try map(count: Int(count), depth: depth, start: start)
+        default:
+            return try scalar(tag: tag, start: start)
+        }
+    }
+
+    /// Every value that is not an array or a map, its tag already read.
+    @inline(never)
+    mutating func scalar(tag: UInt8, start: Int) throws(MsgPackError) -> JSON {
+        switch tag {
+        case 0x00...0x7F:
+            return .number(String(tag))
         case 0xA0...0xBF:
             return try string(length: Int(tag & 0x1F), start: start)
         case 0xC0:
@@ -159,14 +177,10 @@ private struct MsgPackReader {
         case 0xD9, 0xDA, 0xDB:
             let length = try unsigned(1 << Int(tag - 0xD9), "a str length", start: start)
             return try string(length: Int(length), start: start)
-        case 0xDC, 0xDD:
-            let count = try unsigned(tag == 0xDC ? 2 : 4, "an array length", start: start)
-            return try array(count: Int(count), depth: depth, start: start)
-        case 0xDE, 0xDF:
-            let count = try unsigned(tag == 0xDE ? 2 : 4, "a map length", start: start)
-            return try map(count: Int(count), depth: depth, start: start)
-        default:  // 0xE0...0xFF, negative fixint
+        case 0xE0...0xFF:  // negative fixint
             return .number(String(Int8(bitPattern: tag)))
+        default:  // containers, read by `value`
+            preconditionFailure("container tag \(tag) reached scalar")
         }
     }
 
@@ -212,26 +226,29 @@ private struct MsgPackReader {
             keysBeingRead += 1
             let key = try value(depth: depth + 1)
             keysBeingRead -= 1
-            let name: String
-            switch key {
-            case .string(let text):
-                name = text
-            case .null, .bool, .number:
-                var text: [UInt8] = []
-                JSONWriter.write(key, into: &text)
-                name = String(decoding: text, as: UTF8.self)
-            case .array, .object:
-                // Text in text is escaped again at every level (`"` → `\"` → `\\\"`): keys nested
-                // in keys would make the text grow exponentially with the nesting.
-                guard keysBeingRead == 0 else {
-                    throw MsgPackError(offset: keyStart, message: "a map key inside a map key is an array, map, bin or ext")
-                }
-                var text: [UInt8] = []
-                JSONWriter.write(key, into: &text)
-                name = String(decoding: text, as: UTF8.self)
-            }
+            let name = try memberName(key, start: keyStart)
             members.append(JSON.Member(name, try value(depth: depth + 1)))
         }
         return .object(members)
+    }
+
+    /// A str key as it is; any other key as its compact JSON text.
+    @inline(never)
+    func memberName(_ key: JSON, start: Int) throws(MsgPackError) -> String {
+        switch key {
+        case .string(let text):
+            return text
+        case .array, .object:
+            // Text in text is escaped again at every level (`"` → `\"` → `\\\"`): keys nested
+            // in keys would make the text grow exponentially with the nesting.
+            guard keysBeingRead == 0 else {
+                throw MsgPackError(offset: start, message: "a map key inside a map key is an array, map, bin or ext")
+            }
+        case .null, .bool, .number:
+            break
+        }
+        var text: [UInt8] = []
+        JSONWriter.write(key, into: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -137,7 +137,7 @@ final class ConfigurationTests: XCTestCase {
 
         XCTAssertEqual(errors(#"""
         {"rules": [{"name": "a", "serializer": {"type": "msgpack", "maxDepth": 0}},
-                   {"name": "b", "serializer": {"type": "msgpack", "maxDepth": 5000}},
+                   {"name": "b", "serializer": {"type": "msgpack", "maxDepth": 1025}},
                    {"name": "c", "serializer": {"type": "eventStream", "assemble": "choices/0"}},
                    {"name": "d", "serializer": {"type": "eventStream", "assemble": 3}},
                    {"name": "e", "serializer": {"type": "eventStream", "maxEvents": -1}},

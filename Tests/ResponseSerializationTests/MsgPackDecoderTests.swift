@@ -176,6 +176,34 @@ final class MsgPackDecoderTests: XCTestCase {
         XCTAssertEqual(failure(hostile)?.offset, 39)
     }
 
+    /// A rule may set `maxDepth` up to 1024 (`SerializerSpec.maxDepthLimit`): that deep a
+    /// body decodes on a thread with a quarter of the 8 MiB a worker thread gets by default,
+    /// in this debug build whose frames are larger than a release build's.
+    func testTheLargestConfigurableDepthFitsASmallStack() {
+        let depth = 1024
+        let arrays: [UInt8] = Array(repeating: 0x91, count: depth) + [0x00]
+        let maps: [UInt8] = (0..<depth).flatMap { _ in [0x81, 0xA0] as [UInt8] } + [0x00]
+        let keys: [UInt8] = [0x81] + Array(repeating: 0x91, count: depth - 1) + [0x00, 0x00]
+        let bodies = [arrays, maps, keys]
+        let decoded = UnsafeMutableBufferPointer<Bool>.allocate(capacity: bodies.count)
+        defer { decoded.deallocate() }
+        decoded.initialize(repeating: false)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            for (i, body) in bodies.enumerated() {
+                do {
+                    _ = try MsgPackDecoder.decode(body, maxDepth: depth)
+                    decoded[i] = true
+                } catch {}
+            }
+            done.signal()
+        }
+        thread.stackSize = 2 << 20
+        thread.start()
+        done.wait()
+        XCTAssertEqual(Array(decoded), [true, true, true])
+    }
+
     func testTimestampCivilDates() {
         XCTAssertEqual(MsgPackTimestamp.text(seconds: 0, nanoseconds: 0), "1970-01-01T00:00:00Z")
         XCTAssertEqual(MsgPackTimestamp.text(seconds: 951_782_400, nanoseconds: 120_000_000), "2000-02-29T00:00:00.12Z")
