@@ -5,45 +5,42 @@ import HTTP1
 /// One client connection: reads request heads, routes each request (forward,
 /// CONNECT tunnel, admin endpoint), streams bodies both ways with
 /// backpressure, and answers pipelined requests strictly in order (the next
-/// head is not read until the current response is complete).
+/// head is not read until the current response is complete). Drives a
+/// `ClientSessionStateMachine`, which states the rules.
 final class ClientSession {
     let loop: EventLoop
     let engine: ProxyEngine
     private(set) var bev: OpaquePointer?
     let peer: SocketAddress
     let peerText: String
+    /// Set exactly while `machine.hasExchange`.
     private var exchange: Exchange?
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
+    /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
+    @exclusivity(unchecked) private var machine: ClientSessionStateMachine
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
-    private var closeWhenFlushed = false
-    /// The client shut down its sending side: what it sent is answered, then we close.
-    private var inputEnded = false
-    private var readingPausedForBackpressure = false
-    private var closed = false
-    /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
-    private(set) var interceptedAuthority: HTTPAuthority?
-    private var tlsEstablished = false
-    /// Between the 200 answer to an intercepted CONNECT and the client's first byte: a TLS
-    /// ClientHello (0x16) is decrypted, anything else goes through as a blind tunnel.
-    private var awaitingClientHello: (head: HTTPRequestHead, authority: HTTPAuthority, ssl: OpaquePointer)?
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
     /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
-    /// A parsed request not started because the log is behind (`ExchangeSink.isBehind`),
-    /// until the loop releases it (see `hold`).
-    private var heldHead: HTTPRequestHead?
 
     var config: EngineConfiguration { engine.configuration }
-    var isIdle: Bool { exchange == nil }
+    var isIdle: Bool { !machine.hasExchange }
+    private var closed: Bool { machine.isClosed }
+    /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
+    var interceptedAuthority: HTTPAuthority? { machine.interceptedAuthority }
+    /// Whether requests go to an intercepted origin (cheaper to ask than `interceptedAuthority`).
+    var isIntercepting: Bool { machine.isIntercepting }
 
     init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress) throws {
         self.loop = loop
         self.engine = engine
         self.peer = peer
         self.peerText = peer.description
+        machine = ClientSessionStateMachine(clientIdleTimeout: engine.configuration.clientIdleTimeout)
         guard let b = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
             Foundation.close(fd)
             throw EngineError.eventBase
@@ -86,56 +83,74 @@ final class ClientSession {
     }
 
     private func headTimedOut() {
-        guard exchange == nil, !closed else { return }
-        if let waiting = awaitingClientHello {
-            recordInterceptionFailure(waiting.authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(waiting.authority.host) failed: nothing sent within \(config.clientIdleTimeout) s"))
-            close()
-            return
+        perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
+    }
+
+    /// Why OpenSSL says the client's handshake failed, with a hint for the two usual causes.
+    private func handshakeFailure() -> String {
+        let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
+        let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
+        var why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+        if why.contains("alert") {
+            why += " (the client does not trust Tapwire's CA, or pins certificates)"
+        } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
+            why += " (the client did not speak TLS after CONNECT)"
         }
-        if let authority = interceptedAuthority, !tlsEstablished {
-            // A client that stalls mid-handshake leaves a record too, like one that refuses it.
-            recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(authority.host) failed: not completed within \(config.clientIdleTimeout) s"))
-            close()
-            return
-        }
-        if let input, evbuffer_get_length(input) > 0 {
-            respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
-        } else {
-            close()
+        return why
+    }
+
+    private func perform(_ actions: ActionList<ClientSessionStateMachine.Action>) {
+        for action in actions {
+            switch action {
+            case .pauseReading:
+                pauseReading()
+            case .deliverToExchange:
+                guard let ex = exchange else { break }
+                ex.clientReadable()
+                // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
+                // `input` is re-read: clientReadable may have closed the session and freed its
+                // bufferevent (libevent 2.1 delays that free past this callback, a guarantee
+                // this line should not lean on).
+                if !closed, let input = self.input, ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes {
+                    pauseReading()
+                }
+            case .parseHeads:
+                if let input { parseNextHead(input) }
+            case .inspectFirstByte:
+                if let input { firstBytesAfterConnect(input) }
+            case .respondRequestTimeout:
+                respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+            case .recordInterceptionFailure(let failure):
+                guard let authority = machine.interceptionAuthority else { break }
+                let why: String
+                switch failure {
+                case .nothingSent: why = "nothing sent within \(config.clientIdleTimeout) s"
+                case .notCompleted: why = "not completed within \(config.clientIdleTimeout) s"
+                case .closedBeforeHello: why = "the connection closed before it began"
+                case .handshakeFailed: why = handshakeFailure()
+                }
+                recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
+                    "TLS handshake with the client for \(authority.host) failed: \(why)"))
+            case .failExchange(let code):
+                exchange?.clientFailed(TransportError(code, code == .clientTimeout
+                    ? "client sent nothing for \(config.clientIdleTimeout) s"
+                    : "the client closed the connection mid-exchange"))
+            case .answerBufferedThenClose:
+                answerBufferedThenClose()
+            case .close:
+                close()
+            }
         }
     }
 
     private func readable() {
-        guard !closed, let input else { return }
-        if heldHead != nil {
-            // Held: what follows (a body, pipelined requests) waits in the input; reading pauses
-            // past a head's worth (one readiness may have added up to SocketReader's 1 MiB).
-            if evbuffer_get_length(input) > config.maxHeaderBytes { pauseReading() }
-            return
-        }
-        if awaitingClientHello != nil {
-            firstBytesAfterConnect(input)
-            return
-        }
-        if let ex = exchange {
-            ex.clientReadable()
-            // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
-            // `input` is re-read: clientReadable may have closed the session and freed its
-            // bufferevent (libevent 2.1 delays that free past this callback, a guarantee
-            // this line should not lean on).
-            if !closed, let input = self.input, ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes {
-                pauseReading()
-            }
-            return
-        }
-        parseNextHead(input)
+        guard let input else { return }
+        perform(machine.readable(buffered: evbuffer_get_length(input), maxHeaderBytes: config.maxHeaderBytes))
     }
 
     /// Parses and starts the next request if a whole head is buffered.
     func parseNextHead(_ firstInput: OpaquePointer) {
-        while exchange == nil && heldHead == nil && !closed && !closeWhenFlushed && awaitingClientHello == nil {
+        while machine.canReadHead {
             // Re-read each pass: an intercepted CONNECT replaces the bufferevent.
             guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
@@ -169,13 +184,12 @@ final class ClientSession {
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
         // health check matters most while the log is behind.
-        if case .absolute(let authority, let originTarget) = form, interceptedAuthority == nil,
+        if case .absolute(let authority, let originTarget) = form, !isIntercepting,
            engine.isOwnAdminRequest(authority, target: originTarget) {
-            if framing != .none { closeWhenFlushed = true }
-            answerAdmin(head: head, path: originTarget)
+            answerAdmin(head: head, path: originTarget, close: head.wantsClose || framing != .none)
             return
         }
-        if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: interceptedAuthority != nil) {
+        if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: isIntercepting) {
             hold(head)
             return
         }
@@ -183,6 +197,7 @@ final class ClientSession {
         case .absolute(let authority, let originTarget):
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
             exchange = ex
+            machine.exchangeStarted()
             ex.begin()
         case .authority(let authority):
             guard framing == .none else {
@@ -190,15 +205,15 @@ final class ClientSession {
                 return
             }
             startTunnel(head: head, authority: authority)
-        case .origin(let path) where interceptedAuthority != nil:
+        case .origin(let path) where isIntercepting:
             guard let authority = interceptedAuthority else { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
                               url: authority.url(originTarget: path))
             exchange = ex
+            machine.exchangeStarted()
             ex.begin()
         case .origin(let path):
-            if framing != .none { closeWhenFlushed = true }
-            answerAdmin(head: head, path: path)
+            answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
         case .asterisk:
             // Its body is not read: closing keeps the body's bytes from being parsed as the
             // next request (as for the admin endpoints above).
@@ -215,7 +230,7 @@ final class ClientSession {
     /// closes the session, and a half-close is answered after the release, as it would be
     /// for an exchange in flight.
     private func hold(_ head: HTTPRequestHead) {
-        heldHead = head
+        machine.hold(head)
         loop.heldSessions[ObjectIdentifier(self)] = self
         engine.metrics.heldClients.add()
         engine.metrics.holds.add()
@@ -224,8 +239,7 @@ final class ClientSession {
     /// Forgets a held request without starting it (closing, shutting down); whether there was one.
     @discardableResult
     private func dropHeldRequest() -> Bool {
-        guard heldHead != nil else { return false }
-        heldHead = nil
+        guard machine.dropHeld() else { return false }
         engine.metrics.heldClients.sub()
         loop.heldSessions[ObjectIdentifier(self)] = nil
         return true
@@ -233,27 +247,26 @@ final class ClientSession {
 
     /// Called by the loop once the sink caught up.
     func releaseHeldRequest() {
-        guard let head = heldHead else { return }
-        heldHead = nil
+        guard let head = machine.release() else { return }
         engine.metrics.heldClients.sub()
-        guard !closed else { return }
         resumeReading()
         start(head)
-        if let ex = exchange, inputEnded {
+        if let ex = exchange, machine.inputEnded {
             // The client half-closed while held: its body is whatever is buffered. (Calling
             // clientEOF now would abort a whole body not yet pumped while connecting.)
             ex.clientEndedWhileHeld()
             return
         }
-        guard exchange == nil && heldHead == nil && !closed else { return }
+        guard machine.canReadHead else { return }
         // Answered at once (a refused request): go on as `parseNextHead` would.
-        if inputEnded { answerBufferedThenClose() } else if let input { parseNextHead(input) }
+        if machine.inputEnded { answerBufferedThenClose() } else if let input { parseNextHead(input) }
     }
 
     // MARK: admin endpoints (origin-form requests to the proxy itself)
 
-    private func answerAdmin(head: HTTPRequestHead, path: String) {
-        let close = head.wantsClose || closeWhenFlushed
+    /// `close`: also when the request has a body, which is not read (its bytes must not be
+    /// parsed as the next request).
+    private func answerAdmin(head: HTTPRequestHead, path: String, close: Bool) {
         switch AdminEndpoint(target: path) {
         case .health:
             respond(status: 200, reason: "OK", body: "ok\n", close: close, headOnly: head.method == "HEAD")
@@ -270,7 +283,7 @@ final class ClientSession {
     // MARK: CONNECT
 
     private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
-        if interceptedAuthority != nil {
+        if isIntercepting {
             respondError(400, "Bad Request", "CONNECT inside an intercepted tunnel", close: true)
             return
         }
@@ -280,6 +293,7 @@ final class ClientSession {
         }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
         exchange = ex
+        machine.exchangeStarted()
         ex.beginConnectTunnel()
     }
 
@@ -298,16 +312,15 @@ final class ClientSession {
         }
         write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
         flush()
-        awaitingClientHello = (head, authority, ssl)
+        machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl))
         armHeadTimer()
         if let input, evbuffer_get_length(input) > 0 { firstBytesAfterConnect(input) }
     }
 
     private func firstBytesAfterConnect(_ input: OpaquePointer) {
-        guard let waiting = awaitingClientHello, evbuffer_get_length(input) > 0 else { return }
+        guard evbuffer_get_length(input) > 0, let waiting = machine.firstByteArrived() else { return }
         var first: UInt8 = 0
         _ = evbuffer_copyout(input, &first, 1)
-        awaitingClientHello = nil
         if first == 0x16 {
             beginTLS(authority: waiting.authority, ssl: waiting.ssl)
             return
@@ -316,6 +329,7 @@ final class ClientSession {
         headTimer?.cancel()
         let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
         exchange = ex
+        machine.exchangeStarted()
         ex.beginConnectTunnel(answered: true)
     }
 
@@ -334,7 +348,7 @@ final class ClientSession {
         // The filter reads the socket through the plain bufferevent.
         reader?.detach(buffereventReads: true)
         bev = filter
-        interceptedAuthority = HTTPAuthority(scheme: "https", host: authority.host, port: authority.port)
+        machine.tlsStarted(HTTPAuthority(scheme: "https", host: authority.host, port: authority.port))
         installCallbacks(filter)
         reader = SocketReader(loop: loop, bev: filter, enabled: true)
         armHeadTimer()
@@ -358,6 +372,7 @@ final class ClientSession {
         reader = nil
         bev = nil
         exchange = nil
+        machine.handedOver()
         finishClose()
         tunnelBuilder(HandedOverSocket(bev: b, pendingErrno: pending))
     }
@@ -423,14 +438,12 @@ final class ClientSession {
     // MARK: flow control, called by the exchange
 
     func pauseReading() {
-        guard !readingPausedForBackpressure else { return }
-        readingPausedForBackpressure = true
+        guard machine.pauseReading() else { return }
         reader?.setEnabled(false)
     }
 
     func resumeReading() {
-        guard readingPausedForBackpressure else { return }
-        readingPausedForBackpressure = false
+        guard machine.resumeReading() else { return }
         reader?.setEnabled(true)
     }
 
@@ -441,12 +454,11 @@ final class ClientSession {
     /// The exchange is over; keep the connection for the next request or close it.
     func exchangeFinished(keepAlive: Bool) {
         exchange = nil
-        let wasPaused = readingPausedForBackpressure
-        readingPausedForBackpressure = false
+        let wasPaused = machine.exchangeFinished()
         setClientReadTimeout(nil)
         guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
         guard let input else { return }
-        if inputEnded {
+        if machine.inputEnded {
             // Nothing more will arrive: answer what is buffered, then close.
             guard evbuffer_get_length(input) > 0 else { closeAfterFlush(); return }
             loop.execute { [weak self] in self?.answerBufferedThenClose() }
@@ -465,19 +477,18 @@ final class ClientSession {
 
     /// The client half-closed and nothing of another request is buffered: the answer
     /// being sent is its last, so it says `Connection: close`.
-    var sentItsLastRequest: Bool { inputEnded && (input.map { evbuffer_get_length($0) == 0 } ?? true) }
+    var sentItsLastRequest: Bool { machine.inputEnded && (input.map { evbuffer_get_length($0) == 0 } ?? true) }
 
     /// After the client's half-close: starts the next buffered request, or closes once
     /// the answers are out when no whole request is left.
     private func answerBufferedThenClose() {
         guard !closed, let input else { return }
         parseNextHead(input)
-        if exchange == nil && heldHead == nil && !closeWhenFlushed && !closed { closeAfterFlush() }
+        if !machine.hasExchange && !machine.isHeld && !machine.isClosingAfterFlush && !closed { closeAfterFlush() }
     }
 
     func closeAfterFlush() {
-        guard bev != nil else { return }
-        closeWhenFlushed = true
+        guard bev != nil, machine.closeAfterFlush() else { return }
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
         pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
@@ -485,9 +496,8 @@ final class ClientSession {
 
     /// Closes once the answer is out, or once the client has taken none of it for
     /// `limits.clientIdleTimeout` (a client that stops reading must not keep its slot).
-    /// Before, the limit ran from the end of the exchange whatever the progress (10 s with
-    /// TLS), so a slow but steady reader lost the end of a long answer that the record
-    /// called complete. Polled, because a TLS filter reports its own buffer drained while
+    /// The limit counts time without progress, not time since the exchange ended, so a slow
+    /// but steady reader gets the end of a long answer that the record calls complete. Polled, because a TLS filter reports its own buffer drained while
     /// the socket below still holds the tail, and that drain is not reported to us; the
     /// interval grows from 5 ms to 250 ms.
     private func pollUntilFlushed(lastLength: Int, idleSince: Double, interval: Double) {
@@ -505,57 +515,16 @@ final class ClientSession {
     }
 
     private func writable() {
-        if closeWhenFlushed && outputLength == 0 { close(); return }
+        if machine.isClosingAfterFlush && outputLength == 0 { close(); return }
         exchange?.clientWritable()
     }
 
     private func event(_ events: Int16) {
         let e = Int32(events)
-        if let waiting = awaitingClientHello, e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 {
-            recordInterceptionFailure(waiting.authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(waiting.authority.host) failed: the connection closed before it began"))
-            close()
-            return
-        }
-        if let authority = interceptedAuthority, !tlsEstablished {
-            if e & BEV_EVENT_CONNECTED != 0 { tlsEstablished = true; return }
-            let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
-            let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-            var why = engine.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-            // A hint for the two usual causes, from OpenSSL's reason text.
-            if why.contains("alert") {
-                why += " (the client does not trust Tapwire's CA, or pins certificates)"
-            } else if why.contains("wrong version number") || why.contains("http request") || why.contains("packet length too long") {
-                why += " (the client did not speak TLS after CONNECT)"
-            }
-            recordInterceptionFailure(authority, TransportError(.clientTLSFailed,
-                "TLS handshake with the client for \(authority.host) failed: \(why)"))
-            close()
-            return
-        }
-        if e & BEV_EVENT_CONNECTED != 0 { return }
-        if e & BEV_EVENT_TIMEOUT != 0 {
-            if let ex = exchange { ex.clientFailed(TransportError(.clientTimeout, "client sent nothing for \(config.clientIdleTimeout) s")) }
-            close()
-            return
-        }
-        if e & BEV_EVENT_EOF != 0, e & BEV_EVENT_ERROR == 0 {
-            // Half-close: the client may still read the answers to what it sent, pipelined
-            // requests included (they are answered in turn, then the connection closes).
-            inputEnded = true
-            // A held request is still answered; the release goes on from there.
-            if heldHead != nil { return }
-            if let ex = exchange, ex.clientEOF() { return }
-            if exchange == nil && closeWhenFlushed { return }
-            if exchange == nil, let input, evbuffer_get_length(input) > 0 {
-                answerBufferedThenClose()
-                return
-            }
-        }
-        if let ex = exchange {
-            ex.clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange"))
-        }
-        close()
+        perform(machine.socketEvent(eof: e & BEV_EVENT_EOF != 0, error: e & BEV_EVENT_ERROR != 0,
+                                    timeout: e & BEV_EVENT_TIMEOUT != 0, connected: e & BEV_EVENT_CONNECTED != 0,
+                                    exchangeRequestComplete: exchange?.clientEOF() ?? false,
+                                    inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     /// The drain deadline passed: an exchange still in progress is recorded as cut by the
@@ -567,10 +536,11 @@ final class ClientSession {
     }
 
     func close() {
-        guard !closed else { return }
-        if let waiting = awaitingClientHello {
-            awaitingClientHello = nil
-            engine.tlsInterceptor?.free(ssl: waiting.ssl)
+        guard let leftovers = machine.close() else { return }
+        if let ssl = leftovers.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+        if leftovers.held {
+            engine.metrics.heldClients.sub()
+            loop.heldSessions[ObjectIdentifier(self)] = nil
         }
         exchange?.abandon()
         exchange = nil
@@ -580,10 +550,8 @@ final class ClientSession {
         finishClose()
     }
 
+    /// The machine is `closed` (closed here, or the socket handed over): stop counting it.
     private func finishClose() {
-        guard !closed else { return }
-        closed = true
-        dropHeldRequest()
         headTimer?.cancel()
         headTimer = nil
         engine.metrics.activeClients.sub()

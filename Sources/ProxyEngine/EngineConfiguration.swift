@@ -1,7 +1,7 @@
 import HTTP1
 
 /// Every limit and timeout the engine enforces, named after its config key
-/// (see README and ../shared/spec/interfaces.md). Times are seconds.
+/// (see README). Times are seconds.
 public struct EngineConfiguration: Sendable, Equatable {
     /// `listen`: addresses to accept clients on.
     public var listen: [String] = ["127.0.0.1:8080"]
@@ -50,22 +50,4 @@ public struct EngineConfiguration: Sendable, Equatable {
     static let maxSingleRead = 256 * 1024
 
     public init() {}
-}
-
-/// Receives finished exchanges on an event-loop thread: it must not block.
-///
-/// Class-bound: the loops go through `engine.sink` twice per exchange (`isBehind`, `accept`),
-/// and an existential of any type was copied each time through its value witnesses (~70
-/// instructions); a class reference is a retain.
-public protocol ExchangeSink: AnyObject, Sendable {
-    /// `consuming`: the event moves into the sink's queue instead of being copied there
-    /// (a retain and later a release of every string and array in it, on the loop).
-    func accept(_ event: consuming CapturedEvent)
-    /// True while the sink wants no new exchange started (`log.whenBehind: wait` and its
-    /// queue full): clients' next requests are held unread until the caught-up handler runs.
-    /// Read on the loops before every exchange, so it must be cheap (an atomic load).
-    var isBehind: Bool { get }
-    /// Registers the handler the sink calls, on any thread, each time `isBehind` turns false.
-    /// No default on purpose: a sink that can be behind and never calls it holds clients forever.
-    func onCaughtUp(_ handler: @escaping @Sendable () -> Void)
 }

@@ -10,8 +10,8 @@ import Synchronization
 /// No libevent call is made on a base from another thread, so libevent runs without
 /// its locks (no `evthread_use_pthreads`): the wake-up is a write to an eventfd the
 /// loop watches, not `event_active` from the calling thread, which needs them. The
-/// locks cost every `event_add`, `bufferevent` and `evbuffer` call a mutex lock and
-/// unlock: ~1,800 of the loops' ~41,000 instructions per exchange (callgrind).
+/// locks would cost every `event_add`, `bufferevent` and `evbuffer` call a mutex lock
+/// and unlock.
 final class EventLoop: @unchecked Sendable {
     let index: Int
     let base: OpaquePointer

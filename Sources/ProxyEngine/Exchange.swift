@@ -2,90 +2,35 @@ import CLibevent
 import Foundation
 import HTTP1
 
-/// Moves one message body from `source` to `destination` without copying
-/// (evbuffer chain moves), through `framer` to find where the body ends; copies
-/// at most `captureLimit` payload bytes into `capture` for decoding later.
-/// Returns true once the body is complete.
-/// With `payloadOnly`, only the payload is copied to `destination` and the framing (chunk
-/// sizes, trailers) is dropped: for an HTTP/1.0 client, which cannot read chunks.
-func pumpBody(from source: OpaquePointer, to destination: OpaquePointer, framer: inout BodyFramer,
-              capture: inout CapturedBody, captureLimit: Int, payloadOnly: Bool = false) throws(HTTPParseError) -> Bool {
-    while !framer.isComplete {
-        var vec = iovec()
-        let n = evbuffer_peek(source, -1, nil, &vec, 1)
-        guard n > 0, vec.iov_len > 0, let base = vec.iov_base else { break }
-        let segment = UnsafeRawBufferPointer(start: base, count: vec.iov_len)
-        let consumed = try framer.consume(segment) { payload in
-            let room = captureLimit - capture.bytes.count
-            if room > 0 {
-                let piece = payload.prefix(room)
-                let needed = capture.bytes.count + piece.count
-                if needed > capture.bytes.capacity {
-                    // Grown by the array's doubling, a capture could take twice the limit
-                    // (which the pipeline's byte bound would not see): never past the limit.
-                    // Not reserved from a declared Content-Length: a peer could declare the
-                    // limit, send a byte and reset, holding the whole limit in the queue.
-                    capture.bytes.reserveCapacity(min(captureLimit, max(needed, capture.bytes.capacity * 2)))
-                }
-                // As typed bytes: appending a slice of raw bytes went element by element
-                // (~1.7 instructions a byte, callgrind), a memcpy this way.
-                UnsafeRawBufferPointer(rebasing: piece).withMemoryRebound(to: UInt8.self) { capture.bytes.append(contentsOf: $0) }
-            }
-            // Copied while `segment` (the source's memory) is still there: drained below.
-            if payloadOnly, let p = payload.baseAddress, payload.count > 0 { evbuffer_add(destination, p, payload.count) }
-        }
-        capture.totalBytes = framer.payloadBytes
-        if consumed > 0 {
-            if payloadOnly { evbuffer_drain(source, consumed) } else { evbuffer_remove_buffer(source, destination, consumed) }
-        }
-        if consumed < segment.count { break }
-    }
-    return framer.isComplete
-}
-
 /// One request/response exchange on a client session: connects (or reuses) the
 /// upstream, forwards the rewritten head, streams both bodies with backpressure,
 /// and hands a `CapturedExchange` to the sink when it ends, however it ends.
+/// Drives an `ExchangeStateMachine`, which states the rules; this class parses heads,
+/// pumps bodies and keeps what changes with every chunk (framers, captures, the clock).
 final class Exchange: UpstreamOwner {
     /// Strong on purpose: the session drops its exchange when it ends, which breaks the
-    /// cycle; an `unowned` reference cost a slow-path refcount on every access.
+    /// cycle; an `unowned` reference would take a slow-path refcount on every access.
     let session: ClientSession
     let head: HTTPRequestHead
     let authority: HTTPAuthority
     let originTarget: String
     let requestFraming: BodyFraming
     private var requestFramer: BodyFramer
-    private var requestDone = false
-    private let wantsUpgrade: Bool
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
+    /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
+    @exclusivity(unchecked) private var machine: ExchangeStateMachine
     private var upstream: UpstreamConnection?
     private var responseHead: HTTPResponseHead?
     private var responseFramer: BodyFramer?
-    private var responseBytesSeen = false
-    /// A chunked response to an HTTP/1.0 client: sent as its payload, ended by closing.
-    private var dechunkResponse = false
-    private var headForwarded = false
     private var requestCapture = CapturedBody()
     private var responseCapture = CapturedBody()
     private var clock = ExchangeClock()
     private let wall0: Double
     private let mono0: Double
-    private var retried = false
-    private var closeClientAfter = false
-    private var upstreamPaused = false
-    private var clientPaused = false
     /// While one side waits for the other to drain (backpressure) no read timeout runs on
-    /// either, so a peer that stopped reading held both sockets and a connection slot for
-    /// good. Armed at each pause, cancelled at the resume; `stallError` says which side.
+    /// either, so a peer that stopped reading would hold both sockets and a connection slot
+    /// for good. Armed at each pause, cancelled at the resume.
     private var stallTimer: LoopTimer?
-    private var stallError: TransportError?
-    /// See `clientEndedWhileHeld`.
-    private var clientEnded = false
-    private var finished = false
-    private var connectionReused = false
-    /// An upstream is attached and the head went out: body bytes may follow.
-    private var attached = false
-    /// The origin closed (or reset) this connection: never pool it.
-    private var upstreamEnded = false
 
     var config: EngineConfiguration { session.config }
     var engine: ProxyEngine { session.engine }
@@ -109,37 +54,104 @@ final class Exchange: UpstreamOwner {
         // works on plain sockets): the request goes on without its Upgrade fields. So does
         // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
         // reach the origin as an HTTP/1.1 upgrade request.
-        wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && session.interceptedAuthority == nil && head.version != .http1_0
-        closeClientAfter = head.wantsClose
+        let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
+            && !session.isIntercepting && head.version != .http1_0
+        let config = session.config
+        machine = ExchangeStateMachine(
+            limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
+                          clientIdleTimeout: config.clientIdleTimeout),
+            hasBody: framing != .none, isHTTP10: head.version == .http1_0,
+            wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose)
     }
 
     private func now() -> Double { wall0 + (EventLoop.monotonicNow() - mono0) }
 
-    private var isIdempotent: Bool {
-        ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(head.method)
+    // MARK: performing the machine's actions
+
+    private func perform(_ actions: ActionList<ExchangeStateMachine.Action>) {
+        for action in actions {
+            switch action {
+            case .pauseClientReading:
+                // A body stays in the client's buffer until an upstream is ready, so a failed
+                // address can be retried without losing bytes.
+                session.pauseReading()
+            case .connect:
+                connectNew()
+            case .attach(let bodyFollows):
+                attach(bodyFollows: bodyFollows)
+            case .requestSent:
+                requestSent()
+            case .pumpRequest:
+                pumpRequest()
+            case .pauseRequestBody:
+                guard let c = upstream, let bev = c.bev else { break }
+                session.pauseReading()
+                bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+                armStallTimer(after: config.upstreamReadTimeout)
+            case .resumeRequestBody:
+                guard let bev = upstream?.bev else { break }
+                stallTimer?.cancel()
+                bufferevent_setwatermark(bev, Int16(EV_WRITE), 0, 0)
+                session.resumeReading()
+            case .noteFirstResponseByte:
+                clock.firstResponseByte = now()
+            case .forwardInterim:
+                guard let rh = pendingHead else { break }
+                // 100 Continue and other interim answers go to the client as they are.
+                var interim = rh
+                interim.headers = rh.headers.removingHopByHop(keepUpgrade: false)
+                session.write(interim.serialized())
+            case .forwardResponseHead(let connection, let dechunk):
+                guard let rh = responseHead else { break }
+                let field: String? = switch connection { case .none: nil; case .close: "close"; case .keepAlive: "keep-alive" }
+                rh.writeForwardedWireForm(connection: field, droppingTransferEncoding: dechunk) { session.write(capacity: $0, $1) }
+            case .pumpResponse:
+                pumpResponse()
+            case .pauseResponseBody:
+                guard let c = upstream, let cbev = session.bev else { break }
+                c.setReading(false)
+                bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+                armStallTimer(after: config.clientIdleTimeout)
+            case .resumeResponseBody:
+                guard let c = upstream, let cbev = session.bev else { break }
+                stallTimer?.cancel()
+                bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
+                c.setReading(true)
+            case .startWebSocket:
+                if let rh = pendingHead, let c = upstream { startWebSocket(rh, c) }
+            case .retry:
+                if let c = upstream {
+                    c.owner = nil
+                    c.close()
+                }
+                upstream = nil
+                connectNew()
+            case .closeUpstream:
+                upstream?.close()
+            case .finish(let outcome):
+                finish(outcome)
+            case .closeClient:
+                session.close()
+            }
+        }
     }
 
     // MARK: starting
 
     func begin() {
-        if !wantsUpgrade, let pooled = session.loop.pool.take(authority) {
-            connectionReused = true
-            attach(pooled)
+        if !machine.wantsUpgrade, let pooled = session.loop.pool.take(authority) {
+            upstream = pooled
+            perform(machine.begin(pooled: true))
             return
         }
-        // A body stays in the client's buffer until an upstream is ready, so a failed
-        // address can be retried without losing bytes. Without a body nothing needs
-        // pausing (and toggling the read event costs two epoll_ctl calls).
-        if requestFraming != .none { session.pauseReading() }
-        connectNew()
+        perform(machine.begin(pooled: false))
     }
 
     private func connectNew() {
         clock.connectStart = now()
+        connectionReused = false
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
-        connectionReused = false
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
             switch phase {
@@ -148,32 +160,32 @@ final class Exchange: UpstreamOwner {
             case .tcpConnected: self.clock.connected = self.now()
             }
         }) { [weak self] result in
-            guard let self, !self.finished else { return }
+            guard let self, !self.machine.isFinished else { return }
             switch result {
             case .success:
                 if self.clock.connected == nil { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
-                self.attach(c)
+                self.perform(self.machine.connected())
             case .failure(let error):
-                self.failBeforeResponse(error)
+                self.perform(self.machine.connectFailed(error))
             }
         }
     }
 
-    private func attach(_ c: UpstreamConnection) {
-        upstream = c
-        attached = true
+    private func attach(bodyFollows: Bool) {
+        guard let c = upstream else { return }
+        connectionReused = machine.attempt?.reused ?? false
         upstreamAddressText = c.addressText
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
-        c.setReadTimeout(requestFraming == .none ? config.upstreamReadTimeout : nil)
+        c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: wantsUpgrade) {
+            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
                 c.stage(capacity: $0, bev, $1)
             }
         }
-        if requestFraming == .none {
-            requestComplete()
+        if !bodyFollows {
+            requestSent()
             c.flush()
         } else {
             session.resumeReading()
@@ -185,106 +197,76 @@ final class Exchange: UpstreamOwner {
 
     /// Pipelined requests behind this one simply wait in the client's input buffer:
     /// reading stays on, so a client that closes is still noticed.
-    private func requestComplete() {
-        requestDone = true
+    private func requestSent() {
         clock.requestSent = now()
         session.setClientReadTimeout(nil)
         if requestFraming != .none { upstream?.setReadTimeout(config.upstreamReadTimeout) }
     }
 
-    /// A request without a body is complete from its head on: `requestDone` waits for the
-    /// upstream to attach, and until then (DNS, connect: up to connectTimeout) whatever the
-    /// client sent after the head was read without bound.
-    var isRequestComplete: Bool { requestDone || requestFraming == .none }
+    /// A request without a body is complete from its head on, even while the upstream
+    /// connects (DNS, connect: up to connectTimeout): what the client sends after the head
+    /// is then read only up to a head's worth.
+    var isRequestComplete: Bool { machine.isRequestComplete }
 
     // MARK: request body
 
     func clientReadable() {
-        guard attached, upstream?.bev != nil, !requestDone, !finished else { return }
-        pumpRequest()
+        guard upstream?.bev != nil else { return }
+        perform(machine.clientReadable())
     }
 
     private func pumpRequest() {
-        guard !requestDone, let input = session.clientInput, let c = upstream, let out = c.output else { return }
+        guard machine.isSendingRequest, let input = session.clientInput, let c = upstream, let out = c.output else { return }
         let before = evbuffer_get_length(input)
+        let progress: ExchangeStateMachine.Progress
         do {
-            let done = try pumpBody(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
-                                    captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
+            let done = try BodyPump.pump(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
+                                         captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
             engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
             c.flush()
-            if done { requestComplete(); return }
+            progress = done ? .complete : .partial(queued: c.bev != nil ? c.queuedOutputLength : 0)
         } catch {
-            closeClientAfter = true
-            if !headForwarded {
-                finish(error: TransportError(.malformedRequest, error.reason), respond: (error.status, error.reasonPhrase, error.reason))
-            } else {
-                finish(error: TransportError(.malformedRequest, error.reason), respond: nil)
-            }
-            return
+            progress = .malformed(error)
         }
-        if c.queuedOutputLength >= config.highWaterBytes, let bev = c.bev {
-            clientPaused = true
-            session.pauseReading()
-            bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
-            armStallTimer(after: config.upstreamReadTimeout, TransportError(.upstreamTimeout,
-                "the origin took none of the request body for \(config.upstreamReadTimeout) s"))
-        }
-        if clientEnded && evbuffer_get_length(input) == 0 {
-            // Everything the client sent before its half-close is forwarded and the body is
-            // still short: no more is coming.
-            clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange"))
-        }
+        perform(machine.requestBodyPumped(progress, clientInputEmpty: evbuffer_get_length(input) == 0))
     }
 
     /// The client half-closed while this request was held (`log.whenBehind: wait`), before
     /// the exchange could read its body: the body can only be what is already buffered,
     /// which the pump forwards once an upstream is attached, and then judges.
     func clientEndedWhileHeld() {
-        clientEnded = true
-        if attached && !requestDone { pumpRequest() }
+        perform(machine.clientEndedWhileHeld())
     }
 
     func upstreamWritable(_ connection: UpstreamConnection) {
-        guard clientPaused, let bev = connection.bev else { return }
-        clientPaused = false
-        stallTimer?.cancel()
-        bufferevent_setwatermark(bev, Int16(EV_WRITE), 0, 0)
-        session.resumeReading()
-        pumpRequest()
+        guard connection.bev != nil else { return }
+        perform(machine.upstreamDrained())
     }
 
-    /// Returns true when the exchange goes on after the client's half-close.
     /// The client half-closed; whether this exchange can still complete (the session
     /// closes the connection once the requests it already holds are answered).
-    func clientEOF() -> Bool {
-        // A request without a body is whole once its head is read, even while connecting.
-        requestDone || requestFraming == .none
-    }
+    func clientEOF() -> Bool { machine.isRequestComplete }
 
     func clientFailed(_ error: TransportError) {
-        guard !finished else { return }
-        closeClientAfter = true
-        finish(error: error, respond: nil)
+        perform(machine.clientFailed(error))
     }
 
     /// The session is going away: account for the exchange and drop the upstream.
     func abandon() {
-        guard !finished else { return }
-        closeClientAfter = true
-        finish(error: TransportError(.clientAborted, "the client closed the connection mid-exchange"), respond: nil)
+        perform(machine.clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange")))
     }
 
     // MARK: response
 
+    /// The head being handled by the machine (interim, or 101).
+    private var pendingHead: HTTPResponseHead?
+
     func upstreamReadable(_ c: UpstreamConnection) {
-        guard !finished, let input = c.input else { return }
+        guard !machine.isFinished, let input = c.input else { return }
         // Interim answers and the head are staged; whatever was staged goes out in one write.
         defer { session.flush() }
-        if !responseBytesSeen, evbuffer_get_length(input) > 0 {
-            responseBytesSeen = true
-            clock.firstResponseByte = now()
-        }
-        while responseHead == nil && !finished {
+        if evbuffer_get_length(input) > 0 { perform(machine.upstreamBytesArrived()) }
+        while machine.isAwaitingResponseHead {
             let available = evbuffer_get_length(input)
             if available == 0 { return }
             let n = min(available, config.maxHeaderBytes + 4)
@@ -293,187 +275,114 @@ final class Exchange: UpstreamOwner {
             do {
                 parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                failBeforeResponse(TransportError(.malformedResponse, "malformed response head from the origin: \(error.reason)"))
+                perform(machine.malformedResponse("malformed response head from the origin: \(error.reason)"))
                 return
             }
             guard case .complete(let rh, let length) = parsed else { return }
             evbuffer_drain(input, length)
             engine.metrics.bytesFromUpstreams.add(length)
-            if rh.status == 101 {
-                guard wantsUpgrade else {
-                    failBeforeResponse(TransportError(.malformedResponse, "the origin switched protocols without being asked"))
+            var framing: BodyFraming?
+            if rh.status >= 200 && rh.status != 101 {
+                do { framing = try rh.bodyFraming(requestMethod: head.method) } catch {
+                    perform(machine.malformedResponse("malformed response framing from the origin: \(error.reason)"))
                     return
                 }
                 responseHead = rh
-                startWebSocket(rh, c)
-                return
+                responseFramer = framing.map { BodyFramer($0) }
+            } else if rh.status == 101 && machine.wantsUpgrade {
+                responseHead = rh
             }
-            if rh.status < 200 {
-                // 100 Continue and other interim answers go to the client as they are, except
-                // to an HTTP/1.0 client, which would take one for the final answer (RFC 9110 §15.2).
-                if head.version == .http1_0 { continue }
-                var interim = rh
-                interim.headers = rh.headers.removingHopByHop(keepUpgrade: false)
-                session.write(interim.serialized())
-                continue
-            }
-            let framing: BodyFraming
-            do { framing = try rh.bodyFraming(requestMethod: head.method) } catch {
-                failBeforeResponse(TransportError(.malformedResponse, "malformed response framing from the origin: \(error.reason)"))
-                return
-            }
-            responseHead = rh
-            responseFramer = BodyFramer(framing)
-            forwardResponseHead(rh, framing: framing)
+            // Interim answers and a 101 are not kept as the response: the action reads them here.
+            if rh.status < 200 { pendingHead = rh }
+            perform(machine.responseHead(status: rh.status, framing: framing, draining: engine.isDraining,
+                                         clientSentLast: session.sentItsLastRequest))
+            if rh.status < 200 { pendingHead = nil }
+            if machine.isFinished { return }
         }
         pumpResponse()
     }
 
-    private func forwardResponseHead(_ rh: HTTPResponseHead, framing: BodyFraming) {
-        // The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
-        // gets the payload without Transfer-Encoding and the end of the body by the close,
-        // as nginx and squid do (RFC 9112 §6.1).
-        dechunkResponse = framing == .chunked && head.version == .http1_0
-        if framing == .closeDelimited || dechunkResponse || !requestDone || engine.isDraining || session.sentItsLastRequest {
-            closeClientAfter = true
-        }
-        let connection: String? = closeClientAfter ? "close" : head.version == .http1_0 ? "keep-alive" : nil
-        rh.writeForwardedWireForm(connection: connection, droppingTransferEncoding: dechunkResponse) { session.write(capacity: $0, $1) }
-        headForwarded = true
-    }
-
     private func pumpResponse() {
-        guard !finished, let c = upstream, let input = c.input, let out = session.clientOutput, var framer = responseFramer else { return }
+        guard machine.isStreamingResponse, let c = upstream, let input = c.input, let out = session.clientOutput,
+              var framer = responseFramer else { return }
         let before = evbuffer_get_length(input)
-        let done: Bool
+        let progress: ExchangeStateMachine.Progress
         do {
-            done = try pumpBody(from: input, to: out, framer: &framer, capture: &responseCapture, captureLimit: config.captureMaxBodyBytes,
-                                payloadOnly: dechunkResponse)
+            let done = try BodyPump.pump(from: input, to: out, framer: &framer, capture: &responseCapture,
+                                         captureLimit: config.captureMaxBodyBytes, payloadOnly: machine.isDechunking)
             responseFramer = framer
             session.flush()
+            engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
+            progress = done ? .complete : .partial(queued: session.bev != nil ? session.queuedOutputLength : 0)
         } catch {
             responseFramer = framer
             session.flush()
-            closeClientAfter = true
-            finish(error: TransportError(.malformedResponse, "malformed response body from the origin: \(error.reason)"), respond: nil)
-            return
+            progress = .malformed(error)
         }
-        engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
-        if done {
-            clock.lastResponseByte = now()
-            finish(error: nil, respond: nil)
-            return
-        }
-        if session.queuedOutputLength >= config.highWaterBytes, let cbev = session.bev {
-            upstreamPaused = true
-            c.setReading(false)
-            bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
-            armStallTimer(after: config.clientIdleTimeout, TransportError(.clientTimeout,
-                "the client took none of the answer for \(config.clientIdleTimeout) s"))
-        }
+        perform(machine.responseBodyPumped(progress))
     }
 
-    private func armStallTimer(after seconds: Double, _ error: TransportError) {
-        stallError = error
-        let timer = stallTimer ?? LoopTimer(loop: session.loop) { [weak self] in self?.stalled() }
+    private func armStallTimer(after seconds: Double) {
+        let timer = stallTimer ?? LoopTimer(loop: session.loop) { [weak self] in
+            guard let self else { return }
+            self.perform(self.machine.stallTimerFired())
+        }
         timer.schedule(after: seconds)
         stallTimer = timer
     }
 
-    /// The paused side took nothing for its whole limit: the exchange fails and the client
-    /// connection closes at once (what is queued for it would never be read).
-    private func stalled() {
-        guard !finished, upstreamPaused || clientPaused, let error = stallError else { return }
-        closeClientAfter = true
-        finish(error: error, respond: nil)
-        session.close()
-    }
-
     func clientWritable() {
-        guard upstreamPaused, let c = upstream, let cbev = session.bev else { return }
-        upstreamPaused = false
-        stallTimer?.cancel()
-        bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
-        c.setReading(true)
-        pumpResponse()
+        guard upstream != nil, session.bev != nil else { return }
+        perform(machine.clientDrained())
     }
 
     func upstreamEvent(_ c: UpstreamConnection, events: Int16) {
-        guard !finished else { return }
+        guard !machine.isFinished else { return }
         let e = Int32(events)
-        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { upstreamEnded = true }
+        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { machine.upstreamEndedNoted() }
         if e & BEV_EVENT_TIMEOUT != 0 {
-            let err = TransportError(.upstreamTimeout, "the origin sent nothing for \(config.upstreamReadTimeout) s")
-            if headForwarded { closeClientAfter = true; finish(error: err, respond: nil) } else { failBeforeResponse(err) }
+            perform(machine.upstreamTimedOut())
             return
         }
         // EOF or error: whatever is still buffered belongs to the response.
-        if responseHead != nil { pumpResponse() } else if let input = c.input, evbuffer_get_length(input) > 0 { upstreamReadable(c) }
-        guard !finished else { return }
+        if machine.isStreamingResponse { pumpResponse() } else if let input = c.input, evbuffer_get_length(input) > 0 { upstreamReadable(c) }
+        guard !machine.isFinished else { return }
         let reset = e & BEV_EVENT_ERROR != 0
-        if var framer = responseFramer {
-            let cleanEnd = !reset && framer.finishAtEOF()
+        var cleanEnd = false
+        if machine.isStreamingResponse, var framer = responseFramer {
+            cleanEnd = !reset && framer.finishAtEOF()
             responseFramer = framer
-            closeClientAfter = true
-            c.close()
-            if cleanEnd {
-                clock.lastResponseByte = now()
-                finish(error: nil, respond: nil)
-            } else {
-                finish(error: TransportError(.upstreamReset, "the origin closed the connection before the body was complete"), respond: nil)
-            }
-            return
         }
-        if !responseBytesSeen && connectionReused && !retried && isIdempotent && requestFraming == .none {
-            // A pooled connection the origin had already closed: try once more on a fresh one.
-            retried = true
-            c.owner = nil
-            c.close()
-            upstream = nil
-            connectNew()
-            return
-        }
-        let why = responseBytesSeen ? "the origin closed the connection inside the response head"
-                                    : "the origin closed the connection without answering"
-        failBeforeResponse(TransportError(responseBytesSeen ? .malformedResponse : .upstreamReset, why))
+        perform(machine.upstreamClosed(reset: reset, cleanEndOfBody: cleanEnd,
+                                       idempotent: ExchangeStateMachine.isIdempotent(head.method)))
     }
 
     // MARK: ending
 
-    /// A failure before any response head reached the client: answer with the matching status.
-    private func failBeforeResponse(_ error: TransportError) {
-        guard !finished else { return }
-        let (status, reason) = error.code.statusForClient
-        if !requestDone { closeClientAfter = true }
-        finish(error: error, respond: (status, reason, error.message))
-    }
-
-    private func finish(error: TransportError?, respond: (Int, String, String)?) {
-        guard !finished else { return }
-        finished = true
+    private func finish(_ outcome: ExchangeStateMachine.Outcome) {
+        let failure = outcome.failed ? machine.failure : nil
         stallTimer?.cancel()
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
             c.owner = nil
-            let reusable = error == nil && requestDone && !(responseHead?.wantsClose ?? true)
+            let reusable = outcome.upstreamReusable && !(responseHead?.wantsClose ?? true)
                 && responseFramer.map { $0.isComplete } == true && c.bev != nil
-                && !upstreamEnded && c.outputLength == 0
-                && !engine.isDraining
+                && c.outputLength == 0 && !engine.isDraining
             if reusable, let rh = responseHead, rh.status >= 200 {
                 session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout)
             } else {
                 c.close()
             }
-            if upstreamPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
+            if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
         }
         upstream = nil
-        emitRecord(error: error)
-        if let (status, reason, detail) = respond {
-            session.respondError(status, reason, detail, close: closeClientAfter)
-        } else if error != nil {
+        emitRecord(error: failure?.error)
+        if let answer = failure?.answer {
+            session.respondError(answer.status, answer.reason, answer.detail, close: outcome.closeClient)
+        } else if failure != nil {
             session.closeAfterFlush()
         } else {
-            session.exchangeFinished(keepAlive: !closeClientAfter)
+            session.exchangeFinished(keepAlive: !outcome.closeClient)
         }
     }
 
@@ -490,6 +399,8 @@ final class Exchange: UpstreamOwner {
                                 connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
     }
 
+    /// Whether the upstream of the last attempt came from the pool (kept past the end).
+    private var connectionReused = false
     private var upstreamAddressText: String?
 
     private func emitRecord(error: TransportError?) {
@@ -504,16 +415,16 @@ final class Exchange: UpstreamOwner {
     ///   turned out not to speak TLS): none is sent, and a failure can only close.
     func beginConnectTunnel(answered: Bool = false) {
         session.pauseReading()
+        machine.beginTunnel()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         let start = now()
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { _ in }) { [weak self] result in
-            guard let self, !self.finished else { return }
-            self.finished = true
+            guard let self, self.machine.tunnelConnectFinished() else { return }
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let (status, reason) = error.code.statusForClient
+                let (status, reason) = ExchangeStateMachine.answer(for: error)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
@@ -533,7 +444,6 @@ final class Exchange: UpstreamOwner {
     }
 
     private func startWebSocket(_ rh: HTTPResponseHead, _ c: UpstreamConnection) {
-        finished = true
         upstream = nil
         c.owner = nil
         var out = rh

@@ -215,7 +215,7 @@ public final class ProxyEngine: @unchecked Sendable {
                 group.enter()
                 loop.execute {
                     for s in Array(loop.sessions.values) { s.closeAtShutdown() }
-                    for t in Array(loop.tunnels.values) { t.end(closedBy: .shutdown, error: nil) }
+                    for t in Array(loop.tunnels.values) { t.shutdown() }
                     loop.pool.closeAll()
                     group.leave()
                 }

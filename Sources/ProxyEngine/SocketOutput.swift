@@ -4,8 +4,8 @@ import Foundation
 /// Bytes for one socket, gathered during a callback and then sent with one
 /// writev straight to the socket when the bufferevent has nothing queued.
 /// Handing them to the bufferevent instead makes libevent add a write event,
-/// wait a loop turn and delete the event again: measured at 6 epoll_ctl calls
-/// per proxied request, the largest cost after the copies the kernel must do.
+/// wait a loop turn and delete the event again: several epoll_ctl calls per
+/// proxied request, the largest cost after the copies the kernel must do.
 /// Whatever the socket does not take at once is queued in the bufferevent as
 /// usual, so ordering, backpressure and write callbacks are unchanged.
 final class SocketOutput {

@@ -8,11 +8,11 @@ import Foundation
 /// reading is off, as the bufferevent leaves it.
 ///
 /// Why: libevent 2.1's socket bufferevent issues `ioctl(FIONREAD)` before every read and
-/// reads at most 4096 bytes per readiness (`EVBUFFER_MAX_READ`, no setter). With two
-/// reads per proxied request, a third of the loops' read-side syscalls were that ioctl
-/// (strace, Benchmarks/README). Here one `read(2)` into the loop's scratch buffer takes a
-/// small message, copied into the input (a few hundred bytes; reserving 16 KiB in the
-/// input instead made every message a large allocation, off malloc's fast path); a full
+/// reads at most 4096 bytes per readiness (`EVBUFFER_MAX_READ`, no setter): with two
+/// reads per proxied request, that ioctl is a large share of the read-side syscalls.
+/// Here one `read(2)` into the loop's scratch buffer takes a small message, copied into
+/// the input (a few hundred bytes; reserving 16 KiB in the input would make every
+/// message a large allocation, off malloc's fast path); a full
 /// scratch buffer is followed by reads straight into the input up to `maxPerEvent`,
 /// after which the loop serves others (epoll is level-triggered: the event fires again).
 ///

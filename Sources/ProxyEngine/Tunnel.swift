@@ -2,19 +2,12 @@ import CLibevent
 import Foundation
 import HTTP1
 
-/// A two-way byte pipe between a client and an upstream (CONNECT, or a
-/// WebSocket after 101). EOF on one side becomes a write shutdown on the other
-/// once its pending output is flushed (half-close); the tunnel ends when both
-/// directions are closed, on an error, or after `limits.tunnelIdleTimeout`
-/// without a byte either way (libevent's own timeouts stop ticking while a
-/// side is paused for backpressure, hence a timer of our own).
+/// Drives a `TunnelStateMachine` (which states the rules: half-close, backpressure,
+/// idle timeout, how it ends) on two sockets: moves the bytes, tells the machine what
+/// happened and performs the actions it returns.
 final class Tunnel {
     final class Side {
         let bev: OpaquePointer
-        var eof = false
-        var shutdownSent = false
-        var pausedForPartner = false
-        var bytesRead: UInt64 = 0
         /// Set when the tunnel installs its callbacks (see `SocketReader`).
         var reader: SocketReader?
         /// A read error the previous owner's reader still owed; the new reader reports it.
@@ -34,10 +27,9 @@ final class Tunnel {
     let status: Int
     let start: Double
     let upgrade: CapturedExchange?
-    private var lastActivity = EventLoop.monotonicNow()
+    /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
+    @exclusivity(unchecked) private var machine: TunnelStateMachine
     private var idleTimer: LoopTimer?
-    private var firstClosed: CapturedTunnel.ClosedBy?
-    private var ended = false
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
                  clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
@@ -45,6 +37,8 @@ final class Tunnel {
         self.client = Side(client); self.upstream = Side(upstream)
         self.clientText = clientText; self.target = target; self.status = status; self.start = start
         self.upgrade = upgrade
+        machine = TunnelStateMachine(highWaterBytes: engine.configuration.highWaterBytes,
+                                     idleTimeout: engine.configuration.tunnelIdleTimeout, now: EventLoop.monotonicNow())
     }
 
     static func start(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
@@ -59,25 +53,30 @@ final class Tunnel {
         t.install(t.client)
         t.install(t.upstream)
         let idle = engine.configuration.tunnelIdleTimeout
-        t.idleTimer = LoopTimer(loop: loop, persistent: true) { [weak t] in t?.checkIdle() }
+        t.idleTimer = LoopTimer(loop: loop, persistent: true) { [weak t] in
+            guard let t else { return }
+            t.perform(t.machine.idleTimerFired(now: EventLoop.monotonicNow()))
+        }
         t.idleTimer?.schedule(after: max(0.05, idle / 4))
         // Bytes that arrived with the CONNECT head or the 101 answer go through at once.
-        t.move(from: t.client, to: t.upstream)
-        t.move(from: t.upstream, to: t.client)
+        t.forward(from: .client)
+        t.forward(from: .upstream)
     }
+
+    private func side(_ s: TunnelSide) -> Side { s == .client ? client : upstream }
 
     private func install(_ side: Side) {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         let isClient = side === client
         let read: bufferevent_data_cb = isClient
-            ? { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.move(from: $0.client, to: $0.upstream) } }
-            : { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.move(from: $0.upstream, to: $0.client) } }
+            ? { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.forward(from: .client) }
+            : { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.forward(from: .upstream) }
         let write: bufferevent_data_cb = isClient
-            ? { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.drained($0.client, partner: $0.upstream) } }
-            : { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.drained($0.upstream, partner: $0.client) } }
+            ? { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.drained(.client) }
+            : { _, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.drained(.upstream) }
         let event: bufferevent_event_cb = isClient
-            ? { _, e, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.event(e, side: $0.client, partner: $0.upstream) } }
-            : { _, e, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }.map { $0.event(e, side: $0.upstream, partner: $0.client) } }
+            ? { _, e, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.event(e, side: .client) }
+            : { _, e, ctx in ctx.map { Unmanaged<Tunnel>.fromOpaque($0).takeUnretainedValue() }?.event(e, side: .upstream) }
         bufferevent_setcb(side.bev, read, write, event, ctx)
         bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
         bufferevent_set_timeouts(side.bev, nil, nil)
@@ -85,76 +84,70 @@ final class Tunnel {
         side.reader = SocketReader(loop: loop, bev: side.bev, enabled: true, pendingErrno: side.pendingErrno)
     }
 
-    private func move(from source: Side, to destination: Side) {
-        guard !ended else { return }
+    /// Moves what `from` has read to its partner and tells the machine.
+    private func forward(from s: TunnelSide) {
+        guard machine.isOpen else { return }
+        let source = side(s), destination = side(s.partner)
         let n = evbuffer_get_length(source.input)
-        guard n > 0 else { return }
-        source.bytesRead += UInt64(n)
-        lastActivity = EventLoop.monotonicNow()
-        // Straight to the socket when nothing is queued (see SocketOutput), the rest queued.
-        if evbuffer_get_length(destination.output) == 0 && bufferevent_get_underlying(destination.bev) == nil {
-            let fd = bufferevent_getfd(destination.bev)
-            if fd >= 0 { _ = evbuffer_write(source.input, fd) }
+        if n > 0 {
+            // Straight to the socket when nothing is queued (see SocketOutput), the rest queued.
+            if evbuffer_get_length(destination.output) == 0 && bufferevent_get_underlying(destination.bev) == nil {
+                let fd = bufferevent_getfd(destination.bev)
+                if fd >= 0 { _ = evbuffer_write(source.input, fd) }
+            }
+            if evbuffer_get_length(source.input) > 0 { evbuffer_add_buffer(destination.output, source.input) }
+            if s == .client { engine.metrics.bytesFromClients.add(n) } else { engine.metrics.bytesFromUpstreams.add(n) }
         }
-        if evbuffer_get_length(source.input) > 0 { evbuffer_add_buffer(destination.output, source.input) }
-        if source === client { engine.metrics.bytesFromClients.add(n) } else { engine.metrics.bytesFromUpstreams.add(n) }
-        let high = engine.configuration.highWaterBytes
-        if evbuffer_get_length(destination.output) >= high {
-            source.pausedForPartner = true
-            source.reader?.setEnabled(false)
-            bufferevent_setwatermark(destination.bev, Int16(EV_WRITE), high / 2, 0)
-        }
+        perform(machine.forwarded(from: s, count: n, destinationQueued: evbuffer_get_length(destination.output),
+                                  now: n > 0 ? EventLoop.monotonicNow() : 0))
     }
 
-    /// `side`'s output fell below its low mark.
-    private func drained(_ side: Side, partner: Side) {
-        if partner.pausedForPartner {
-            partner.pausedForPartner = false
-            bufferevent_setwatermark(side.bev, Int16(EV_WRITE), 0, 0)
-            if !partner.eof { partner.reader?.setEnabled(true) }
-            move(from: partner, to: side)
-        }
-        if partner.eof && evbuffer_get_length(side.output) == 0 { shutdownWrite(side) }
-        finishIfDone()
+    /// `s`'s output fell below its low mark.
+    private func drained(_ s: TunnelSide) {
+        guard machine.isOpen else { return }
+        perform(machine.outputDrained(s, queued: evbuffer_get_length(side(s).output)))
     }
 
-    private func event(_ events: Int16, side: Side, partner: Side) {
+    private func event(_ events: Int16, side s: TunnelSide) {
         let e = Int32(events)
         if e & BEV_EVENT_EOF != 0 && e & BEV_EVENT_ERROR == 0 {
-            move(from: side, to: partner)
-            side.eof = true
-            if firstClosed == nil { firstClosed = side === client ? .client : .upstream }
-            if evbuffer_get_length(partner.output) == 0 { shutdownWrite(partner) }
-            finishIfDone()
+            forward(from: s)
+            guard machine.isOpen else { return }
+            perform(machine.peerClosed(s, destinationQueued: evbuffer_get_length(side(s.partner).output)))
             return
         }
-        if firstClosed == nil { firstClosed = side === client ? .client : .upstream }
-        end(closedBy: firstClosed ?? .error, error: e & BEV_EVENT_ERROR != 0
-            ? TransportError(side === client ? .clientAborted : .upstreamReset, "connection reset") : nil)
+        perform(machine.peerFailed(s, reset: e & BEV_EVENT_ERROR != 0))
     }
 
-    private func shutdownWrite(_ side: Side) {
-        guard !side.shutdownSent else { return }
-        side.shutdownSent = true
-        _ = Foundation.shutdown(bufferevent_getfd(side.bev), Int32(SHUT_WR))
-    }
-
-    private func finishIfDone() {
-        guard !ended, client.eof, upstream.eof,
-              evbuffer_get_length(client.output) == 0, evbuffer_get_length(upstream.output) == 0 else { return }
-        end(closedBy: firstClosed ?? .client, error: nil)
-    }
-
-    private func checkIdle() {
-        if EventLoop.monotonicNow() - lastActivity >= engine.configuration.tunnelIdleTimeout {
-            end(closedBy: .timeout, error: nil)
+    private func perform(_ actions: ActionList<TunnelStateMachine.Action>) {
+        for action in actions {
+            switch action {
+            case .pauseReading(let s):
+                side(s).reader?.setEnabled(false)
+                bufferevent_setwatermark(side(s.partner).bev, Int16(EV_WRITE), engine.configuration.highWaterBytes / 2, 0)
+            case .resumeReading(let s):
+                side(s).reader?.setEnabled(true)
+            case .resetWatermark(let s):
+                bufferevent_setwatermark(side(s).bev, Int16(EV_WRITE), 0, 0)
+            case .forward(let s):
+                forward(from: s)
+            case .shutdownWrite(let s):
+                _ = Foundation.shutdown(bufferevent_getfd(side(s).bev), Int32(SHUT_WR))
+            case .end(let closedBy, let resetBy):
+                close(closedBy: closedBy, error: resetBy.map {
+                    TransportError($0 == .client ? .clientAborted : .upstreamReset, "connection reset")
+                })
+            }
         }
     }
 
-    /// Closes both sides (at shutdown too) and hands the tunnel record to the sink.
-    func end(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
-        guard !ended else { return }
-        ended = true
+    /// At shutdown: closes both sides and records the tunnel.
+    func shutdown() {
+        perform(machine.shutdown())
+    }
+
+    /// Closes both sides and hands the tunnel record to the sink.
+    private func close(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
         idleTimer?.cancel()
         idleTimer = nil
         client.reader?.detach()
@@ -166,7 +159,7 @@ final class Tunnel {
         engine.connectionClosed()
         let wall = Date().timeIntervalSince1970
         let record = CapturedTunnel(kind: kind, client: clientText, target: target, status: status,
-                                    bytesFromClient: client.bytesRead, bytesFromUpstream: upstream.bytesRead,
+                                    bytesFromClient: machine.bytesFromClient, bytesFromUpstream: machine.bytesFromUpstream,
                                     start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade)
         engine.sink?.accept(.tunnel(record))
         loop.tunnels[ObjectIdentifier(self)] = nil

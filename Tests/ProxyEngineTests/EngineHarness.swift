@@ -263,13 +263,32 @@ func closedLoopbackPort() -> Int {
 }
 
 /// Polls `condition` until it holds or the timeout passes; the result is asserted by the caller.
-func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+/// The one place engine tests wait by polling: every wait is on a condition, with a deadline.
+func eventually(timeout: Double = 10, every interval: Double = 0.01, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
-        usleep(10_000)
+        usleep(useconds_t(interval * 1_000_000))
     }
     return condition()
+}
+
+/// Whether `condition` holds throughout `seconds` (polled): for "nothing happens" checks,
+/// which fail as soon as it stops holding.
+func stays(for seconds: Double, _ condition: () -> Bool) -> Bool {
+    !eventually(timeout: seconds) { !condition() }
+}
+
+/// Bytes received on `fd` and not yet read.
+func unreadBytes(_ fd: Int32) -> Int {
+    var n: Int32 = 0
+    return ioctl(fd, UInt(FIONREAD), &n) == 0 ? Int(n) : 0
+}
+
+/// Waits until `fd` is writable or `seconds` pass.
+func waitWritable(_ fd: Int32, seconds: Double) {
+    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+    _ = poll(&p, 1, Int32(seconds * 1000))
 }
 
 extension CapturedBody {

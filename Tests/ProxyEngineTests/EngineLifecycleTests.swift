@@ -87,7 +87,8 @@ final class EngineLifecycleTests: XCTestCase {
         XCTAssertTrue(text.contains("Connection: close\r\n"), text)
         XCTAssertTrue(answer.eof, "closed after the answer")
         XCTAssertEqual(RawClient.splitResponses(answer.bytes).count, 1, "the body was not answered as a request: \(text)")
-        Thread.sleep(forTimeInterval: 0.2)
+        // An exchange started from the body would be recorded at the latest when the session closes.
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeClients.value == 0 })
         XCTAssertEqual(proxy.sink.events.count, 0, "no exchange started from the body")
 
         // Without a body the connection stays open for the next request.
@@ -134,8 +135,7 @@ final class EngineLifecycleTests: XCTestCase {
         XCTAssertEqual(client.readResponses(1).count, 1)
         // The answer can reach the client (written straight to its socket) a moment
         // before the exchange returns its upstream to the pool.
-        let deadline = Date().addingTimeInterval(2)
-        while proxy.engine.metrics.pooledUpstreams.value != 1 && Date() < deadline { usleep(5_000) }
+        _ = eventually(timeout: 2) { proxy.engine.metrics.pooledUpstreams.value == 1 }
         XCTAssertEqual(proxy.engine.metrics.pooledUpstreams.value, 1)
 
         proxy.stop()
@@ -169,7 +169,7 @@ final class EngineLifecycleTests: XCTestCase {
             stopped.fulfill()
         }
         // The handler is installed asynchronously on the loop: raise until it runs.
-        XCTAssertTrue(eventually { kill(getpid(), SIGUSR2); usleep(20_000); return handled.value > 0 })
+        XCTAssertTrue(eventually(every: 0.02) { kill(getpid(), SIGUSR2); return handled.value > 0 })
         wait(for: [stopped], timeout: 15)
     }
 
@@ -179,7 +179,7 @@ final class EngineLifecycleTests: XCTestCase {
         proxy.engine.every(0.02) { ticks.update { $0 += 1 } }
         XCTAssertTrue(proxy.engine.loopsResponsive(within: 0.2), "the first call starts the heartbeats")
         XCTAssertTrue(eventually { ticks.value >= 3 }, "ticks: \(ticks.value)")
-        usleep(100_000)
+        XCTAssertTrue(eventually { ticks.value >= 8 }, "ticks: \(ticks.value)")
         XCTAssertTrue(proxy.engine.loopsResponsive(within: 5))
     }
 }
@@ -233,8 +233,10 @@ final class InheritedListenerShutdownTests: XCTestCase {
             let busy = try RawClient(port: proxy.port)
             busy.send("GET \(origin.url("/never?s=3")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
             XCTAssertTrue(eventually { proxy.engine.metrics.activeUpstreams.value == 1 })
+            let ours = proxy.engine.configuration.inheritedListeners[0]
             proxy.engine.shutdown()
-            usleep(100_000)
+            // Every loop has let go of the listener once the engine closed its descriptor.
+            XCTAssertTrue(eventually { fcntl(ours, F_GETFD) == -1 })
             let late = try RawClient(port: proxy.port)  // queued in the backlog systemd still holds
             let before = Self.processCPUSeconds()
             usleep(700_000)

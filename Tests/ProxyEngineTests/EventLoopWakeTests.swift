@@ -26,7 +26,7 @@ final class EventLoopWakeTests: XCTestCase {
                         if ran == perThread * threads { done.signal() }
                     }
                 }
-                if i % 1_000 == 0 { usleep(50) }  // let the loop drain mid-stream, racing the producers
+                if i % 1_000 == 0 { sched_yield() }  // let the loop drain mid-stream, racing the producers
             }
         }
         guard done.wait(timeout: .now() + 30) == .success else {

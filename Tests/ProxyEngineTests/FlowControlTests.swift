@@ -12,8 +12,14 @@ final class FlowControlTests: XCTestCase {
         let proxy = try RunningEngine { $0.highWaterBytes = 16 * 1024; $0.captureMaxBodyBytes = 100_000 }
         let client = try RawClient(port: proxy.port)
         client.send("GET \(origin.url("/big?size=\(size)")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
-        // Not reading for a moment lets the client's buffer pass the high-water mark.
-        usleep(200_000)
+        // Not reading until the client's socket buffer is full lets the proxy's output pass
+        // the high-water mark (the answer is far larger than any socket buffer).
+        var last = -1
+        XCTAssertTrue(eventually(every: 0.05) {
+            let n = unreadBytes(client.fd)
+            defer { last = n }
+            return n > 0 && n == last
+        })
         let responses = client.readResponses(1, timeout: 30)
         XCTAssertEqual(responses.first?.body.count, size)
         XCTAssertTrue(responses.first?.body.allSatisfy { $0 == UInt8(ascii: "x") } ?? false)
@@ -85,7 +91,11 @@ final class ConnectWindowTests: XCTestCase {
             return fd
         }
         defer { fillers.forEach { close($0) } }
-        Thread.sleep(forTimeInterval: 0.2)
+        // The first filler's connect completes into the queue, which is then full.
+        XCTAssertTrue(eventually {
+            var p = pollfd(fd: fillers[0], events: Int16(POLLOUT), revents: 0)
+            return poll(&p, 1, 0) == 1
+        })
 
         let proxy = try RunningEngine { $0.connectTimeout = 5 }
         let client = try RawClient(port: proxy.port)
@@ -95,7 +105,7 @@ final class ConnectWindowTests: XCTestCase {
         let deadline = Date().addingTimeInterval(1.5)
         while Date() < deadline && sent < 64 << 20 {
             let n = chunk.withUnsafeBytes { Foundation.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-            if n > 0 { sent += n } else { Thread.sleep(forTimeInterval: 0.01) }
+            if n > 0 { sent += n } else { waitWritable(client.fd, seconds: 0.01) }
         }
         // Socket buffers take a few MiB; without the bound the proxy took all 64.
         XCTAssertLessThan(sent, 24 << 20, "the proxy kept reading while connecting")

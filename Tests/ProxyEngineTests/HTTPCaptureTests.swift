@@ -135,10 +135,13 @@ final class HTTPCaptureTests: XCTestCase {
         let origin = try origin()
         let proxy = try RunningEngine { $0.captureMaxBodyBytes = 100_000 }
         let client = try RawClient(port: proxy.port)
-        client.send("POST \(origin.url("/sink")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 10000000000000000000\r\n\r\nfirst")
-        usleep(200_000)
+        let head = "POST \(origin.url("/sink")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 10000000000000000000\r\n\r\n"
+        client.send(head + "first")
+        // Each piece is read (and counted) before the next is sent.
+        let read = { proxy.engine.metrics.bytesFromClients.value }
+        XCTAssertTrue(eventually { read() >= head.utf8.count + 5 })
         client.send("second")
-        usleep(200_000)
+        XCTAssertTrue(eventually { read() >= head.utf8.count + 11 })
         client.shutdownWrite()
         let other = try RawClient(port: proxy.port)
         other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

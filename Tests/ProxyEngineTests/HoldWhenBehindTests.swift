@@ -96,7 +96,7 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 0 && proxy.engine.metrics.activeClients.value == 0 },
                       "held \(proxy.engine.metrics.heldClients.value), clients \(proxy.engine.metrics.activeClients.value)")
         proxy.sink.catchUp()
-        usleep(200_000)
+        XCTAssertTrue(stays(for: 0.2) { proxy.sink.events.isEmpty && proxy.engine.metrics.activeUpstreams.value == 0 })
         XCTAssertTrue(proxy.sink.events.isEmpty, "the request of a client that was gone went upstream")
     }
 
@@ -110,7 +110,7 @@ final class HoldWhenBehindTests: XCTestCase {
         client.send(get(origin.url("/json?n=1"), origin.authority) + get(origin.url("/json?n=2"), origin.authority))
         client.shutdownWrite()
         XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 })
-        usleep(100_000)
+        _ = stays(for: 0.1) { proxy.engine.metrics.activeClients.value == 1 }
         XCTAssertEqual(proxy.engine.metrics.activeClients.value, 1, "the half-close dropped the held request")
         proxy.sink.catchUp()
         let all = client.read { RawClient.splitResponses($0).count >= 2 }
@@ -135,7 +135,8 @@ final class HoldWhenBehindTests: XCTestCase {
         cut.send("POST \(origin.url("/echo?cut")) HTTP/1.1\r\nHost: \(origin.authority)\r\nContent-Length: 10\r\n\r\nhello")
         cut.shutdownWrite()
         XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 2 })
-        usleep(100_000)
+        // Both half-closes are seen while held: the sessions stay, each holding its request.
+        _ = stays(for: 0.1) { proxy.engine.metrics.activeClients.value == 2 }
         proxy.sink.catchUp()
         let answer = whole.readResponses(1)
         XCTAssertEqual(answer.first.map { String(decoding: $0.body, as: UTF8.self) }, "hello")

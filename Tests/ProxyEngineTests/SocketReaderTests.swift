@@ -103,12 +103,9 @@ final class SocketReaderTests: XCTestCase {
 
     private func waitFor(_ what: String, _ observed: Observed, seconds: Double = 10,
                          _ condition: ((reads: Int, received: Int, events: [Int32])) -> Bool) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition(observed.snapshot()) { return }
-            usleep(2_000)
+        if !eventually(timeout: seconds, every: 0.002, { condition(observed.snapshot()) }) {
+            XCTFail("timed out waiting for \(what): \(observed.snapshot())")
         }
-        XCTFail("timed out waiting for \(what): \(observed.snapshot())")
     }
 
     private func socketPair() -> (Int32, Int32) {
@@ -143,7 +140,7 @@ final class SocketReaderTests: XCTestCase {
         waitFor("EOF", o) { !$0.events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_EOF])
         // Reading is off after EOF, as the bufferevent leaves it: no second report.
-        usleep(50_000)
+        _ = stays(for: 0.05) { o.snapshot().events.count == 1 }
         XCTAssertEqual(o.snapshot().events.count, 1)
         release(o)
         close(peer)
@@ -171,7 +168,7 @@ final class SocketReaderTests: XCTestCase {
         attach(ours, o, enabled: false)
         writeAll(peer, 1000)
         shutdown(peer, Int32(SHUT_WR))
-        usleep(100_000)
+        _ = stays(for: 0.1) { o.snapshot().received == 0 && o.snapshot().events.isEmpty }
         XCTAssertEqual(o.snapshot().received, 0)
         XCTAssertEqual(o.snapshot().events, [])
         onLoop { o.reader?.setEnabled(true) }
@@ -185,14 +182,14 @@ final class SocketReaderTests: XCTestCase {
         let (ours, peer) = socketPair()
         let o = Observed()
         attach(ours, o, timeout: 0.2, enabled: false)
-        usleep(400_000)
+        _ = stays(for: 0.4) { o.snapshot().events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [], "the timeout ticked while reading was off")
         onLoop { o.reader?.setEnabled(true) }
         waitFor("timeout", o) { !$0.events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [BEV_EVENT_READING | BEV_EVENT_TIMEOUT])
         // Off after the timeout: bytes sent now are not read.
         writeAll(peer, 10)
-        usleep(100_000)
+        _ = stays(for: 0.1) { o.snapshot().received == 0 }
         XCTAssertEqual(o.snapshot().received, 0)
         release(o)
         close(peer)
@@ -203,7 +200,7 @@ final class SocketReaderTests: XCTestCase {
         let o = Observed()
         attach(ours, o, timeout: 0.3)
         onLoop { o.reader?.setTimeout(nil) }
-        usleep(600_000)
+        _ = stays(for: 0.6) { o.snapshot().events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [])
         writeAll(peer, 5)
         waitFor("bytes", o) { $0.received == 5 }
@@ -268,9 +265,13 @@ final class SocketReaderTests: XCTestCase {
         o.handOverOnRead = handOver
         attach(ours, o, enabled: false)
         writeAll(peer, SocketReader.firstReadBytes)  // fills the first read: the reader reads on
-        usleep(50_000)
+        XCTAssertTrue(eventually { unreadBytes(ours) == SocketReader.firstReadBytes }, file: file, line: line)
         reset(peer)
-        usleep(50_000)
+        // The reset has arrived when the socket reports an error or hang-up (poll does not clear it).
+        XCTAssertTrue(eventually {
+            var p = pollfd(fd: ours, events: Int16(POLLIN), revents: 0)
+            return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLERR | POLLHUP) != 0
+        }, file: file, line: line)
         onLoop { o.reader?.setEnabled(true) }
         waitFor("data then the error", o) { !$0.events.isEmpty }
         XCTAssertEqual(o.snapshot().received, SocketReader.firstReadBytes, file: file, line: line)
@@ -292,7 +293,7 @@ final class SocketReaderTests: XCTestCase {
         }
         writeAll(peer, 5)
         waitFor("bytes", o) { $0.received == 5 }
-        usleep(600_000)
+        _ = stays(for: 0.6) { o.snapshot().events.isEmpty }
         XCTAssertEqual(o.snapshot().events, [], "a cleared timeout came back after a read")
         release(o)
         close(peer)
@@ -304,7 +305,8 @@ final class SocketReaderTests: XCTestCase {
         let o = Observed()
         attach(ours, o, timeout: 0.5)
         for i in 0..<6 {
-            usleep(100_000)
+            // A byte every 0.1 s, each well within the 0.5 s timeout.
+            _ = stays(for: 0.1) { o.snapshot().events.isEmpty }
             writeAll(peer, 1, from: i)
         }
         XCTAssertEqual(o.snapshot().events, [], "timed out while bytes kept coming")
@@ -325,7 +327,10 @@ final class SocketReaderTests: XCTestCase {
         attach(ours, o)
         writeAll(peer, 100)
         waitFor("the read", o) { $0.reads == 1 }
-        usleep(50_000)
+        XCTAssertTrue(eventually {
+            var p = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
+            return poll(&p, 1, 0) == 1
+        }, "the bufferevent did not close the socket")
         var byte: UInt8 = 0
         XCTAssertEqual(read(peer, &byte, 1), 0, "the bufferevent did not close the socket")
         XCTAssertEqual(o.snapshot().reads, 1)
@@ -339,7 +344,7 @@ final class SocketReaderTests: XCTestCase {
         attach(ours, o)
         onLoop { o.reader?.detach() }
         writeAll(peer, 10)
-        usleep(100_000)
+        _ = stays(for: 0.1) { o.snapshot().received == 0 }
         XCTAssertEqual(o.snapshot().received, 0)
         release(o)
         close(peer)

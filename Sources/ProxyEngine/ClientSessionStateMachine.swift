@@ -1,0 +1,305 @@
+import HTTP1
+
+/// The lifecycle of one client connection, without sockets: events in, actions out.
+/// `ClientSession` parses heads, routes requests, owns the socket and the exchange, and
+/// performs the actions.
+///
+/// Rules:
+/// - Requests are answered strictly in order: a head is read only in `readingHead`;
+///   while an exchange runs (`exchanging`), pipelined bytes wait in the input, read up to
+///   a head's worth. The next head is parsed when the exchange finishes with keep-alive.
+/// - `held`: a parsed request waits for the log to catch up (`log.whenBehind: wait`);
+///   reading goes on up to a head's worth, so a reset is noticed; a half-close is answered
+///   after the release.
+/// - `awaitingClientHello`: an intercepted CONNECT was answered; the client's first byte
+///   decides between TLS (0x16) and a blind tunnel. The TLS object is this state's, freed
+///   when the state is left any other way.
+/// - TLS with the client is `plain`, `handshaking` (requests then go to the intercepted
+///   origin) or `established`. A handshake that fails, stalls past `clientIdleTimeout`, or
+///   a connection that closes before the ClientHello leaves a record and closes.
+/// - The head timer (`clientIdleTimeout`) runs while waiting for a head: past it, a client
+///   that sent part of one gets 408, an idle one is closed.
+/// - A half-close (EOF) keeps the connection for the answers to what was sent, pipelined
+///   requests included; the last answer says `Connection: close`, then the connection
+///   closes. A reset, a read timeout or an EOF that leaves a request incomplete closes at
+///   once (the exchange records the cause).
+/// - `closingAfterFlush` stops reading and closes once the output is written (or the
+///   client took none of it for `clientIdleTimeout`, which the driver polls). An exchange
+///   that ended with an error while in flight stays attached (finished) until the close.
+/// - `closed` is final.
+struct ClientSessionStateMachine {
+    /// An intercepted CONNECT waiting for the client's first byte; `ssl` is owned here.
+    struct ClientHelloWait {
+        var head: HTTPRequestHead
+        var authority: HTTPAuthority
+        var ssl: OpaquePointer
+    }
+
+    /// The payloads of the rare phases are boxed (`indirect`), so that the phase the hot
+    /// path reads and copies is one word.
+    enum Phase {
+        case readingHead
+        indirect case held(HTTPRequestHead)
+        case exchanging
+        indirect case awaitingClientHello(ClientHelloWait)
+        /// `exchangeKept`: the (finished) exchange is still the session's until the close.
+        case closingAfterFlush(exchangeKept: Bool)
+        case closed
+    }
+
+    enum Security: Equatable {
+        case plain
+        case handshaking(HTTPAuthority)
+        case established(HTTPAuthority)
+    }
+
+    /// How an intercepted CONNECT failed on the client's side (`clientTLSFailed`).
+    enum InterceptionFailure: Equatable {
+        /// Nothing arrived after the CONNECT answer within `clientIdleTimeout`.
+        case nothingSent
+        /// The handshake did not complete within `clientIdleTimeout`.
+        case notCompleted
+        /// The connection closed before the ClientHello.
+        case closedBeforeHello
+        /// The handshake failed (the driver asks OpenSSL why).
+        case handshakeFailed
+    }
+
+    /// Plain values only, so that returning and iterating them copies bytes and nothing
+    /// else; the authority a failure names is `interceptionAuthority`.
+    enum Action: Equatable {
+        case pauseReading
+        /// Hand what the client sent to the exchange.
+        case deliverToExchange
+        case parseHeads
+        case inspectFirstByte
+        /// 408: part of a head arrived, not all of it, within `clientIdleTimeout`.
+        case respondRequestTimeout
+        case recordInterceptionFailure(InterceptionFailure)
+        /// End the exchange with this cause (`clientTimeout`, `clientAborted`).
+        case failExchange(TransportError.Code)
+        case answerBufferedThenClose
+        case close
+    }
+
+    private(set) var phase: Phase = .readingHead
+    private(set) var security: Security = .plain
+    /// The client shut down its sending side: what it sent is answered, then the connection closes.
+    private(set) var inputEnded = false
+    /// Reading is off because the exchange's upstream cannot take more (backpressure).
+    private(set) var readingPaused = false
+    let clientIdleTimeout: Double
+
+    init(clientIdleTimeout: Double) {
+        self.clientIdleTimeout = clientIdleTimeout
+    }
+
+    // MARK: queries
+
+    /// The origin of the intercepted CONNECT in progress (waiting for the ClientHello, or
+    /// handshaking): what an interception failure names.
+    var interceptionAuthority: HTTPAuthority? {
+        if case .awaitingClientHello(let wait) = phase { return wait.authority }
+        if case .handshaking(let authority) = security { return authority }
+        return nil
+    }
+
+    var isClosed: Bool { if case .closed = phase { return true } else { return false } }
+    var canReadHead: Bool { if case .readingHead = phase { return true } else { return false } }
+    var isExchanging: Bool { if case .exchanging = phase { return true } else { return false } }
+    var isHeld: Bool { if case .held = phase { return true } else { return false } }
+    var isClosingAfterFlush: Bool { if case .closingAfterFlush = phase { return true } else { return false } }
+    /// An exchange is the session's (in flight, or finished and kept until the close).
+    var hasExchange: Bool {
+        switch phase {
+        case .exchanging, .closingAfterFlush(exchangeKept: true): return true
+        default: return false
+        }
+    }
+    /// TLS with the client was started after an intercepted CONNECT.
+    var isIntercepting: Bool { if case .plain = security { return false } else { return true } }
+    /// Requests inside an intercepted TLS stream go to this origin.
+    var interceptedAuthority: HTTPAuthority? {
+        switch security {
+        case .plain: return nil
+        case .handshaking(let a), .established(let a): return a
+        }
+    }
+
+    // MARK: requests
+
+    mutating func exchangeStarted() {
+        if canReadHead { phase = .exchanging }
+    }
+
+    /// A request is parsed but must wait for the log.
+    mutating func hold(_ head: HTTPRequestHead) {
+        if canReadHead { phase = .held(head) }
+    }
+
+    /// The log caught up: the held request, to be started now (nil when there is none).
+    mutating func release() -> HTTPRequestHead? {
+        guard case .held(let head) = phase else { return nil }
+        phase = .readingHead
+        return head
+    }
+
+    /// The held request is forgotten (closing, shutting down); whether there was one.
+    mutating func dropHeld() -> Bool {
+        guard case .held = phase else { return false }
+        phase = .readingHead
+        return true
+    }
+
+    /// The exchange is over; whether reading was paused for it (it is not any more). What
+    /// to do next is the driver's (see `ClientSession.exchangeFinished`).
+    mutating func exchangeFinished() -> Bool {
+        switch phase {
+        case .exchanging: phase = .readingHead
+        case .closingAfterFlush(exchangeKept: true): phase = .closingAfterFlush(exchangeKept: false)
+        default: break
+        }
+        defer { readingPaused = false }
+        return readingPaused
+    }
+
+    /// The exchange asks for reading to stop (backpressure); whether it was on.
+    mutating func pauseReading() -> Bool {
+        guard !readingPaused else { return false }
+        readingPaused = true
+        return true
+    }
+
+    /// The exchange asks for reading to resume; whether it was paused.
+    mutating func resumeReading() -> Bool {
+        guard readingPaused else { return false }
+        readingPaused = false
+        return true
+    }
+
+    /// The socket went to a tunnel: the session ends without closing it.
+    mutating func handedOver() {
+        phase = .closed
+    }
+
+    // MARK: interception
+
+    mutating func awaitClientHello(_ wait: ClientHelloWait) {
+        if canReadHead { phase = .awaitingClientHello(wait) }
+    }
+
+    /// The first byte after the CONNECT answer arrived: the wait, to be resolved by the driver.
+    mutating func firstByteArrived() -> ClientHelloWait? {
+        guard case .awaitingClientHello(let wait) = phase else { return nil }
+        phase = .readingHead
+        return wait
+    }
+
+    /// The client speaks TLS: the handshake with the intercepted origin's certificate starts.
+    mutating func tlsStarted(_ authority: HTTPAuthority) {
+        security = .handshaking(authority)
+    }
+
+    // MARK: socket events
+
+    /// The head timer fired; `inputBuffered`: part of a head has arrived.
+    mutating func headTimerFired(inputBuffered: Bool) -> ActionList<Action> {
+        switch phase {
+        case .exchanging, .closed, .closingAfterFlush(exchangeKept: true):
+            return ActionList()
+        case .awaitingClientHello:
+            return ActionList(.recordInterceptionFailure(.nothingSent), .close)
+        case .readingHead, .held, .closingAfterFlush(exchangeKept: false):
+            if case .handshaking = security {
+                // A client that stalls mid-handshake leaves a record too, like one that refuses it.
+                return ActionList(.recordInterceptionFailure(.notCompleted), .close)
+            }
+            return inputBuffered ? ActionList(.respondRequestTimeout) : ActionList(.close)
+        }
+    }
+
+    /// Bytes arrived; `buffered` are unread, `maxHeaderBytes` is a head's worth.
+    mutating func readable(buffered: Int, maxHeaderBytes: Int) -> ActionList<Action> {
+        switch phase {
+        case .closed: return ActionList()
+        case .held:
+            // What follows (a body, pipelined requests) waits; one readiness may have added up
+            // to SocketReader's 1 MiB, so reading pauses past a head's worth.
+            return buffered > maxHeaderBytes ? ActionList(.pauseReading) : ActionList()
+        case .awaitingClientHello: return ActionList(.inspectFirstByte)
+        case .exchanging, .closingAfterFlush(exchangeKept: true): return ActionList(.deliverToExchange)
+        case .readingHead, .closingAfterFlush(exchangeKept: false): return ActionList(.parseHeads)
+        }
+    }
+
+    /// The bufferevent reported an event. `exchangeRequestComplete`: whether the session's
+    /// exchange (if any) holds a whole request; `inputBuffered`: unread bytes wait.
+    mutating func socketEvent(eof: Bool, error: Bool, timeout: Bool, connected: Bool,
+                              exchangeRequestComplete: Bool, inputBuffered: Bool) -> ActionList<Action> {
+        if case .closed = phase { return ActionList() }
+        if case .awaitingClientHello = phase, eof || error {
+            return ActionList(.recordInterceptionFailure(.closedBeforeHello), .close)
+        }
+        if case .handshaking(let authority) = security {
+            if connected { security = .established(authority); return ActionList() }
+            return ActionList(.recordInterceptionFailure(.handshakeFailed), .close)
+        }
+        if connected { return ActionList() }
+        if timeout {
+            var actions = ActionList<Action>()
+            if hasExchange { actions.append(.failExchange(.clientTimeout)) }
+            actions.append(.close)
+            return actions
+        }
+        if eof && !error {
+            // Half-close: the client may still read the answers to what it sent, pipelined
+            // requests included (they are answered in turn, then the connection closes).
+            inputEnded = true
+            // A held request is still answered; the release goes on from there.
+            if isHeld { return ActionList() }
+            if hasExchange && exchangeRequestComplete { return ActionList() }
+            if !hasExchange && isClosingAfterFlush { return ActionList() }
+            if !hasExchange && inputBuffered { return ActionList(.answerBufferedThenClose) }
+        }
+        var actions = ActionList<Action>()
+        if hasExchange { actions.append(.failExchange(.clientAborted)) }
+        actions.append(.close)
+        return actions
+    }
+
+    // MARK: closing
+
+    /// Close once the output is written; false when already closed.
+    mutating func closeAfterFlush() -> Bool {
+        switch phase {
+        case .closed: return false
+        case .exchanging, .closingAfterFlush(exchangeKept: true): phase = .closingAfterFlush(exchangeKept: true)
+        case .held:
+            // Never reached (a held session answers nothing), kept total.
+            phase = .closingAfterFlush(exchangeKept: false)
+        case .awaitingClientHello, .readingHead, .closingAfterFlush(exchangeKept: false):
+            phase = .closingAfterFlush(exchangeKept: false)
+        }
+        return true
+    }
+
+    /// What closing leaves to free: the wait's TLS object, a held request, the exchange.
+    struct Leftovers {
+        var ssl: OpaquePointer?
+        var held: Bool
+        var exchange: Bool
+    }
+
+    /// Closes; nil when already closed.
+    mutating func close() -> Leftovers? {
+        var leftovers = Leftovers(ssl: nil, held: false, exchange: hasExchange)
+        switch phase {
+        case .closed: return nil
+        case .awaitingClientHello(let wait): leftovers.ssl = wait.ssl
+        case .held: leftovers.held = true
+        default: break
+        }
+        phase = .closed
+        return leftovers
+    }
+}

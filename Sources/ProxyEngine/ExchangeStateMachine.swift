@@ -1,0 +1,462 @@
+import HTTP1
+
+/// The lifecycle of one request/response exchange, without sockets: events in, actions
+/// out. `Exchange` parses, pumps bodies and talks to libevent as told; the bodies' framers
+/// and captures stay there (they change with every chunk), the decisions live here.
+///
+/// Rules:
+/// - `idle` → `connecting` (a new upstream connection) or straight to `exchanging` (a
+///   pooled one) → `finished`, once. Nothing yields an action after `finished`.
+/// - While connecting, a request body stays unread in the client's input (reading is
+///   paused), so a failed connection loses none of it; a request without a body is whole
+///   from its head on.
+/// - `exchanging` pairs the request (`sending` its body, possibly `paused`, or `sent`)
+///   with the response (`awaitingHead`, noting whether any byte came, or `streaming`
+///   its body, possibly `paused`). The response may start before the request is sent.
+/// - Backpressure: a body direction pauses when its destination's queue reaches
+///   `highWaterBytes` and resumes when it drains; while paused, the stall timer runs
+///   (`upstreamReadTimeout` for a request body the origin does not take, `clientTimeout`
+///   for an answer the client does not take): past it the exchange fails and the client
+///   connection closes.
+/// - Interim (1xx) answers go to the client, except to an HTTP/1.0 client; 101 is only
+///   accepted when the client asked to upgrade, and hands both sockets to a tunnel.
+/// - The client connection closes after the answer when the client asked, the answer is
+///   close-delimited or dechunked for HTTP/1.0, the request was not sent whole, the
+///   engine is draining, the client half-closed with nothing more buffered, or on any
+///   failure once the answer has begun.
+/// - A pooled connection the origin had closed (EOF before any response byte) is
+///   retried once on a new connection, for a bodyless idempotent request only.
+/// - A failure before the answer began is answered: 504 for a timeout, 508 for a loop
+///   back to this proxy, else 502. After it began, the client connection is closed.
+/// - The upstream is returned to the pool only after a clean, whole exchange the origin
+///   did not end (and that the driver finds with nothing left to send).
+struct ExchangeStateMachine {
+    struct Attempt: Equatable {
+        /// The upstream connection came from the pool.
+        var reused: Bool
+        /// This is the second connection, after a pooled one the origin had closed.
+        var retried: Bool
+    }
+
+    enum Request: Equatable {
+        case sending(paused: Bool)
+        case sent
+    }
+
+    enum Response: Equatable {
+        case awaitingHead(bytesSeen: Bool)
+        /// `dechunk`: a chunked answer to an HTTP/1.0 client goes as its payload, ended by the close.
+        case streaming(dechunk: Bool, paused: Bool)
+    }
+
+    enum State: Equatable {
+        case idle
+        case connecting(Attempt)
+        case exchanging(Attempt, Request, Response)
+        case finished
+    }
+
+    /// A short error answer to the client.
+    struct ErrorAnswer: Equatable {
+        var status: Int
+        var reason: String
+        var detail: String
+    }
+
+    /// How the exchange ends, in plain values (the action carries it).
+    struct Outcome: Equatable {
+        /// The exchange failed: `failure` says how.
+        var failed: Bool
+        /// As far as the exchange goes, the upstream may go back to the pool (the driver
+        /// still checks the connection itself).
+        var upstreamReusable: Bool
+        /// The answer was paused for backpressure: the client's write watermark is raised.
+        var responseWasPaused: Bool
+        var closeClient: Bool
+    }
+
+    /// How the exchange ends, with the failure's details.
+    struct Ending: Equatable {
+        var error: TransportError?
+        var answer: ErrorAnswer?
+        /// As far as the exchange goes, the upstream may go back to the pool (the driver
+        /// still checks the connection itself).
+        var upstreamReusable: Bool
+        /// The answer was paused for backpressure: the client's write watermark is raised.
+        var responseWasPaused: Bool
+        var closeClient: Bool
+    }
+
+    /// The limits the machine's decisions and messages depend on.
+    struct Limits: Equatable {
+        var highWaterBytes: Int
+        var upstreamReadTimeout: Double
+        var clientIdleTimeout: Double
+    }
+
+    /// The Connection field of a forwarded response head.
+    enum ConnectionField: Equatable {
+        case none, close, keepAlive
+    }
+
+    /// Plain values only (no strings), so that returning and iterating them copies bytes
+    /// and nothing else; an ending's details are in `ending`.
+    enum Action: Equatable {
+        case pauseClientReading
+        /// Open a new upstream connection.
+        case connect
+        /// Take the connection as this exchange's and send the head; then, with
+        /// `bodyFollows`, stream the request body, else the request is sent.
+        case attach(bodyFollows: Bool)
+        /// The request is whole upstream: the answer's read timeout starts.
+        case requestSent
+        case pumpRequest
+        case pauseRequestBody
+        case resumeRequestBody
+        case noteFirstResponseByte
+        case forwardInterim
+        /// Send the response head with this Connection field.
+        case forwardResponseHead(connection: ConnectionField, dechunk: Bool)
+        case pumpResponse
+        case pauseResponseBody
+        case resumeResponseBody
+        case startWebSocket
+        /// Drop the pooled connection the origin had closed and connect again.
+        case retry
+        case closeUpstream
+        /// The exchange ended; a failure's error and answer are in `failure`.
+        case finish(Outcome)
+        /// Close the client connection at once (after a stall).
+        case closeClient
+    }
+
+    /// How a body pump went.
+    enum Progress: Equatable {
+        case complete
+        /// The body broke its framing.
+        case malformed(HTTPParseError)
+        /// More to come; the destination holds `queued` bytes.
+        case partial(queued: Int)
+    }
+
+    private(set) var state: State = .idle
+    /// Set when the machine returns `.finish` for a failure.
+    private(set) var failure: (error: TransportError, answer: ErrorAnswer?)?
+    private var outcome: Outcome?
+    /// How the exchange ended, once it has.
+    var ending: Ending? {
+        outcome.map { Ending(error: failure?.error, answer: failure?.answer, upstreamReusable: $0.upstreamReusable,
+                             responseWasPaused: $0.responseWasPaused, closeClient: $0.closeClient) }
+    }
+    let limits: Limits
+    let hasBody: Bool
+    let isHTTP10: Bool
+    let wantsUpgrade: Bool
+    private(set) var closeClientAfter: Bool
+    /// The client half-closed while its request was held (see `clientEndedWhileHeld`).
+    private(set) var clientEnded = false
+    /// The origin closed (or reset) the connection: never pool it.
+    private(set) var upstreamEnded = false
+    /// Which direction paused last: its stall is the one reported.
+    private var lastPaused: StallSide?
+    private enum StallSide { case request, response }
+
+    init(limits: Limits, hasBody: Bool, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool) {
+        self.limits = limits
+        self.hasBody = hasBody
+        self.isHTTP10 = isHTTP10
+        self.wantsUpgrade = wantsUpgrade
+        closeClientAfter = clientWantsClose
+    }
+
+    // MARK: queries
+
+    var isFinished: Bool { state == .finished }
+
+    var attempt: Attempt? {
+        switch state {
+        case .connecting(let a), .exchanging(let a, _, _): return a
+        case .idle, .finished: return nil
+        }
+    }
+
+    /// The head went out on an attached upstream and the body is still being sent.
+    var isSendingRequest: Bool {
+        if case .exchanging(_, .sending, _) = state { return true } else { return false }
+    }
+
+    var isAwaitingResponseHead: Bool {
+        if case .exchanging(_, _, .awaitingHead) = state { return true } else { return false }
+    }
+
+    var isStreamingResponse: Bool {
+        if case .exchanging(_, _, .streaming) = state { return true } else { return false }
+    }
+
+    var isDechunking: Bool {
+        if case .exchanging(_, _, .streaming(true, _)) = state { return true } else { return false }
+    }
+
+    /// The request is whole upstream.
+    var requestSent: Bool {
+        if case .exchanging(_, .sent, _) = state { return true } else { return false }
+    }
+
+    /// A request without a body is whole once its head is read, even while connecting.
+    var isRequestComplete: Bool { requestSent || !hasBody }
+
+    /// Whether a request with `method` may be sent twice (RFC 9110 §9.2.2). Asked only when
+    /// a retry is in question, not for every exchange.
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": return true
+        default: return false
+        }
+    }
+
+    /// The status an exchange that failed before its answer began gets.
+    static func answer(for error: TransportError) -> (status: Int, reason: String) { error.code.statusForClient }
+
+    // MARK: starting
+
+    /// `pooled`: a pooled connection to the origin was taken.
+    mutating func begin(pooled: Bool) -> ActionList<Action> {
+        guard state == .idle else { return ActionList() }
+        if pooled {
+            return attach(Attempt(reused: true, retried: false))
+        }
+        state = .connecting(Attempt(reused: false, retried: false))
+        return hasBody ? ActionList(.pauseClientReading, .connect) : ActionList(.connect)
+    }
+
+    mutating func connected() -> ActionList<Action> {
+        guard case .connecting(let a) = state else { return ActionList() }
+        return attach(a)
+    }
+
+    mutating func connectFailed(_ error: TransportError) -> ActionList<Action> {
+        guard case .connecting = state else { return ActionList() }
+        return failBeforeResponse(error)
+    }
+
+    private mutating func attach(_ a: Attempt) -> ActionList<Action> {
+        state = .exchanging(a, hasBody ? .sending(paused: false) : .sent, .awaitingHead(bytesSeen: false))
+        return ActionList(.attach(bodyFollows: hasBody))
+    }
+
+    // MARK: request body
+
+    /// The client sent more (or its bytes are to be forwarded now).
+    mutating func clientReadable() -> ActionList<Action> {
+        isSendingRequest ? ActionList(.pumpRequest) : ActionList()
+    }
+
+    /// The driver pumped the request body; `clientInputEmpty`: nothing is left unread.
+    mutating func requestBodyPumped(_ progress: Progress, clientInputEmpty: Bool) -> ActionList<Action> {
+        guard case .exchanging(let a, .sending(let paused), let response) = state else { return ActionList() }
+        switch progress {
+        case .complete:
+            state = .exchanging(a, .sent, response)
+            return ActionList(.requestSent)
+        case .malformed(let e):
+            closeClientAfter = true
+            let error = TransportError(.malformedRequest, e.reason)
+            if case .streaming = response { return finish(error: error, answer: nil) }
+            return finish(error: error, answer: ErrorAnswer(status: e.status, reason: e.reasonPhrase, detail: e.reason))
+        case .partial(let queued):
+            var actions = ActionList<Action>()
+            if queued >= limits.highWaterBytes {
+                if !paused { state = .exchanging(a, .sending(paused: true), response) }
+                lastPaused = .request
+                actions.append(.pauseRequestBody)
+            }
+            if clientEnded && clientInputEmpty {
+                // Everything the client sent before its half-close is forwarded and the body
+                // is still short: no more is coming.
+                actions.append(contentsOf: clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange")))
+            }
+            return actions
+        }
+    }
+
+    /// The upstream's output drained below its mark.
+    mutating func upstreamDrained() -> ActionList<Action> {
+        guard case .exchanging(let a, .sending(paused: true), let response) = state else { return ActionList() }
+        state = .exchanging(a, .sending(paused: false), response)
+        return ActionList(.resumeRequestBody, .pumpRequest)
+    }
+
+    /// The client half-closed while this request was held, before the exchange could read
+    /// its body: the body can only be what is already buffered.
+    mutating func clientEndedWhileHeld() -> ActionList<Action> {
+        clientEnded = true
+        return isSendingRequest ? ActionList(.pumpRequest) : ActionList()
+    }
+
+    /// The client reset, timed out, or the engine cut the exchange (`error` says which).
+    mutating func clientFailed(_ error: TransportError) -> ActionList<Action> {
+        guard !isFinished, state != .idle else { return ActionList() }
+        closeClientAfter = true
+        return finish(error: error, answer: nil)
+    }
+
+    // MARK: response
+
+    /// Bytes from the origin are buffered.
+    mutating func upstreamBytesArrived() -> ActionList<Action> {
+        guard case .exchanging(let a, let request, .awaitingHead(bytesSeen: false)) = state else { return ActionList() }
+        state = .exchanging(a, request, .awaitingHead(bytesSeen: true))
+        return ActionList(.noteFirstResponseByte)
+    }
+
+    /// The origin's head or body broke the protocol (`message` says how).
+    mutating func malformedResponse(_ message: String) -> ActionList<Action> {
+        guard case .exchanging(_, _, let response) = state else { return ActionList() }
+        let error = TransportError(.malformedResponse, message)
+        if case .streaming = response {
+            closeClientAfter = true
+            return finish(error: error, answer: nil)
+        }
+        return failBeforeResponse(error)
+    }
+
+    /// A whole response head with `status`; `framing` its body's, for a final answer.
+    /// `draining`: the engine is shutting down; `clientSentLast`: the client half-closed and
+    /// nothing more of it is buffered.
+    mutating func responseHead(status: Int, framing: BodyFraming?, draining: Bool, clientSentLast: Bool) -> ActionList<Action> {
+        guard case .exchanging(let a, let request, .awaitingHead) = state else { return ActionList() }
+        if status == 101 {
+            guard wantsUpgrade else { return malformedResponse("the origin switched protocols without being asked") }
+            state = .finished
+            return ActionList(.startWebSocket)
+        }
+        if status < 200 {
+            // An HTTP/1.0 client would take an interim answer for the final one (RFC 9110 §15.2).
+            return isHTTP10 ? ActionList() : ActionList(.forwardInterim)
+        }
+        guard let framing else { return ActionList() }
+        // The request goes upstream as HTTP/1.1, so the origin may chunk; an HTTP/1.0 client
+        // gets the payload without Transfer-Encoding and the end of the body by the close,
+        // as nginx and squid do (RFC 9112 §6.1).
+        let dechunk = framing == .chunked && isHTTP10
+        if framing == .closeDelimited || dechunk || request != .sent || draining || clientSentLast {
+            closeClientAfter = true
+        }
+        state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
+        let connection: ConnectionField = closeClientAfter ? .close : isHTTP10 ? .keepAlive : .none
+        return ActionList(.forwardResponseHead(connection: connection, dechunk: dechunk))
+    }
+
+    mutating func responseBodyPumped(_ progress: Progress) -> ActionList<Action> {
+        guard case .exchanging(let a, let request, .streaming(let dechunk, let paused)) = state else { return ActionList() }
+        switch progress {
+        case .complete:
+            return finish(error: nil, answer: nil)
+        case .malformed(let e):
+            return malformedResponse("malformed response body from the origin: \(e.reason)")
+        case .partial(let queued):
+            guard queued >= limits.highWaterBytes else { return ActionList() }
+            if !paused { state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: true)) }
+            lastPaused = .response
+            return ActionList(.pauseResponseBody)
+        }
+    }
+
+    /// The client's output drained below its mark.
+    mutating func clientDrained() -> ActionList<Action> {
+        guard case .exchanging(let a, let request, .streaming(let dechunk, paused: true)) = state else { return ActionList() }
+        state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
+        return ActionList(.resumeResponseBody, .pumpResponse)
+    }
+
+    /// A paused direction took nothing for its whole limit.
+    mutating func stallTimerFired() -> ActionList<Action> {
+        guard case .exchanging(_, let request, let response) = state else { return ActionList() }
+        let requestPaused = request == .sending(paused: true)
+        let responsePaused: Bool
+        if case .streaming(_, true) = response { responsePaused = true } else { responsePaused = false }
+        guard requestPaused || responsePaused else { return ActionList() }
+        // The stall armed last is the one reported.
+        let error = lastPaused == .response
+            ? TransportError(.clientTimeout, "the client took none of the answer for \(limits.clientIdleTimeout) s")
+            : TransportError(.upstreamTimeout, "the origin took none of the request body for \(limits.upstreamReadTimeout) s")
+        closeClientAfter = true
+        var actions = finish(error: error, answer: nil)
+        actions.append(.closeClient)
+        return actions
+    }
+
+    /// The origin sent nothing for `upstreamReadTimeout` while an answer was due.
+    mutating func upstreamTimedOut() -> ActionList<Action> {
+        guard case .exchanging(_, _, let response) = state else { return ActionList() }
+        let error = TransportError(.upstreamTimeout, "the origin sent nothing for \(limits.upstreamReadTimeout) s")
+        if case .streaming = response {
+            closeClientAfter = true
+            return finish(error: error, answer: nil)
+        }
+        return failBeforeResponse(error)
+    }
+
+    /// The origin closed or reset the connection (after what it had sent was handled).
+    /// `cleanEndOfBody`: the answer's framing ends at the close, and it was not a reset;
+    /// `idempotent`: the request's method may be sent twice.
+    mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool, idempotent: Bool) -> ActionList<Action> {
+        upstreamEnded = true
+        guard case .exchanging(let a, _, let response) = state else { return ActionList() }
+        switch response {
+        case .streaming:
+            closeClientAfter = true
+            var actions: ActionList<Action> = ActionList(.closeUpstream)
+            actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError(.upstreamReset,
+                "the origin closed the connection before the body was complete"), answer: nil))
+            return actions
+        case .awaitingHead(let bytesSeen):
+            if !bytesSeen && a.reused && !a.retried && idempotent && !hasBody {
+                // A pooled connection the origin had already closed: try once more on a fresh one.
+                state = .connecting(Attempt(reused: false, retried: true))
+                return ActionList(.retry)
+            }
+            return failBeforeResponse(bytesSeen
+                ? TransportError(.malformedResponse, "the origin closed the connection inside the response head")
+                : TransportError(.upstreamReset, "the origin closed the connection without answering"))
+        }
+    }
+
+    /// An error or EOF noted before the driver handles what was buffered.
+    mutating func upstreamEndedNoted() { upstreamEnded = true }
+
+    // MARK: ending
+
+    /// A failure before any response head reached the client: answered with its status.
+    private mutating func failBeforeResponse(_ error: TransportError) -> ActionList<Action> {
+        if !requestSent { closeClientAfter = true }
+        let (status, reason) = Self.answer(for: error)
+        return finish(error: error, answer: ErrorAnswer(status: status, reason: reason, detail: error.message))
+    }
+
+    private mutating func finish(error: TransportError?, answer: ErrorAnswer?) -> ActionList<Action> {
+        let wasPaused: Bool
+        if case .exchanging(_, _, .streaming(_, true)) = state { wasPaused = true } else { wasPaused = false }
+        let reusable = error == nil && requestSent && !upstreamEnded
+        state = .finished
+        if let error { failure = (error, answer) }
+        let outcome = Outcome(failed: error != nil, upstreamReusable: reusable, responseWasPaused: wasPaused,
+                              closeClient: closeClientAfter)
+        self.outcome = outcome
+        return ActionList(.finish(outcome))
+    }
+
+    // MARK: CONNECT
+
+    /// A CONNECT tunnel's upstream is being connected.
+    mutating func beginTunnel() {
+        if state == .idle { state = .connecting(Attempt(reused: false, retried: false)) }
+    }
+
+    /// The tunnel's connect finished; whether the exchange was still waiting for it.
+    mutating func tunnelConnectFinished() -> Bool {
+        guard case .connecting = state else { return false }
+        state = .finished
+        return true
+    }
+}

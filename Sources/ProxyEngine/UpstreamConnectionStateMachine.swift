@@ -1,0 +1,203 @@
+import HTTP1
+
+/// The lifecycle of one connection to an origin, without sockets: events in, actions out.
+/// `UpstreamConnection` resolves, connects, runs TLS and times on libevent as told.
+///
+/// Rules:
+/// - `created` → `resolving` → `connecting` (each address in turn) → `handshaking` (HTTPS
+///   only) → `lent`. Connecting ends once, with `finishConnect`: success when TCP (and TLS)
+///   are up, else the first of: the resolver's error; `loopDetected` when an address is
+///   one of this proxy's listeners; `upstreamConnectFailed` when every address failed
+///   (naming the last failure); `tlsFailed` (never retried on another address: it would
+///   not fix a certificate); `upstreamTimeout` when `connectTimeout` passed first.
+/// - The connect deadline runs from `connect` to `finishConnect`; events of a connection
+///   already finished or closed are ignored.
+/// - Once connected it is `lent` to one exchange, or `pooled` with an idle deadline.
+///   Bytes or an EOF while pooled mean the origin closed it or misbehaved: it is dropped.
+///   The idle timer is armed when pooled and not already running; when it fires it closes
+///   a connection pooled past its deadline, waits out what is left of a later deadline,
+///   and does nothing for one lent out meanwhile (the next `pooled` arms it again).
+/// - `closed` is final (closing twice, or after a hand-over to a tunnel, does nothing).
+struct UpstreamConnectionStateMachine {
+    enum State: Equatable {
+        case created
+        case resolving
+        /// Trying `addresses[next - 1]`; `lastError` explains the previous failure.
+        case connecting(addresses: [SocketAddress], next: Int, lastError: String)
+        case handshaking
+        case lent
+        case pooled(idleDeadline: Double)
+        case closed
+    }
+
+    enum ConnectPhase: Equatable {
+        /// Addresses known; `lookedUp` is false for a numeric host (no DNS query was made).
+        case resolved(lookedUp: Bool)
+        case tcpConnected
+    }
+
+    /// Plain values only, so that returning and iterating them copies bytes and nothing else.
+    enum Action: Equatable {
+        case armConnectDeadline
+        case resolve
+        case reportPhase(ConnectPhase)
+        /// Open a socket to `addressToTry` (a previous one is freed).
+        case tryAddress
+        case startTLS
+        /// Connecting is over, failed when `connectError` is set: then the connection is
+        /// closed before the completion runs.
+        case finishConnect
+        case armIdleTimer(after: Double)
+        /// Take it out of the pool and close it.
+        case closeIdle
+    }
+
+    let authority: HTTPAuthority
+    let usesTLS: Bool
+    private(set) var state: State = .created
+    private var idleTimerRunning = false
+    /// Why connecting failed, once it has.
+    private(set) var connectError: TransportError?
+
+    /// The address being tried.
+    var addressToTry: SocketAddress? {
+        guard case .connecting(let addresses, let next, _) = state, next > 0, next <= addresses.count else { return nil }
+        return addresses[next - 1]
+    }
+
+    init(authority: HTTPAuthority) {
+        self.authority = authority
+        usesTLS = authority.scheme == "https"
+    }
+
+    var isConnecting: Bool {
+        switch state {
+        case .resolving, .connecting, .handshaking: return true
+        default: return false
+        }
+    }
+    var isClosed: Bool { state == .closed }
+    var isPooled: Bool { if case .pooled = state { return true } else { return false } }
+
+    // MARK: connecting
+
+    mutating func connect() -> ActionList<Action> {
+        guard state == .created else { return ActionList() }
+        state = .resolving
+        return ActionList(.armConnectDeadline, .resolve)
+    }
+
+    /// The resolver answered; `ownListener` is the first address that is this proxy's own.
+    mutating func resolved(_ result: Result<[SocketAddress], TransportError>, lookedUp: Bool,
+                           ownListener: SocketAddress?) -> ActionList<Action> {
+        guard state == .resolving else { return ActionList() }
+        var actions: ActionList<Action> = ActionList(.reportPhase(.resolved(lookedUp: lookedUp)))
+        switch result {
+        case .failure(let e):
+            actions.append(contentsOf: fail(e))
+        case .success(let addresses):
+            if let own = ownListener {
+                actions.append(contentsOf: fail(TransportError(.loopDetected,
+                    "\(authority) is this proxy's own listener (\(own))")))
+            } else {
+                state = .connecting(addresses: addresses, next: 0, lastError: "")
+                actions.append(contentsOf: nextAddress())
+            }
+        }
+        return actions
+    }
+
+    /// The address being tried failed (`why`); the next one is tried.
+    mutating func attemptFailed(_ why: String) -> ActionList<Action> {
+        guard case .connecting(let addresses, let next, _) = state else { return ActionList() }
+        state = .connecting(addresses: addresses, next: next, lastError: why)
+        return nextAddress()
+    }
+
+    mutating func tcpConnected() -> ActionList<Action> {
+        guard case .connecting = state else { return ActionList() }
+        if usesTLS {
+            state = .handshaking
+            return ActionList(.reportPhase(.tcpConnected), .startTLS)
+        }
+        return succeed()
+    }
+
+    mutating func tlsConnected() -> ActionList<Action> {
+        guard state == .handshaking else { return ActionList() }
+        return succeed()
+    }
+
+    /// TLS could not start or the handshake failed (`message` says why and with whom).
+    mutating func tlsFailed(_ message: String) -> ActionList<Action> {
+        guard isConnecting else { return ActionList() }
+        return fail(TransportError(.tlsFailed, message))
+    }
+
+    mutating func connectDeadlinePassed() -> ActionList<Action> {
+        guard isConnecting else { return ActionList() }
+        return fail(TransportError(.upstreamTimeout, "connecting to \(authority.description) timed out"))
+    }
+
+    private mutating func nextAddress() -> ActionList<Action> {
+        guard case .connecting(let addresses, let next, let lastError) = state else { return ActionList() }
+        guard next < addresses.count else {
+            return fail(TransportError(.upstreamConnectFailed, "cannot connect to \(authority): \(lastError)"))
+        }
+        state = .connecting(addresses: addresses, next: next + 1, lastError: lastError)
+        return ActionList(.tryAddress)
+    }
+
+    private mutating func succeed() -> ActionList<Action> {
+        state = .lent
+        return ActionList(.finishConnect)
+    }
+
+    private mutating func fail(_ error: TransportError) -> ActionList<Action> {
+        state = .closed
+        connectError = error
+        return ActionList(.finishConnect)
+    }
+
+    // MARK: the pool
+
+    /// Put in the pool at `now` for `idleTimeout`.
+    mutating func pooled(now: Double, idleTimeout: Double) -> ActionList<Action> {
+        guard state == .lent else { return ActionList() }
+        state = .pooled(idleDeadline: now + idleTimeout)
+        guard !idleTimerRunning else { return ActionList() }
+        idleTimerRunning = true
+        return ActionList(.armIdleTimer(after: idleTimeout))
+    }
+
+    /// Taken from the pool by an exchange (the idle timer keeps running).
+    mutating func taken() {
+        if isPooled { state = .lent }
+    }
+
+    mutating func idleTimerFired(now: Double) -> ActionList<Action> {
+        idleTimerRunning = false
+        guard case .pooled(let deadline) = state else { return ActionList() }
+        let remaining = deadline - now
+        if remaining > 0 {
+            idleTimerRunning = true
+            return ActionList(.armIdleTimer(after: remaining))
+        }
+        state = .closed
+        return ActionList(.closeIdle)
+    }
+
+    /// Bytes, an EOF or an error while no exchange owns the connection.
+    mutating func eventWhileIdle() -> ActionList<Action> {
+        guard state != .closed else { return ActionList() }
+        state = .closed
+        return ActionList(.closeIdle)
+    }
+
+    /// Closed, or handed over to a tunnel. Whether it was open until now.
+    mutating func close() -> Bool {
+        guard state != .closed else { return false }
+        state = .closed
+        return true
+    }
+}

@@ -1,0 +1,52 @@
+import CLibevent
+import HTTP1
+
+/// Idle upstream connections of one loop, keyed by `host:port`, each closed
+/// after `upstream.idleTimeout` unused.
+final class UpstreamPool {
+    /// Loops live as long as the process, so the cycle through `EventLoop.pool` is harmless.
+    let loop: EventLoop
+    private var idle = IdleTable<UpstreamConnection>()
+    /// Bound per origin so one busy origin cannot hold every descriptor (`upstream.maxIdlePerOrigin`).
+    var maxIdlePerOrigin: Int
+
+    init(loop: EventLoop) {
+        self.loop = loop
+        maxIdlePerOrigin = loop.engine?.configuration.maxIdlePerOrigin ?? EngineConfiguration().maxIdlePerOrigin
+    }
+
+    /// A pooled connection for `authority`, newest first.
+    func take(_ authority: HTTPAuthority) -> UpstreamConnection? {
+        while let c = idle.popLast(authority) {
+            loop.engine?.metrics.pooledUpstreams.sub()
+            // The idle timer keeps running; lent out, the connection has no deadline.
+            c.taken()
+            if c.bev != nil && !c.isClosed { return c }
+        }
+        return nil
+    }
+
+    func put(_ c: UpstreamConnection, idleTimeout: Double) {
+        guard c.bev != nil, idle.count(c.authority) < maxIdlePerOrigin,
+              evbuffer_get_length(c.input) == 0 else { c.close(); return }
+        c.owner = nil
+        c.setReadTimeout(nil)
+        c.setReading(true)
+        // One timer per connection, made once and armed when it is not already running:
+        // the connection is usually back within the exchange, so neither a new timer nor a
+        // cancel on every take and a re-arm on every put is paid per exchange on the loop.
+        // When it fires it checks the deadline and waits out what is left of it
+        // (`UpstreamConnectionStateMachine.idleTimerFired`).
+        c.pooled(idleTimeout: idleTimeout)
+        idle.append(c, c.authority)
+        loop.engine?.metrics.pooledUpstreams.add()
+    }
+
+    func remove(_ c: UpstreamConnection) {
+        if idle.remove(c, c.authority) { loop.engine?.metrics.pooledUpstreams.sub() }
+    }
+
+    func closeAll() {
+        for c in idle.removeAll() { c.close(); loop.engine?.metrics.pooledUpstreams.sub() }
+    }
+}

@@ -1,0 +1,205 @@
+import HTTP1
+import XCTest
+@testable import ProxyEngine
+
+/// `ClientSessionStateMachine` as playbooks: events in, actions out, no sockets.
+final class ClientSessionStateMachineTests: XCTestCase {
+    typealias M = ClientSessionStateMachine
+    let origin = HTTPAuthority(scheme: "http", host: "origin.test", port: 443)
+
+    func machine() -> M { M(clientIdleTimeout: 5) }
+
+    func head(_ text: String = "GET http://origin.test/ HTTP/1.1\r\nHost: origin.test\r\n\r\n") -> HTTPRequestHead {
+        let bytes = Array(text.utf8)
+        let result = try? bytes.withUnsafeBytes { try HTTPHeadParser.parseRequestHead($0, maxHeadBytes: 65536) }
+        guard case .complete(let h, _)? = result else { fatalError("test head does not parse") }
+        return h
+    }
+
+    /// Actions without payloads, by name, for compact playbooks.
+    func names(_ actions: ActionList<M.Action>) -> [String] {
+        actions.map { action -> String in
+            switch action {
+            case .pauseReading: return "pauseReading"
+            case .deliverToExchange: return "deliverToExchange"
+            case .parseHeads: return "parseHeads"
+            case .inspectFirstByte: return "inspectFirstByte"
+            case .respondRequestTimeout: return "respond408"
+            case .recordInterceptionFailure(let why): return "record:\(why)"
+            case .failExchange(let code): return "failExchange:\(code)"
+            case .answerBufferedThenClose: return "answerBufferedThenClose"
+            case .close: return "close"
+            }
+        }
+    }
+
+    func event(_ m: inout M, eof: Bool = false, error: Bool = false, timeout: Bool = false, connected: Bool = false,
+               complete: Bool = false, buffered: Bool = false) -> [String] {
+        names(m.socketEvent(eof: eof, error: error, timeout: timeout, connected: connected,
+                            exchangeRequestComplete: complete, inputBuffered: buffered))
+    }
+
+    // MARK: keep-alive and pipelining
+
+    func testHeadsAreReadOnlyBetweenExchanges() {
+        var m = machine()
+        XCTAssertEqual(names(m.readable(buffered: 100, maxHeaderBytes: 1000)), ["parseHeads"])
+        m.exchangeStarted()
+        XCTAssertFalse(m.canReadHead)
+        XCTAssertTrue(m.hasExchange)
+        // Pipelined bytes go to the exchange, which leaves what is not its body in the input.
+        XCTAssertEqual(names(m.readable(buffered: 5000, maxHeaderBytes: 1000)), ["deliverToExchange"])
+        XCTAssertFalse(m.exchangeFinished(), "reading was not paused")
+        XCTAssertTrue(m.canReadHead, "keep-alive: the next head is read")
+        XCTAssertFalse(m.hasExchange)
+    }
+
+    func testBackpressurePausesReadingOnceAndTheEndOfTheExchangeResumesIt() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertTrue(m.pauseReading())
+        XCTAssertFalse(m.pauseReading(), "already off")
+        XCTAssertTrue(m.resumeReading())
+        XCTAssertFalse(m.resumeReading(), "already on")
+        XCTAssertTrue(m.pauseReading())
+        XCTAssertTrue(m.exchangeFinished(), "the driver turns reading back on")
+        XCTAssertFalse(m.readingPaused)
+    }
+
+    // MARK: timeouts
+
+    func testTheHeadTimerAnswers408AfterPartOfAHeadElseCloses() {
+        var m = machine()
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), ["respond408"])
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), ["close"])
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), [], "not while an exchange runs")
+    }
+
+    func testAReadTimeoutFailsTheExchangeAndCloses() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(event(&m, timeout: true), ["failExchange:clientTimeout", "close"])
+        var idle = machine()
+        XCTAssertEqual(event(&idle, timeout: true), ["close"])
+    }
+
+    // MARK: half-close
+
+    func testAHalfCloseKeepsTheConnectionForTheAnswerToAWholeRequest() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(event(&m, eof: true, complete: true), [])
+        XCTAssertTrue(m.inputEnded)
+        XCTAssertTrue(m.hasExchange)
+    }
+
+    func testAHalfCloseMidBodyAbortsTheExchange() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(event(&m, eof: true, complete: false), ["failExchange:clientAborted", "close"])
+    }
+
+    func testAHalfCloseBetweenRequestsAnswersWhatIsBufferedOrCloses() {
+        var buffered = machine()
+        XCTAssertEqual(event(&buffered, eof: true, buffered: true), ["answerBufferedThenClose"])
+        var empty = machine()
+        XCTAssertEqual(event(&empty, eof: true), ["close"])
+        var closing = machine()
+        XCTAssertTrue(closing.closeAfterFlush())
+        XCTAssertEqual(event(&closing, eof: true), [], "the answers still go out")
+    }
+
+    func testAResetClosesAtOnce() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(event(&m, eof: true, error: true, complete: true), ["failExchange:clientAborted", "close"])
+    }
+
+    // MARK: holding while the log is behind
+
+    func testAHeldRequestReadsAHeadsWorthAndIsAnsweredAfterAHalfClose() {
+        var m = machine()
+        let h = head()
+        m.hold(h)
+        XCTAssertTrue(m.isHeld)
+        XCTAssertFalse(m.canReadHead)
+        XCTAssertEqual(names(m.readable(buffered: 500, maxHeaderBytes: 1000)), [])
+        XCTAssertEqual(names(m.readable(buffered: 1001, maxHeaderBytes: 1000)), ["pauseReading"])
+        XCTAssertEqual(event(&m, eof: true, buffered: true), [], "answered after the release")
+        XCTAssertEqual(m.release()?.target, h.target)
+        XCTAssertTrue(m.inputEnded)
+        XCTAssertNil(m.release(), "released once")
+    }
+
+    func testClosingWhileHeldDropsTheRequest() {
+        var m = machine()
+        m.hold(head())
+        let leftovers = m.close()
+        XCTAssertEqual(leftovers?.held, true)
+        XCTAssertEqual(leftovers?.exchange, false)
+        XCTAssertNil(m.close(), "closed once")
+        XCTAssertEqual(names(m.readable(buffered: 10, maxHeaderBytes: 1000)), [])
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), [])
+    }
+
+    // MARK: closing
+
+    func testAnExchangeThatFailsKeepsItsPlaceUntilTheClose() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertTrue(m.closeAfterFlush())
+        XCTAssertTrue(m.hasExchange, "counted busy until the answer is out")
+        XCTAssertFalse(m.canReadHead)
+        XCTAssertEqual(names(m.readable(buffered: 10, maxHeaderBytes: 1000)), ["deliverToExchange"])
+        XCTAssertEqual(m.close()?.exchange, true)
+        XCTAssertFalse(m.closeAfterFlush(), "nothing after the close")
+    }
+
+    func testAHandOverEndsTheSession() {
+        var m = machine()
+        m.exchangeStarted()
+        m.handedOver()
+        XCTAssertTrue(m.isClosed)
+        XCTAssertNil(m.close(), "the socket is the tunnel's")
+    }
+
+    // MARK: interception
+
+    func testAClientHelloStartsTLSAndRequestsGoToTheInterceptedOrigin() throws {
+        var m = machine()
+        let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x1000))
+        m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"), authority: origin, ssl: ssl))
+        XCTAssertFalse(m.canReadHead)
+        XCTAssertEqual(names(m.readable(buffered: 1, maxHeaderBytes: 1000)), ["inspectFirstByte"])
+        XCTAssertEqual(m.firstByteArrived()?.ssl, ssl)
+        m.tlsStarted(origin)
+        XCTAssertEqual(m.interceptedAuthority, origin)
+        XCTAssertEqual(event(&m, connected: true), [], "the handshake completed")
+        XCTAssertEqual(m.security, .established(origin))
+        XCTAssertEqual(event(&m, connected: true), [])
+    }
+
+    func testAFailedOrStalledHandshakeIsRecordedAndCloses() {
+        var failed = machine()
+        failed.tlsStarted(origin)
+        XCTAssertEqual(event(&failed, eof: true, error: true), ["record:handshakeFailed", "close"])
+        XCTAssertEqual(failed.interceptionAuthority, origin, "the record names the origin")
+        var stalled = machine()
+        stalled.tlsStarted(origin)
+        XCTAssertEqual(names(stalled.headTimerFired(inputBuffered: true)), ["record:notCompleted", "close"])
+    }
+
+    func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
+        let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
+        var gone = machine()
+        gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
+        XCTAssertEqual(gone.interceptionAuthority, origin)
+        XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
+
+        var silent = machine()
+        silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
+    }
+}
