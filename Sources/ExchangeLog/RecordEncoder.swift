@@ -110,7 +110,9 @@ extension HTTPRecordOutcome {
 ///   `eventStream`, `msgpack` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
 ///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
 ///   `none` `null` (no serializer runs, but a transport, decoding or validation failure
-///   still shows as `failure`); for the others the JSON value. A rule's `select` and
+///   still shows as `failure`); for the others the JSON value: for `eventStream` the array
+///   of events, or with a rule's `assemble` or `maxEvents` `{"assembled"?,"eventCount","events"}`
+///   (`EventStreamAssembly`); for `msgpack` the mapping `MsgPackDecoder` documents. A rule's `select` and
 ///   `redact` pointers apply to the values of `json`, `propertyList`, `jsonLines`, `form`,
 ///   `eventStream` and `msgpack`; `redact.jsonKeys` to every JSON value.
 /// - `response.charset`: for the string serializer the charset it decoded with
