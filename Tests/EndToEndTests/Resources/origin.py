@@ -8,6 +8,18 @@ BIG_CHUNK = b"x" * 65536
 # test can prove a refused request never reached the origin whole.
 COMPLETE = [0]
 COMPLETE_LOCK = threading.Lock()
+# Connections being served; /count?settled=1 waits until its own is the only one, so
+# every byte a client (the proxy) sent before closing has been read and counted.
+ACTIVE = [0]
+ACTIVE_CHANGED = threading.Condition()
+# /slow?hold=KEY answers when /release?hold=KEY comes (or after s seconds): a test
+# decides when a slow answer ends instead of guessing a duration.
+HOLDS = {}
+HOLDS_LOCK = threading.Lock()
+
+def hold_event(key):
+    with HOLDS_LOCK:
+        return HOLDS.setdefault(key, threading.Event())
 
 def reply(conn, status, reason, headers, body=b""):
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
@@ -54,6 +66,16 @@ def read_request(f):
     return method, target, version, headers, hd, body
 
 def handle(conn):
+    with ACTIVE_CHANGED:
+        ACTIVE[0] += 1
+    try:
+        serve(conn)
+    finally:
+        with ACTIVE_CHANGED:
+            ACTIVE[0] -= 1
+            ACTIVE_CHANGED.notify_all()
+
+def serve(conn):
     f = conn.makefile("rb")
     served = 0
     drop_next = False
@@ -97,6 +119,9 @@ def handle(conn):
                                         ("X-Host", hd.get("host", "")), ("X-Seen-Headers", ",".join(k.lower() for k, _ in headers)),
                                         ("X-Served", served)], body)
             elif path == "/count":
+                if params.get("settled") == "1":
+                    with ACTIVE_CHANGED:
+                        ACTIVE_CHANGED.wait_for(lambda: ACTIVE[0] <= 1, timeout=10)
                 with COMPLETE_LOCK:
                     b = str(COMPLETE[0] - 1).encode()  # not counting this request
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
@@ -107,8 +132,15 @@ def handle(conn):
             elif path == "/sink":
                 reply(conn, 200, "OK", [("Content-Length", len(body))], body)
             elif path == "/slow":
-                time.sleep(float(params.get("s", "1")))
+                if "hold" in params:
+                    hold_event(params["hold"]).wait(float(params.get("s", "30")))
+                else:
+                    time.sleep(float(params.get("s", "1")))
                 b = b"slow answer"
+                reply(conn, 200, "OK", [("Content-Length", len(b))], b)
+            elif path == "/release":
+                hold_event(params.get("hold", "")).set()
+                b = b"released"
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
             elif path == "/chunked":
                 reply(conn, 200, "OK", [("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked")])
@@ -168,7 +200,13 @@ def handle(conn):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
                 return
             elif path == "/never":
-                time.sleep(float(params.get("s", "30")))
+                # No answer: the connection stays until the client gives up (or s seconds pass).
+                conn.settimeout(float(params.get("s", "30")))
+                try:
+                    while conn.recv(65536):
+                        pass
+                except socket.timeout:
+                    pass
                 return
             elif path == "/close-after":
                 b = b"once"
