@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(name: "RecordBenchmark", dependencies: ["ExchangeLog", "HTTP1"], path: "Benchmarks/RecordBenchmark"),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], exclude: ["Resources"]),
-        .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"]),
+        .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"], exclude: ["Resources"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),

@@ -264,7 +264,8 @@ public struct TapwireConfiguration: Sendable {
         }
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
-                            allowed: ["type", "encoding", "allowFragments", "base64Bytes", "emptyResponseCodes", "emptyRequestMethods"]) {
+                            allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
+                                      "emptyResponseCodes", "emptyRequestMethods"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -285,6 +286,17 @@ public struct TapwireConfiguration: Sendable {
             }
             if let b = r.int(s["base64Bytes"], "\(sp).base64Bytes", min: 0, max: 1 << 20) {
                 if spec.kind != .data { r.fail("\(sp).base64Bytes", "only applies to the data serializer") } else { spec.base64Bytes = b }
+            }
+            if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
+                if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let a = r.string(s["assemble"], "\(sp).assemble") {
+                if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }
+                else if let pointer = try? JSONPointer(a) { spec.assemble = pointer }
+                else { r.fail("\(sp).assemble", "expected a JSON Pointer such as /choices/0/delta/content, found \"\(a)\"") }
+            }
+            if let n = r.int(s["maxEvents"], "\(sp).maxEvents", min: 0, max: Int(Int32.max)) {
+                if spec.kind != .eventStream { r.fail("\(sp).maxEvents", "only applies to the eventStream serializer") } else { spec.maxEvents = n }
             }
             if let codes = r.array(s["emptyResponseCodes"], "\(sp).emptyResponseCodes") {
                 spec.emptyResponseCodes = Set(codes.compactMap { r.int($0.1, $0.0, min: 100, max: 999) })

@@ -434,16 +434,30 @@ public struct ExchangeProcessor: Sendable {
     /// in the `form` serializer's `[name, value]` pairs, and in the body logged as a string.
     ///
     /// With `eventStream`, each event's `data` text gets the same treatment as a string value
-    /// (`data: {"access_token": …}` is JSON more often than not).
+    /// (`data: {"access_token": …}` is JSON more often than not), in the array of events or
+    /// in the `events` of the object `assemble` and `maxEvents` make.
     func redactingKeys(_ value: JSON, form: Bool = false, eventStream: Bool = false) -> JSON {
-        if eventStream, !keyRedactor.isEmpty, case .array(let events) = value {
-            return .array(events.map { event in
-                guard case .object(var members) = keyRedactor.redacting(event) else { return event }
-                for i in members.indices where members[i].key == "data" {
-                    members[i].value = redactingKeys(members[i].value)
+        if eventStream, !keyRedactor.isEmpty {
+            let redactingEvents = { (events: [JSON]) -> JSON in
+                .array(events.map { event in
+                    guard case .object(var members) = self.keyRedactor.redacting(event) else { return event }
+                    for i in members.indices where members[i].key == "data" {
+                        members[i].value = self.redactingKeys(members[i].value)
+                    }
+                    return .object(members)
+                })
+            }
+            if case .array(let events) = value { return redactingEvents(events) }
+            // With `assemble` or `maxEvents`: {"assembled"?, "eventCount", "events"}. The
+            // assembled text is prose put together from pieces, not a document with keys.
+            if case .object(var members) = value {
+                for i in members.indices {
+                    if case .array(let events) = members[i].value, members[i].key == "events" {
+                        members[i].value = redactingEvents(events)
+                    }
                 }
                 return .object(members)
-            })
+            }
         }
         if form && !settings.redactJSONKeys.isEmpty {
             if case .string(let text) = value, let redacted = redactingFormFields(text) { return .string(redacted) }
@@ -472,7 +486,7 @@ public struct ExchangeProcessor: Sendable {
 
     public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
-        case .json, .propertyList, .jsonLines, .form, .eventStream: return true
+        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack: return true
         case .data, .string, .none: return false
         }
     }

@@ -38,7 +38,7 @@ extension DataResponseSerializerProtocol {
 
 /// A serializer built from a closure; the built-ins are static factories on it
 /// (`.data()`, `.string()`, `.json()`, `.propertyList()`, `.jsonLines()`,
-/// `.form()`, `.eventStream()`), usable with a leading dot wherever a
+/// `.form()`, `.eventStream()`, `.msgpack()`), usable with a leading dot wherever a
 /// serializer is expected.
 public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
     /// The value a successful serialization gives.

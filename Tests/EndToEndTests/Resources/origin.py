@@ -147,6 +147,31 @@ def serve(conn):
                 for piece in (b"hello ", b"chunked ", b"world"):
                     conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                 conn.sendall(b"0\r\nX-Trailer: yes\r\n\r\n")
+            elif path in ("/events/openai", "/events/anthropic"):
+                # A streamed completion, one event a chunk with a pause between, as the APIs send it.
+                if path == "/events/openai":
+                    events = [b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n']
+                    events += [b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(p).encode()
+                               for p in ("Hello", ", wor", "ld! \u2603")]
+                    events += [b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
+                else:
+                    events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n',
+                              b'event: ping\ndata: {"type":"ping"}\n\n']
+                    events += [b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+                               b'"delta":{"type":"text_delta","text":%s}}\n\n' % json.dumps(p).encode()
+                               for p in ("Hello", ", world", "!")]
+                    events += [b'event: message_stop\ndata: {"type":"message_stop"}\n\n']
+                reply(conn, 200, "OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                        ("Transfer-Encoding", "chunked")])
+                for event in events:
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                    time.sleep(0.02)
+                conn.sendall(b"0\r\n\r\n")
+            elif path == "/msgpack":
+                # {"id": 2^64-1, "pi": float 64 3.5, "at": timestamp 32 of 2026-12-04T18:46:40Z, "raw": bin 01 02}
+                b = (b"\x84\xa2id\xcf" + b"\xff" * 8 + b"\xa2pi\xcb\x40\x0c" + b"\x00" * 6
+                     + b"\xa2at\xd6\xff\x6b\x13\x0a\x90" + b"\xa3raw\xc4\x02\x01\x02")
+                reply(conn, 200, "OK", [("Content-Type", "application/x-msgpack"), ("Content-Length", len(b))], b)
             elif path == "/big":
                 size = int(params.get("size", "1048576"))
                 reply(conn, 200, "OK", [("Content-Type", "application/octet-stream"), ("Content-Length", size)])
