@@ -30,10 +30,10 @@ build_json() {
 }
 
 build_msgpack() {
-    # The decoder makes the JSON value; the parser (which uses a compactor helper) and the
-    # writer check its text.
+    # The decoder makes the JSON value; the parser (which uses a compactor helper, and so
+    # CJSONScan's header) and the writer check its text.
     rs="$root/Sources/ResponseSerialization"
-    $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" \
+    $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
         "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
         "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
