@@ -97,13 +97,14 @@ enum QueryValueReader {
         }
     }
 
-    /// `a,b|c` → its parts with their character offsets (the older filter words' lists).
+    /// `a,b,c` → its parts with their character offsets (the older filter words' lists; `|`
+    /// between values is the `or` operator, which ends an unquoted value).
     static func alternatives(_ text: String) -> [(String, Int)] {
         var parts: [(String, Int)] = []
         var current = ""
         var start = 0
         for (offset, c) in text.enumerated() {
-            if c == "," || c == "|" {
+            if c == "," {
                 parts.append((current, start))
                 current = ""
                 start = offset + 1

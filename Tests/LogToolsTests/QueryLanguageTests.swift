@@ -176,6 +176,21 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("host=api.local status=201 host=shop.example.com"), [6])
     }
 
+    func testOperatorCharactersEndUnquotedTextWithoutSpaces() throws {
+        XCTAssertEqual(try kept("secret|admin"), [1, 2])
+        XCTAssertEqual(try kept("secret | admin"), [1, 2])
+        XCTAssertEqual(try kept("error&kind=loss"), [0])
+        XCTAssertEqual(try kept("status>=500|kind=tunnel"), [2, 4])
+        XCTAssertEqual(try kept("host=shop.example.com|host=down.local"), [2, 3])
+        XCTAssertEqual(try kept("(secret)|(admin)"), [1, 2])
+        XCTAssertEqual(try kept("kind=http&!secret"), [1, 3, 6])
+        XCTAssertEqual(try kept("~c 503|~c 201"), [2, 6])
+        XCTAssertEqual(try kept("url~(cart|users)"), [1, 2], "inside a value's own parentheses `|` is the regex's")
+        XCTAssertEqual(try kept("\"secret|admin\""), [], "quoted, `|` is literal text")
+        XCTAssertEqual(try kept("json:/user/role=\"admin|x\""), [])
+        XCTAssertEqual(try kept("hello!"), [], "`!` ends nothing inside a word")
+    }
+
     func testParsedShape() throws {
         XCTAssertEqual(try Query.parse("a or b c").expression, .or([.text("a"), .and([.text("b"), .text("c")])]))
         XCTAssertEqual(try Query.parse("not a b").expression, .and([.not(.text("a")), .text("b")]))
