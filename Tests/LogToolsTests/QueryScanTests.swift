@@ -199,11 +199,15 @@ final class QueryScanTests: XCTestCase {
             Fixture.http(64, result: #"{"success":{"user" : {"role":"admin","id" : 100}}}"#),
             Fixture.http(65, status: 503, responseHeaders: #"[["X-Quoted","a \"b\" c"]]"#),
             Fixture.tunnel(66), Fixture.websocket(67), Fixture.loss(3),
+            // Another writer's spacing: whitespace next to structural characters.
+            Fixture.http(68, result: #"{"success":{"r": [1, 2], "o": {"k": "v"}, "user":\#t{"id":\#t7}}}"#),
         ]
         let texts = queries + ["kestrel", "json:/user/role=admin", "json:/user/id=100", "json:/user/id>99",
                                "host=api.local", "url=*/V1/*", "path=/v1/items/62", "res.header.x-quoted=*\"b\"*",
                                "\"a \\\"b\\\" c\"", "status=503", "duration>1s", "reqsize>1000", "json:/user",
-                               "req.header.authorization", "error", "kind=tunnel", "method=CONNECT", "github", "~websocket"]
+                               "req.header.authorization", "error", "kind=tunnel", "method=CONNECT", "github", "~websocket",
+                               "json:/r=[1,2]", "\"1,2\"", "json:/o={\"k\":\"v\"}", "\"k\":\"v\"", "json:/r=*1,2*",
+                               "json:/user/id=7", "reqjson:/x=[1,2]", "[1"]
         var kept = 0
         for text in texts {
             let query = try Query.parse(text)
@@ -218,6 +222,10 @@ final class QueryScanTests: XCTestCase {
         XCTAssertGreaterThan(kept, 300)
         XCTAssertTrue(try Query.parse("kestrel").matches(line: Array(records[60].utf8)), "\\u escapes are decoded")
         XCTAssertTrue(try Query.parse("json:/user/id=100").matches(line: Array(records[62].utf8)), "1e2 = 100")
+        let spaced = Array(records[records.count - 1].utf8)
+        for text in ["json:/r=[1,2]", "\"1,2\"", "json:/o={\"k\":\"v\"}", "json:/user/id=7"] {
+            XCTAssertTrue(try Query.parse(text).matches(line: spaced), "\(text) on a line with spaces")
+        }
     }
 
     /// And it does rule lines out: the point of it.
