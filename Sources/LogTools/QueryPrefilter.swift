@@ -151,6 +151,9 @@ struct QueryPrefilter: @unchecked Sendable {
         case .text(let text) where op == .equal:
             guard textIsVerbatim(field) else { return .anything }
             return literal(text, caseInsensitive: QueryValueReader.caseInsensitive(field), json: isJSON(field))
+        case .literal(.string(let text)) where op == .equal:
+            guard textIsVerbatim(field) else { return .anything }
+            return literal(text, caseInsensitive: false)
         case .glob(let glob) where op == .equal:
             guard textIsVerbatim(field) else { return .anything }
             return simplify(.allOf(glob.literals.map { literal($0, caseInsensitive: glob.caseInsensitive, json: isJSON(field)) }))

@@ -57,6 +57,8 @@ enum QueryValueReader {
                 if let number = ExactNumber(text) { return .number(number) }
             }
             if !quoted, !ordering, text.contains("*") || text.contains("?") { return .glob(Glob(text)) }
+            // Quoted: the JSON string, never a number, array or object spelled that way.
+            if quoted, !ordering { return .literal(.string(text)) }
             return .text(text)
         case .text:
             if ordering { return .text(text) }

@@ -141,6 +141,11 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("reqjson:/items/0/id>=42"), [])
         XCTAssertEqual(try kept("reqjson:/note=\"Hello World\""), [6])
         XCTAssertEqual(try kept("json:/items"), [], "the response value, not the request body")
+        XCTAssertEqual(try kept("json:/user/id=\"9007199254740993\""), [], "quoted: a string, never the number")
+        XCTAssertEqual(try kept("json:/user/id!=\"9007199254740993\""), [1, 2, 3, 4, 5, 0, 6])
+        XCTAssertEqual(try kept("json:/tags/1=\"b\""), [1])
+        XCTAssertEqual(try kept("json:/tags=[\"a\",\"b\"]"), [1], "unquoted: compared as compact JSON text")
+        XCTAssertEqual(try kept("json:/tags=\"[\\\"a\\\",\\\"b\\\"]\""), [], "quoted: only a string with that text")
     }
 
     func testBareWordsAndPhrasesSearchURLHeadersAndBodies() throws {
