@@ -83,9 +83,16 @@ struct QueryLexer {
         }
         // A field name followed by an operator, or a bare word.
         let nameEnd = fieldNameEnd(from: i)
-        if nameEnd > i, let (op, opLength) = operatorAt(nameEnd) {
+        var opStart = nameEnd
+        if isPointerField(start, nameEnd) {
+            // `json:/POINTER ~REGEX`: spaces, then `~` directly followed by the regex.
+            var k = nameEnd
+            while k < chars.count, chars[k].isWhitespace { k += 1 }
+            if k > nameEnd, k + 1 < chars.count, chars[k] == "~", !chars[k + 1].isWhitespace { opStart = k }
+        }
+        if nameEnd > i, let (op, opLength) = operatorAt(opStart) {
             let field = String(chars[i..<nameEnd])
-            i = nameEnd + opLength
+            i = opStart + opLength
             let valueColumn = i + 1
             var value: String?
             var quoted = false
@@ -109,6 +116,12 @@ struct QueryLexer {
         }
     }
 
+    /// Whether chars[start..<end] is a `json:` or `reqjson:` field.
+    private func isPointerField(_ start: Int, _ end: Int) -> Bool {
+        let name = String(chars[start..<end]).lowercased()
+        return name.hasPrefix("json:") || name.hasPrefix("reqjson:")
+    }
+
     /// The characters that end unquoted text (besides whitespace).
     static func endsText(_ c: Character) -> Bool { c == "(" || c == ")" || c == "|" || c == "&" }
 
@@ -122,11 +135,10 @@ struct QueryLexer {
             let prefix = String(chars[start..<j]).lowercased()
             guard prefix == "json" || prefix == "reqjson" else { return j }
             j += 1
-            // `~0` and `~1` are the pointer's own escapes, not the regex operator.
-            while j < chars.count, !chars[j].isWhitespace, !"=!<>()|&".contains(chars[j]) {
-                if chars[j] == "~" && !(j + 1 < chars.count && (chars[j + 1] == "0" || chars[j + 1] == "1")) { break }
-                j += 1
-            }
+            // Every `~` directly in a pointer is the pointer's: `~0` and `~1` are its escapes and
+            // any other is a malformed escape JSONPointer reports with its column. The regex
+            // operator after a pointer is written after a space (`json:/name ~^a`).
+            while j < chars.count, !chars[j].isWhitespace, !"=!<>()|&".contains(chars[j]) { j += 1 }
         }
         return j
     }

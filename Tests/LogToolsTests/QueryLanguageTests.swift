@@ -128,7 +128,8 @@ final class QueryLanguageTests: XCTestCase {
     func testJSONPointersIntoResponseAndRequestValues() throws {
         XCTAssertEqual(try kept("json:/user/role=admin"), [1])
         XCTAssertEqual(try kept("json:/user/role=adm*"), [1])
-        XCTAssertEqual(try kept("json:/user/role~^AD"), [1])
+        XCTAssertEqual(try kept("json:/user/role ~^AD"), [1], "after a pointer the regex operator follows a space")
+        XCTAssertEqual(try kept("json:/user/role ~^AD or json:/user ~zzz"), [1])
         XCTAssertEqual(try kept("json:/user/id=9007199254740993"), [1], "numbers compare exactly, beyond 2^53")
         XCTAssertEqual(try kept("json:/user/id>9007199254740992"), [1])
         XCTAssertEqual(try kept("json:/user/id<9007199254740993"), [])
@@ -293,6 +294,12 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(error("json:abc=1")?.column, 6)
         XCTAssertEqual(try Query.parse("json:/a~1b=1").expression,
                        .compare(.responseJSON(JSONPointer(tokens: ["a/b"])), .equal, .number(ExactNumber(1))))
+        XCTAssertEqual(try Query.parse("json:/a~0b~1").expression, .exists(.responseJSON(JSONPointer(tokens: ["a~b/"]))))
+        XCTAssertEqual(error("json:/price~2x")?.column, 12, "a ~ in a pointer is an escape or an error")
+        XCTAssertEqual(error("json:/price~2x")?.message.hasPrefix("expected a JSON Pointer"), true)
+        XCTAssertEqual(error("reqjson:/a/b~=1")?.column, 13)
+        XCTAssertEqual(error("json:/price~")?.column, 12)
+        XCTAssertEqual(try Query.parse("json:/price ~1").expression, .compare(.responseJSON(JSONPointer(tokens: ["price"])), .regex, .regex("1")))
         XCTAssertEqual(error("~x")?.message.hasPrefix("unknown filter '~x'"), true)
         XCTAssertEqual(error("~c")?.description, "query:1:3: expected a status code after '~c'")
         XCTAssertEqual(error("~c abc")?.column, 4)
