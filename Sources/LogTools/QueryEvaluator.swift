@@ -108,6 +108,9 @@ struct QueryEvaluator: @unchecked Sendable {
             return [value]
         }
         func string(_ text: String?) -> [JSON] { text.map { [.string($0)] } ?? [] }
+        /// The first of `candidates` present and not null: a written `null` falls through to the
+        /// next source as a missing member does.
+        func first(_ candidates: JSON?...) -> [JSON] { one(candidates.first { $0 != nil && $0 != .null } ?? nil) }
         switch field {
         case .id: return one(json[member: "id"])
         case .kind: return [.string(view.kind)]
@@ -125,19 +128,19 @@ struct QueryEvaluator: @unchecked Sendable {
         case .client: return one(json[member: "client"])
         case .upstream: return one(json[path: "metrics", "upstream"])
         case .duration:
-            return one(json[path: "timeline", "requestDuration"] ?? json[path: "timeline", "totalDuration"] ?? json[member: "duration"])
+            return first(json[path: "timeline", "requestDuration"], json[path: "timeline", "totalDuration"], json[member: "duration"])
         case .latency: return one(json[path: "timeline", "latency"])
         case .wait: return one(json[path: "metrics", "wait"])
         case .size:
             // Tunnels and WebSockets: the bytes relayed, not the upgrade response's empty body.
             if view.kind == "tunnel" || view.kind == "websocket" { return one(json[member: "bytesFromUpstream"]) }
             guard let response = view.response else { return [] }
-            return one(json[path: "data", "size"] ?? response[member: "bodySize"])
+            return first(json[path: "data", "size"], response[member: "bodySize"])
         case .requestSize:
             if view.kind == "tunnel" || view.kind == "websocket" { return one(json[member: "bytesFromClient"]) }
             return one(view.request?[member: "bodySize"])
         case .time:
-            return one(json[path: "timeline", "requestStartTime"] ?? json[member: "startTime"] ?? json[member: "time"])
+            return first(json[path: "timeline", "requestStartTime"], json[member: "startTime"], json[member: "time"])
         case .requestHeader(let name):
             guard let request = view.request else { return [] }
             return view.headers(of: request).filter { $0.0.lowercased() == name }.map { .string($0.1) }

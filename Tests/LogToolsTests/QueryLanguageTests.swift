@@ -113,6 +113,11 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("size>30KB"), [4, 5], "tunnels: bytes from upstream")
         XCTAssertEqual(try kept("reqsize>56B"), [4, 5, 6])
         XCTAssertEqual(try kept("reqsize=57"), [6])
+        // A written null falls through to the next source, as a missing member does.
+        let nullSize = slow.replacingOccurrences(of: #""data":{"size":512"#, with: #""data":{"size":null"#)
+        XCTAssertNotEqual(nullSize, slow)
+        XCTAssertTrue(try Query.parse("size=312").matches(line: Array(nullSize.utf8)), "data.size null: response.bodySize")
+        XCTAssertFalse(try Query.parse("size=312").matches(line: Array(slow.utf8)))
     }
 
     func testTimeAbsoluteAndRelative() throws {
