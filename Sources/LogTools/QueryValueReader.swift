@@ -151,9 +151,13 @@ enum QueryValueReader {
         return value.scaled(byPowerOfTen: power).multiplied(by: factor)
     }
 
-    /// `-1h`, `-30m`, `-2d`, `-90s`: seconds relative to now (negative: in the past).
+    /// `-1h`, `-30m`, `-2d`, `-90s`: seconds before now. Only `-` and then a plain number: the
+    /// log holds no future, and `--1h` must not quietly mean an hour ahead.
     static func relativeTime(_ text: String) -> Double? {
-        guard text.hasPrefix("-") || text.hasPrefix("+"), let amount = duration(String(text.dropFirst())) else { return nil }
-        return text.hasPrefix("-") ? -amount.doubleValue : amount.doubleValue
+        guard text.hasPrefix("-") else { return nil }
+        let rest = text.dropFirst()
+        guard let first = rest.first, first.isASCII, first.isNumber || first == ".",
+              let amount = duration(String(rest)) else { return nil }
+        return -amount.doubleValue
     }
 }
