@@ -228,6 +228,22 @@ final class QueryScanTests: XCTestCase {
         }
     }
 
+    /// A line that is not a JSON object is no record: not counted, printed or formatted, even
+    /// by the empty query.
+    func testUnreadableLinesAreSkippedEvenByTheEmptyQuery() throws {
+        directory.write("tapwire.jsonl", Fixture.lines([record(1), "not json {", record(2), "[1,2]", "{\"id\":", record(3)]))
+        XCTAssertEqual(try count(""), 3)
+        XCTAssertEqual(try count("id or not id"), 3)
+        XCTAssertEqual(try run(""), [1, 2, 3])
+        XCTAssertEqual(try run("", reverse: true), [3, 2, 1])
+        var out: [UInt8] = []
+        try QueryCommand.run(layout: layout, query: Query.parse(""),
+                             options: QueryScanOptions(form: .formatted(TailFormatter(color: false)), limit: nil, reverse: false,
+                                                       threads: 1, chunkSize: 4096)) { out += $0 }
+        XCTAssertFalse(String(decoding: out, as: UTF8.self).contains("unreadable"))
+        XCTAssertEqual(out.split(separator: 10).count, 3)
+    }
+
     /// And it does rule lines out: the point of it.
     func testThePrefilterRulesOutLinesThatCannotMatch() throws {
         let plain = Array(record(14).utf8)   // 200, GET, auth.internal, member, "nothing here"

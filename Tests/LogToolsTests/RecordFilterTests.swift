@@ -108,8 +108,11 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertNil(message(["host=a", "status=2xx"]))
     }
 
-    func testUnreadableLinesPassOnlyTheEmptyFilter() throws {
-        XCTAssertTrue(Query.all.matches(line: Array("not json".utf8)))
+    func testUnreadableLinesAreNoRecordsEvenForTheEmptyFilter() throws {
+        XCTAssertFalse(Query.all.matches(line: Array("not json".utf8)))
+        XCTAssertFalse(Query.all.matches(line: Array("[1,2]".utf8)))
+        XCTAssertFalse(Query.all.matches(try JSONParser.parse("42")))
         XCTAssertFalse(try Query.parse(["error"]).matches(line: Array("not json".utf8)))
+        XCTAssertTrue(Query.all.matches(line: Array("{}".utf8)))
     }
 }
