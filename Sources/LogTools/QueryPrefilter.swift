@@ -207,6 +207,9 @@ struct QueryPrefilter: @unchecked Sendable {
     /// two bytes (a one-letter needle would only cost time). With `json`, the text may be compact
     /// JSON the line spells with whitespace, so runs also end at structural characters.
     private static func literal(_ text: String, caseInsensitive: Bool, whole: Bool = false, json: Bool = false) -> Requirement {
+        // Unicode case folding can turn non-ASCII text into ASCII (`ß` is `ss`, `İ` lowers to
+        // `i` and a combining dot), so a folded non-ASCII needle names no bytes for certain.
+        if caseInsensitive, !text.utf8.allSatisfy({ $0 < 0x80 }) { return .anything }
         if whole {
             return isVerbatim(text) ? .contains(.literal(Array(caseInsensitive ? text.lowercased().utf8 : text.utf8), caseInsensitive: caseInsensitive)) : .anything
         }

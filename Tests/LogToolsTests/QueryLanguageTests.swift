@@ -163,6 +163,14 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("\"failure\""), [], "quoted, a field name is text")
         XCTAssertEqual(try kept("\"role\""), [1], "keys of a decoded value are text too")
         XCTAssertEqual(try kept("nowhere-to-be-found"), [])
+        // Non-ASCII needles: Unicode case folding; ASCII needles: ASCII letters only.
+        let greeting = Array(QueryLanguageTests.record(7, body: #"{"greeting":"Grüße aus der Straße","school":"école"}"#).utf8)
+        for (text, found) in [("GRÜSSE", true), ("grüße", true), ("ÉCOLE", true), ("\"AUS DER STRASSE\"", false),
+                              ("strasse", false), ("Grüsse", true), ("GRÜßE", true), ("école", true), ("ecole", false)] {
+            let query = try Query.parse(text)
+            XCTAssertEqual(query.matches(line: greeting), found, text)
+            if found { XCTAssertTrue(query.prefilter.mayMatch(greeting), text) }
+        }
     }
 
     func testOperatorsPrecedenceAndParentheses() throws {
