@@ -71,6 +71,19 @@ struct QueryEvaluator: @unchecked Sendable {
 
     /// `type=`: a serializer name (`json`, `string`, `data`…), a MIME subtype or `+suffix` of the
     /// response type (`json` also keeps `application/problem+json`), or a full type (`text/*`).
+    /// A glob as `type=`: against the serializer, the full type, the subtype or a `+suffix`.
+    static func typeMatches(_ glob: Glob, _ view: RecordView) -> Bool {
+        if let serializer = view.serializer, glob.matches(serializer) { return true }
+        guard let mime = view.mimeType?.lowercased() else { return false }
+        let essence = mime.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? mime
+        if glob.matches(essence) { return true }
+        guard let slash = essence.firstIndex(of: "/") else { return false }
+        let subtype = String(essence[essence.index(after: slash)...])
+        if glob.matches(subtype) { return true }
+        guard let plus = subtype.lastIndex(of: "+") else { return false }
+        return glob.matches(String(subtype[subtype.index(after: plus)...]))
+    }
+
     static func typeMatches(_ wanted: String, _ view: RecordView) -> Bool {
         if let serializer = view.serializer, serializer.lowercased() == wanted { return true }
         guard let mime = view.mimeType?.lowercased() else { return false }
@@ -175,6 +188,11 @@ struct QueryEvaluator: @unchecked Sendable {
                 let normalize: (String) -> String = field == .method ? { $0.uppercased() } : { $0.lowercased() }
                 return { view in values(field, view).contains { $0.stringValue.map { wanted.contains(normalize($0)) } ?? false } }
             }
+        case .anyGlob(let globs):
+            if field == .type {
+                return { view in globs.contains { typeMatches($0, view) } }
+            }
+            return { view in values(field, view).contains { value in globs.contains { $0.matches(text(of: value)) } } }
         case .glob(let glob):
             if field == .host, glob.pattern.contains(":") {
                 // A glob with a port (`api.local:8080`) is matched against host:port as written.

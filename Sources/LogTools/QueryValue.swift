@@ -10,6 +10,8 @@ public enum QueryValue: Sendable, Equatable {
     case statuses([StatusPattern])
     /// `method=GET,POST`, `type=json,string`, `kind=http,tunnel`: any of them.
     case anyOf([String])
+    /// `method=G*`, `kind=web*,tunnel`, `type=*json`: names matched by globs (any case), any of them.
+    case anyGlob([Glob])
     /// Numbers: status codes, JSON values; durations in seconds, sizes in bytes.
     case number(ExactNumber)
     /// Seconds since 1970 (an RFC 3339 stamp), or seconds relative to now (`-1h`).

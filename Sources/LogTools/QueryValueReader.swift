@@ -62,7 +62,15 @@ enum QueryValueReader {
             return .text(text)
         case .text:
             if ordering { return .text(text) }
+            let isGlob = !quoted && (text.contains("*") || text.contains("?"))
             switch field {
+            case .method where isGlob, .type where isGlob, .kind where isGlob:
+                // `=` with `*` or `?` is a glob for these names too; a list may mix globs and names.
+                let parts = alternatives(text)
+                if let empty = parts.first(where: { $0.0.isEmpty }) {
+                    throw QuerySyntaxError(column: column + empty.1, message: "expected a name or glob between commas")
+                }
+                return .anyGlob(parts.map { Glob($0.0, caseInsensitive: true) })
             case .method:
                 let methods = alternatives(text)
                 for (method, offset) in methods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" || $0 == "_" }) {

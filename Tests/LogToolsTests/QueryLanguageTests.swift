@@ -55,6 +55,25 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("upstream=127.0.0.1:*"), [1, 2, 3, 6])
     }
 
+    func testEqualsWithAWildcardIsAGlobForEveryTextField() throws {
+        XCTAssertEqual(try kept("method=P*"), [1, 6])
+        XCTAssertEqual(try kept("method=p?st"), [1], "any case")
+        XCTAssertEqual(try kept("method=CONN*"), [4])
+        XCTAssertEqual(try kept("method=G*,PUT"), [2, 3, 5, 6])
+        XCTAssertEqual(try kept("kind=*"), [1, 2, 3, 4, 5, 0, 6])
+        XCTAssertEqual(try kept("kind=t*"), [4])
+        XCTAssertEqual(try kept("kind=web*,loss"), [5, 0])
+        XCTAssertEqual(try kept("type=str*"), [2], "the serializer")
+        XCTAssertEqual(try kept("type=text/*"), [2])
+        XCTAssertEqual(try kept("type=*htm*"), [2], "the subtype")
+        XCTAssertEqual(try kept("rule=def*"), [1, 2, 3, 6])
+        XCTAssertEqual(try kept("method!=P*"), [2, 3, 4, 5, 0])
+        XCTAssertNotNil(error("method=\"P*\""), "quoted: no glob, and no method name")
+        XCTAssertEqual(error("status=5*")?.column, 8, "numeric fields refuse a glob")
+        XCTAssertEqual(error("duration>=1*")?.column, 11)
+        XCTAssertEqual(error("method=G*,")?.column, 11)
+    }
+
     func testRequestFields() throws {
         XCTAssertEqual(try kept("method=POST"), [1])
         XCTAssertEqual(try kept("method=post,put"), [1, 6])
@@ -224,6 +243,8 @@ final class QueryLanguageTests: XCTestCase {
 
     func testMitmproxyFilters() throws {
         XCTAssertEqual(try kept("~c 503"), [2])
+        XCTAssertEqual(try kept("~c 5xx"), [2])
+        XCTAssertEqual(try kept("~c 200-299"), try kept("status=200-299"))
         XCTAssertEqual(try kept("~d example.com"), [2])
         XCTAssertEqual(try kept("~d ^API"), [1, 4, 6])
         XCTAssertEqual(try kept("~b secret"), [2])
@@ -327,6 +348,10 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(error("~x")?.message.hasPrefix("unknown filter '~x'"), true)
         XCTAssertEqual(error("~c")?.description, "query:1:3: expected a status code after '~c'")
         XCTAssertEqual(error("~c abc")?.column, 4)
+        XCTAssertEqual(error("~c 99999")?.column, 4, "~c reads the same status pattern as status=")
+        XCTAssertEqual(error("status=99999")?.column, 8)
+        XCTAssertEqual(error("~c 99")?.column, 4)
+        XCTAssertEqual(error("~c 1000")?.column, 4)
         XCTAssertEqual(error("~b")?.description, "query:1:3: expected a regular expression after '~b'")
         XCTAssertEqual(error("req.header.=x")?.column, 12)
         XCTAssertEqual(error("\"\"")?.column, 1)
