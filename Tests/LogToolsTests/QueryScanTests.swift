@@ -134,6 +134,25 @@ final class QueryScanTests: XCTestCase {
         XCTAssertEqual(try run("kind=http", threads: 2), Array(41...120) + Array(200...205))
     }
 
+    /// The worst rotation: between opening the active file and listing the rotated ones, the
+    /// log rotates and the archiver compresses the rotated file (a .gz with a new inode). The
+    /// snapshot is retaken, so no record is read twice and none is lost.
+    func testARotationAndCompressionBetweenOpeningAndListingRepeatsNothing() throws {
+        directory.write("tapwire.jsonl", lines(1...5))
+        var rotations = 0
+        let snapshot = try LogSnapshot(layout: layout, beforeListing: {
+            rotations += 1
+            guard rotations == 1 else { return }
+            try? FileManager.default.removeItem(atPath: path("tapwire.jsonl"))
+            try? directory.writeGzip("tapwire-20261201T030000.jsonl.gz", lines(1...5))
+            directory.write("tapwire.jsonl", lines(6...7))
+        })
+        XCTAssertEqual(rotations, 2, "taken again after the rotation")
+        var out: [UInt8] = []
+        _ = try QueryRun(snapshot: snapshot, query: Query.parse(""), options: QueryScanOptions(form: .json, chunkSize: 4096)).run { out += $0 }
+        XCTAssertEqual(out.split(separator: 10).map { Fixture.number(ofLine: Array($0)) ?? -1 }, Array(1...7))
+    }
+
     /// `--reverse --limit` stops at the newest records: an old archive it never needs is never
     /// an error, while a query that does need it names the file.
     func testReverseWithALimitStopsBeforeOlderFiles() throws {
