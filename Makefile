@@ -35,13 +35,14 @@ endef
 deps:
 	$(call apt_install,$(DEB_BUILD))
 
-# Python modules only the tests use (HAR schema check, Prometheus text parser), for the
+# Python modules only the tests use (HAR schema check, Prometheus text parser, MessagePack
+# cases made by the reference packer), for the
 # python3 on PATH: Debian's own (prefix /usr, not a venv) takes them from apt (its pip
 # refuses system installs, PEP 668); another (pyenv, a venv, even one made from Debian's
 # python, whose python3 links to /usr/bin) from PyPI. Checked after: a test that cannot import
 # them would skip, and a skip must not pass for a check.
-PIP_TEST     := jsonschema prometheus_client
-DEB_PY_TEST  := python3-jsonschema python3-prometheus-client
+PIP_TEST     := jsonschema prometheus_client msgpack
+DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
 # DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
 # AnalyticsEndToEndTests runs; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON
 # names another interpreter).
@@ -50,13 +51,13 @@ PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
-	@python3 -c "import jsonschema, prometheus_client" 2>/dev/null || { \
+	@python3 -c "import jsonschema, prometheus_client, msgpack" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
 	  else \
 	    python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST); \
 	  fi; }
-	@python3 -c "import jsonschema, prometheus_client" || \
+	@python3 -c "import jsonschema, prometheus_client, msgpack" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
 	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
 	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
@@ -182,7 +183,8 @@ uninstall:
 	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
 	fi
 
-# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers and the JSON parser/writer.
+# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers, the JSON parser/writer and the
+# MessagePack decoder.
 # Each runs FUZZ_SECONDS (default 60); FUZZ_RUNS=N runs N inputs each instead.
 # Crashing inputs land in Fuzz/.build/crashes/. A single process per target, no -jobs.
 FUZZ_SECONDS ?= 60
@@ -192,9 +194,10 @@ FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 .PHONY: fuzz fuzz-deps
 
 fuzz:
-	Fuzz/build.sh http1 json
+	Fuzz/build.sh http1 json msgpack
 	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh msgpack $(FUZZ_LIMIT) -rss_limit_mb=2048
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.

@@ -4,9 +4,9 @@
 `make bench-ab A=old-binary B=new-binary` (ROUNDS=6, LOGGING=off for `log.enabled: false`;
 LOGGING=on-off runs A with logging on and B with it off: with A=B, what logging costs by thread).
 
-Why side by side: on this shared VM the host's speed drifts within a minute (nginx did
-38-52k req/s on the same day), so a change worth 0.3 µs per exchange hid in back-to-back
-rounds whose CPU per request moved by 20%. Here A and B run at the same time, each
+Why side by side: on a shared machine the host's speed drifts within a minute, and a
+change worth a few tenths of a µs per exchange hides in back-to-back rounds whose CPU per
+request moves by a fifth. Here A and B run at the same time, each
 with its own wrk (16 connections, 1 thread) against one origin, so both see the same
 host. CPU comes from each thread's /proc stat, grouped by
 the names Tapwire gives its threads (tapwire-loop-N, tapwire-ser-N, tapwire-writer,
@@ -60,7 +60,7 @@ def output_of(p):
 
 def requests_of(out):
     """Requests wrk completed; 0 when it gave no result or any answer was not a 200 (a
-    403 from an unreadable document measured the `string` serializer instead)."""
+    403 from an unreadable document would measure the `string` serializer instead)."""
     m = re.search(r"^RESULT (.*)$", out or "", re.M)
     if not m:
         return 0

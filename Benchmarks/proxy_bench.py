@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tapwire against nginx, squid, tinyproxy and mitmproxy on loopback, and against
-itself with logging off (`log.enabled: false`, the reference for issue #4's goal).
+itself with logging off (`log.enabled: false`, the reference for the logging on/off goal).
 
 Run through `make bench` (which installs the other proxies and builds Tapwire),
 or directly: `python3 Benchmarks/proxy_bench.py --tapwire .build/release/tapwire`.
@@ -349,7 +349,7 @@ def start_origin(procs, root, www):
 
 
 # `log.whenBehind: wait` with an 8 MiB decode queue: the option that logs every exchange by
-# holding clients while decoding is behind (see README, log.whenBehind). The smaller queue
+# holding clients while decoding is behind (docs/configuration.md, log.whenBehind). The smaller queue
 # keeps each hold short and the captures in cache.
 WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 
@@ -357,7 +357,7 @@ WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=None):
     """Tapwire with its default config, but for `log.maxFiles` (see below); `logging=False`
     sets only `log.enabled: false`
-    (forwarding without decoding or logging: issue #4's reference); `extra_log` adds
+    (forwarding without decoding or logging: the logging on/off reference); `extra_log` adds
     keys to the `log` object (tapwire-wait)."""
     d = os.path.join(root, label)
     os.makedirs(d)
@@ -365,9 +365,9 @@ def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=
     logs = os.path.join(d, "logs")
     config = os.path.join(d, "tapwire.json")
     # log.maxFiles raised from 20: on a fast host the small-JSON rounds write more than 20
-    # rotated files (64 MiB each), and retention deleting the oldest made the record count
-    # miss them (1,004,166 logged of 1,103,327 served, 0 lost, 21 files; /metrics had all
-    # written). The 64 KiB phase then writes some GB more into the temp dir.
+    # rotated files (64 MiB each), and retention deleting the oldest would make the record
+    # count miss records that were written. The 64 KiB phase then writes some GB more into
+    # the temp dir.
     log_config = ({"directory": logs, "maxFiles": 1000} if logging
                   else {"directory": logs, "enabled": False})
     log_config.update(extra_log or {})
@@ -525,9 +525,9 @@ def throughput(proxies, origin_port, path, args, label, wrk_served):
         if p.name == "tapwire" and r:
             wrk_served.append(r["requests"])
     # Tapwire with and without logging run back to back in every round, in alternating
-    # order: issue #4's ratio is between the two, and rounds of other proxies in between
-    # let the machine's speed drift between them (a shared host's steal time changes
-    # within a minute), which spread that ratio over 0.76-0.89 in runs of one binary.
+    # order: the logging on/off ratio is between the two, and rounds of other proxies in
+    # between would let the machine's speed drift between them (a shared host's steal time
+    # changes within a minute) and the ratio would measure the drift.
     units = []
     for p in proxies:
         if p.name == "tapwire-nolog" and any(u[0].name == "tapwire" for u in units):
@@ -1108,7 +1108,7 @@ def report(args, small, medium, records, stream, idle, medium_records=None):
     else:
         goal("64 KiB JSON vs squid", None, "not measured")
     # The option, not the default: log.whenBehind wait holds clients instead of dropping
-    # records (issue #4's default never lets traffic wait).
+    # records (the default, drop, never lets traffic wait).
     wt_m, wait_records = medium.get("tapwire-wait"), (medium_records or {}).get("wait")
     if wt_m and sq_m:
         goal("(whenBehind wait) 64 KiB >= 1.0x squid", wt_m["rps"] >= sq_m["rps"],

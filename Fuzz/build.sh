@@ -3,7 +3,7 @@
 # clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
 # Each target is compiled into one module together with the sources it tests, so
 # internal API is reachable and no SwiftPM build is involved.
-#   Fuzz/build.sh [http1|json]...   (default: both)   → Fuzz/.build/<target>-fuzz
+#   Fuzz/build.sh [http1|json|msgpack]...   (default: all)   → Fuzz/.build/<target>-fuzz
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -28,12 +28,23 @@ build_json() {
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
-targets=${*:-http1 json}
+build_msgpack() {
+    # The decoder makes the JSON value; the parser (which uses a compactor helper) and the
+    # writer check its text.
+    rs="$root/Sources/ResponseSerialization"
+    $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" \
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
+        "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
+        "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
+}
+
+targets=${*:-http1 json msgpack}
 for t in $targets; do
     case $t in
     http1) build_http1 ;;
     json) build_json ;;
-    *) echo "unknown fuzz target: $t (http1, json)" >&2; exit 2 ;;
+    msgpack) build_msgpack ;;
+    *) echo "unknown fuzz target: $t (http1, json, msgpack)" >&2; exit 2 ;;
     esac
     echo "built $out/$t-fuzz"
 done

@@ -55,6 +55,26 @@ func parseResponse(_ bytes: UnsafeRawBufferPointer, max: Int) -> Outcome<HTTPRes
     } catch { return .refused(error) }
 }
 
+/// One resuming parser given `bytes` as it grows in random reads (mostly short), until
+/// it answers something other than `.incomplete` or all bytes are there: the answer
+/// must be the one-shot parse's, however the reads were cut.
+func resumed<Head: Equatable>(_ bytes: UnsafeRawBufferPointer, max: Int, _ random: inout InputRandom,
+                              parse: (inout HTTPHeadParser, UnsafeRawBufferPointer, Int) throws(HTTPParseError) -> HeadParseResult<Head>) -> Outcome<Head> {
+    var parser = HTTPHeadParser()
+    var end = 0
+    while true {
+        end = min(bytes.count, end + 1 + random.below(random.below(4) == 0 ? 3 : 40))
+        let outcome: Outcome<Head>
+        do throws(HTTPParseError) {
+            switch try parse(&parser, UnsafeRawBufferPointer(rebasing: bytes[0..<end]), max) {
+            case .incomplete: outcome = .incomplete
+            case .complete(let head, let length): outcome = .complete(head, length)
+            }
+        } catch { outcome = .refused(error) }
+        if outcome != .incomplete || end == bytes.count { return outcome }
+    }
+}
+
 /// What a framer did with a body, so two runs over different splits can be compared.
 struct FramerResult: Equatable {
     var consumed = 0
@@ -185,6 +205,10 @@ func checkRequests(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout In
     // Pipelined requests: keep going while each message is complete.
     for _ in 0..<4 {
         let outcome = parseRequest(rest, max: max)
+        let split = resumed(rest, max: max, &random) { parser, bytes, max throws(HTTPParseError) in
+            try parser.parseRequestHead(bytes, maxHeadBytes: max)
+        }
+        require(split == outcome, "resumed request parse gives \(split), one read \(outcome)")
         switch outcome {
         case .incomplete:
             require(rest.count <= max, "incomplete beyond the limit")
@@ -220,7 +244,12 @@ func checkResponses(_ input: UnsafeRawBufferPointer, max: Int, _ random: inout I
     let methods = ["GET", "HEAD", "CONNECT", "POST"]
     var rest = input
     for _ in 0..<4 {
-        switch parseResponse(rest, max: max) {
+        let outcome = parseResponse(rest, max: max)
+        let split = resumed(rest, max: max, &random) { parser, bytes, max throws(HTTPParseError) in
+            try parser.parseResponseHead(bytes, maxHeadBytes: max)
+        }
+        require(split == outcome, "resumed response parse gives \(split), one read \(outcome)")
+        switch outcome {
         case .incomplete:
             require(rest.count <= max, "incomplete beyond the limit")
             return

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hand-written seed corpora (Fuzz/corpus/http1, Fuzz/corpus/json).
+"""Writes the hand-written seed corpora (Fuzz/corpus/http1, Fuzz/corpus/json, Fuzz/corpus/msgpack).
 Re-run after editing; file names are the seed names, contents are exact bytes."""
 import os
 
@@ -86,6 +86,33 @@ JSON = {
     "mixed": b'{"id":12,"name":"User","tags":["a","b"],"score":-3.5e-2,"ok":true,"next":null}',
 }
 
+# One of each MessagePack family, hand-packed (no msgpack module needed), and some bad ones.
+MSGPACK = {
+    "scalars": b"\x9a\xc0\xc2\xc3\x7f\xe0\xcc\xff\xcd\x01\x00\xd0\x80\xd1\x80\x00\xa3abc",
+    "uint64-int64": b"\x92\xcf" + b"\xff" * 8 + b"\xd3\x80" + b"\x00" * 7,
+    "uint32-int32": b"\x92\xce\xff\xff\xff\xff\xd2\x80\x00\x00\x00",
+    "floats": b"\x95\xca\x3d\xcc\xcc\xcd\xcb\x3f\xb9\x99\x99\x99\x99\x99\x9a\xcb\x7f\xf8" + b"\x00" * 6
+              + b"\xca\xff\x80\x00\x00\xcb\x00\x00\x00\x00\x00\x00\x00\x01",
+    "str8-16-32": b"\x93\xd9\x03abc\xda\x00\x02\xc3\xa9\xdb\x00\x00\x00\x01z",
+    "bin": b"\x93\xc4\x02\x01\x02\xc5\x00\x01\xff\xc6\x00\x00\x00\x00",
+    "map-keys": b"\x85\xa1a\x01\x02\xa1b\xc0\xc3\xc4\x01\x00\x90\x91\x90\x80",
+    "map16-array16": b"\xde\x00\x01\xa1k\xdc\x00\x02\x01\x02",
+    "map32-array32": b"\xdf\x00\x00\x00\x01\xa1k\xdd\x00\x00\x00\x01\xc0",
+    "fixext": b"\x95\xd4\x05\x00\xd5\x05\x00\x01\xd6\x05" + b"\x00" * 4 + b"\xd7\x05" + b"\x00" * 8 + b"\xd8\x05" + b"\x00" * 16,
+    "ext8-16-32": b"\x93\xc7\x01\xf9\x00\xc8\x00\x01\x7f\x00\xc9\x00\x00\x00\x00\x80",
+    "timestamps": b"\x93\xd6\xff\x6b\x13\x0a\x90\xd7\xff\x1d\x6f\x34\x54\x6b\x13\x0a\x90"
+                  + b"\xc7\x0c\xff\x3b\x9a\xc9\xff" + b"\xff" * 8,
+    "timestamp-bad": b"\x92\xc7\x05\xff" + b"\x00" * 5 + b"\xd7\xff\xee\x6b\x28" + b"\x00" * 5,
+    "nested": b"\x91" * 40 + b"\x81\xa1x" + b"\x91" * 20 + b"\xc0",
+    "never-used": b"\x92\x01\xc1",
+    "truncated-str": b"\xa5ab",
+    "huge-array-claim": b"\xdd\xff\xff\xff\xff\x01",
+    "bad-utf8": b"\xa2\xc3\x28",
+    "trailing": b"\x01\x02",
+    # Maps as keys of maps as keys...: each level's key text escapes the one inside it again.
+    "keys-in-keys": b'\xdf\x00\xcf\xff\xff\xff\xdf\xff\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\xff\xff\xff\xff\xff\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x00\x00\x00\x00SSSSSSSSSSSSSSSSSSSSSSSSSSSSSS\x00\x00\x00\x00\xff\xff\xfe\x01\xc0',
+}
+
 
 def write(directory, seeds):
     path = os.path.join(HERE, directory)
@@ -98,4 +125,5 @@ def write(directory, seeds):
 if __name__ == "__main__":
     write("http1", HTTP1)
     write("json", JSON)
-    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds")
+    write("msgpack", MSGPACK)
+    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds, msgpack: {len(MSGPACK)} seeds")

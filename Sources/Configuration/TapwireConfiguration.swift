@@ -3,7 +3,7 @@ import Foundation
 import ProxyEngine
 import ResponseSerialization
 
-/// The whole config file (`../shared/spec/interfaces.md`), validated. Built-in
+/// The whole config file (docs/configuration.md), validated. Built-in
 /// defaults apply to every key that is absent; unknown keys are errors.
 public struct TapwireConfiguration: Sendable {
     public var engine = TapwireConfiguration.defaultEngine
@@ -24,10 +24,11 @@ public struct TapwireConfiguration: Sendable {
     public init() {}
 
     /// The engine's defaults, except that the loops yield the CPU to logging once it falls
-    /// behind (`log.loopNice`): with equal priority, 64 KiB JSON at full speed on two cores
-    /// lost up to 7% of its records (the decode queue filled; 12-25% while the writer still
-    /// fsynced every second); 5 steps lost none. From the start, they cost small JSON, where
-    /// logging keeps up, 7-14% of its req/s (paired wrk rounds, logging on), hence only once behind.
+    /// behind (`log.loopNice`): at equal priority, large bodies at full speed can outrun the
+    /// single writer and fill the decode queue, so records are dropped; a few nice steps
+    /// below, the CPU goes to finishing accepted exchanges first. Not from the start: where
+    /// logging keeps up (small bodies), lower loops only lose throughput to every other
+    /// thread's wake-ups.
     public static let defaultLoopNice = 5
     static var defaultEngine: EngineConfiguration {
         var e = EngineConfiguration()
@@ -244,8 +245,8 @@ public struct TapwireConfiguration: Sendable {
             }
             if let ms = r.stringOrStrings(m["method"], "\(mp).method") { match.methods = ms.map { $0.uppercased() } }
             match.status = r.parsed(m["status"], "\(mp).status", expected: "a status such as 404, 4xx or 200-299", StatusPattern.init)
-            // Parameters are ignored (README says so): refusing them now would stop configs
-            // that start today.
+            // Parameters are ignored (docs/configuration.md says so): refusing them would stop
+            // configs that start today.
             match.contentType = r.parsed(m["contentType"], "\(mp).contentType", expected: "a media type such as application/json or text/*", MediaTypePattern.init)
             if let hs = r.stringOrStrings(m["headers"], "\(mp).headers") {
                 for (i, h) in hs.enumerated() where h.isEmpty || h.contains(where: { $0 == ":" || $0 == " " || $0 == "\t" }) {
@@ -263,7 +264,8 @@ public struct TapwireConfiguration: Sendable {
         }
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
-                            allowed: ["type", "encoding", "allowFragments", "base64Bytes", "emptyResponseCodes", "emptyRequestMethods"]) {
+                            allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
+                                      "emptyResponseCodes", "emptyRequestMethods"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -284,6 +286,17 @@ public struct TapwireConfiguration: Sendable {
             }
             if let b = r.int(s["base64Bytes"], "\(sp).base64Bytes", min: 0, max: 1 << 20) {
                 if spec.kind != .data { r.fail("\(sp).base64Bytes", "only applies to the data serializer") } else { spec.base64Bytes = b }
+            }
+            if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
+                if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let a = r.string(s["assemble"], "\(sp).assemble") {
+                if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }
+                else if let pointer = try? JSONPointer(a) { spec.assemble = pointer }
+                else { r.fail("\(sp).assemble", "expected a JSON Pointer such as /choices/0/delta/content, found \"\(a)\"") }
+            }
+            if let n = r.int(s["maxEvents"], "\(sp).maxEvents", min: 0, max: Int(Int32.max)) {
+                if spec.kind != .eventStream { r.fail("\(sp).maxEvents", "only applies to the eventStream serializer") } else { spec.maxEvents = n }
             }
             if let codes = r.array(s["emptyResponseCodes"], "\(sp).emptyResponseCodes") {
                 spec.emptyResponseCodes = Set(codes.compactMap { r.int($0.1, $0.0, min: 100, max: 999) })

@@ -13,16 +13,14 @@ import Synchronization
 /// bounded by the exchanges in flight: at most one per client connection (a release
 /// starts every held one), each with up to two captures of `capture.maxBodyBytes`.
 ///
-/// Workers take what is queued (up to a batch) at once and submit the lines as one batch:
-/// a Dispatch block per exchange cost a thread wake-up and a writer wake-up
-/// each, which the profile showed as a third of the pipeline's time.
+/// Workers take what is queued (up to a batch) at once and submit the lines as one batch,
+/// so neither a worker nor the writer is woken per exchange.
 ///
 /// The first worker naps under traffic and picks up what arrived every couple of
 /// milliseconds, so `accept` never has to wake anyone; the others (helpers) sleep until
 /// `backlogForHelpers` exchanges (or a quarter of `maxPendingBytes`) wait, then bring another
-/// core in. (Running the napping worker at nice 19 was tried: no throughput gain once the
-/// host's steal time was near zero, and p99 latency rose 1.5-3x from the helpers'
-/// bursts, so every worker keeps the loops' priority.)
+/// core in. Every worker keeps the loops' priority: a napping worker below them would gain
+/// no throughput and leave the work to the helpers' bursts, which raise tail latency.
 public final class ExchangePipeline: @unchecked Sendable {
     private enum Role {
         /// Naps under traffic, deep-sleeps when idle.
@@ -43,8 +41,8 @@ public final class ExchangePipeline: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`. The state `accept` touches is `@exclusivity(unchecked)`: every
     // access is under the lock and none overlaps another on its thread (no closure or callee
-    // reaches these during an access), so the runtime's exclusivity checks could never fire; they
-    // cost the event loop 7 calls per exchange (~300 instructions, callgrind).
+    // reaches these during an access), so the runtime's exclusivity checks could never fire,
+    // and they would run on the event loop for every exchange.
     @exclusivity(unchecked) private var queue: [Queued] = []
     /// An emptied batch array kept for its capacity, swapped in for the queue next time.
     private var spare: [Queued] = []
@@ -52,12 +50,10 @@ public final class ExchangePipeline: @unchecked Sendable {
     @exclusivity(unchecked) private var sources: [pthread_t] = []
     /// Per source: finished events waiting to be freed by the thread that allocated them, at
     /// its next `accept`. An event's ~6 blocks (target, both heads' bytes and spans, body)
-    /// come from its loop's malloc arena. Freed by a worker they left the loop's thread cache
-    /// empty, so the loop's next allocations took malloc's slow path on chunks last written
-    /// by the other core: under `perf`, malloc, `_int_malloc` and `unlink_chunk` cost the
-    /// loops 0.7 µs more per small exchange with logging on than off. Handed back, that fell
-    /// by 0.5 µs and the worker's frees went with it (two alternating runs: 0.8 and 1.0 µs
-    /// less CPU per exchange in all). The cost is memory outside `maxPendingBytes` (which
+    /// come from its loop's malloc arena. Freed by a worker they would leave the loop's
+    /// thread cache empty, so the loop's next allocations would take malloc's slow path on
+    /// chunks last written by the other core; freed by the loop, they refill its cache. The
+    /// cost is memory outside `maxPendingBytes` (which
     /// counts only queued events): a worker's batch stays alive through its hand-off to the
     /// writer, and then one batch per source (see `work`) until that thread's next
     /// `accept`, so a loop that goes quiet holds a batch's captures (up to ~1 MiB and one
@@ -98,20 +94,19 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// Written under `condition`, read by the loops without it.
     private let behind = Atomic<Bool>(false)
     /// Largest batch one worker takes, so other workers get a share under load. Also the
-    /// backlog that wakes the helpers: it must hold a nap's worth at the rates one worker
-    /// keeps up with (10 ms at ~70k req/s), or every nap would wake a helper.
+    /// backlog that wakes the helpers: it must hold a nap's worth (`napInterval`) at the
+    /// rates one worker keeps up with, or every nap would wake a helper.
     private let batchLimit = 1024
     /// Captured bytes one batch takes at most (at least one exchange): a batch is encoded
-    /// into one buffer, and 256 records of 64 KiB made 17 MB buffers that malloc mapped
-    /// and unmapped each time, so the kernel zeroed every page again (40% of a worker's
-    /// CPU went to page faults). Buffers of a megabyte or two (`batchLimit` small records, or
-    /// this many captured bytes) are reused from the heap.
+    /// into one buffer, and a buffer of many large records is large enough that malloc maps
+    /// and unmaps it each time, so the kernel zeroes every page again. Buffers of a megabyte
+    /// or two (`batchLimit` small records, or this many captured bytes) are reused from the
+    /// heap.
     private let batchByteLimit = 1 << 20
     /// The napping worker's nap while traffic flows. Each nap is a context switch for it and
-    /// a wake-up of the writer, which on this VM cost ~20 µs each: at 2 ms the napper and
-    /// writer took 5.3 and 1.3 µs a small exchange, at 5 ms 4.4 and 0.8 (wrk at 34k req/s);
-    /// later, at 5 ms 3.8 and 0.8, at 10 ms 3.3-3.5 and 0.6, at 20 ms 3.9 and 0.55 (batches
-    /// of ~700 records: a 1.1 MB buffer, past what the heap and the caches keep warm).
+    /// a wake-up of the writer: shorter naps spend more per exchange on those, while longer
+    /// ones make batches whose buffers outgrow what the heap and the caches keep warm, and
+    /// delay records by up to a nap.
     private let napInterval = 0.010
     /// Exchanges waiting before the helpers are woken.
     @exclusivity(unchecked) private var backlogForHelpers: Int
@@ -162,9 +157,9 @@ public final class ExchangePipeline: @unchecked Sendable {
         if whenBehind == .wait && (queue.count >= maxPending || queuedBytes >= maxPendingBytes) {
             behind.store(true, ordering: .releasing)
         }
-        // Waking a worker per exchange cost the event loop a futex call and a context
-        // switch each (10% of its time), so only a sleeping napper is woken, and the
-        // helpers once a backlog has built up.
+        // Waking a worker per exchange would cost the event loop a futex call and a context
+        // switch each, so only a sleeping napper is woken, and the helpers once a backlog
+        // has built up.
         if napperAsleep || (helperSleepers > 0 && backlogged) { condition.broadcast() }
         condition.unlock()
         _ = consume freed
@@ -327,11 +322,11 @@ public final class ExchangePipeline: @unchecked Sendable {
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
             // Each event is moved out of its slot (nil left behind), read in place and moved
-            // on to its source's list. `for event in batch` copied every event (a retain per
-            // string and array in it) and released the copy before removeAll released the
-            // original; rebuilding the enum after the switch (`done = .http(exchange)`) also
-            // copied it: a retain and a release of each of its ~10 references, a seventh of
-            // the worker's time.
+            // on to its source's list. `for event in batch` would copy every event (a retain
+            // per string and array in it) and release the copy before removeAll released the
+            // original; rebuilding the enum after the switch (`done = .http(exchange)`) would
+            // copy it too: a retain and a release of each of its references, atomics on cache
+            // lines the loop's core holds.
             for i in batch.indices {
                 guard let event = batch[i].event.take() else { continue }
                 Self.encode(event, processor: processor, ids: ids, into: &buffer, scratch: &scratch)

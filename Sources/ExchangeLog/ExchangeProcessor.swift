@@ -122,11 +122,9 @@ public struct ExchangeProcessor: Sendable {
     /// `[redacted]` (`?access_token=…`, common for OAuth and WebSocket auth); nil when none is.
     func redactingQuery(_ url: String) -> String? {
         // Searched as UTF-8: `String.firstIndex(of:)` walks Characters (grapheme breaking),
-        // which cost ~12k instructions per record on a 30-byte URL without a query, a third of
-        // the worker's time (callgrind). An ASCII byte's index is a valid String index.
+        // far slower for every record's URL. An ASCII byte's index is a valid String index.
         guard !settings.redactJSONKeys.isEmpty else { return nil }
-        // Most URLs have no query: memchr says so in a few instructions (the generic
-        // search cost ~1k per record).
+        // Most URLs have no query: memchr says so in a few instructions.
         let hasQuestion = url.utf8.withContiguousStorageIfAvailable { bytes in
             bytes.baseAddress.map { memchr($0, Int32(UInt8(ascii: "?")), bytes.count) != nil } ?? false
         } ?? true
@@ -165,13 +163,13 @@ public struct ExchangeProcessor: Sendable {
     }
 
     /// The same; the compact fast path writes the body's JSON text into `scratch`'s memory and
-    /// the outcome shares it. Once the outcome is gone the next record reuses that memory: a
-    /// text array allocated and freed per record was ~400 of a small record's instructions.
+    /// the outcome shares it. Once the outcome is gone the next record reuses that memory,
+    /// rather than allocating and freeing a text array per record.
     func outcome(for exchange: CapturedExchange, reusing scratch: inout [UInt8]) -> HTTPRecordOutcome {
         let rule = ruleSet.match(exchange)
         // The head is read in place (a borrowed parameter), never copied: a copy retains and
-        // releases its arrays, atomics on memory the event loop wrote, which cost the worker
-        // more than the instructions say (a cache line fetched from the other core).
+        // releases its arrays, atomics on memory the event loop wrote (cache lines fetched
+        // from the other core).
         let (hasResponse, status, contentEncoding, contentType) = ExchangeProcessor.responseFields(of: exchange)
         let body = exchange.responseBody
         let transportError: Error? = exchange.error.map {
@@ -215,7 +213,6 @@ public struct ExchangeProcessor: Sendable {
             // What `CompletedExchange.serializeCompactJSON` returns, without building the exchange,
             // its `Data` and the `DataResponse` (copies of both heads): the same error first
             // (`serializerError`), then the same serializer steps on the same bytes, the same timeline.
-            // A fifth of a small record's instructions went to those objects (21k -> 17k).
             // `CompactFastPathTests` holds the two to the same records.
             let error = CompletedExchange.serializerError(exchangeError, capture: capture, acceptsTruncatedInput: false)
             let bytes = decodingError == nil ? decodedBytes : body.bytes
@@ -309,7 +306,7 @@ public struct ExchangeProcessor: Sendable {
 
     /// `text` cut so that its JSON string form stays within `maxBytes`, or nil when it fits.
     /// Escaping can make text six times longer (`\u0001`): 8 KB of gzip that decodes to 8 MiB
-    /// of control bytes made a 50 MB record, and ~120 MiB of memory on the worker.
+    /// of control bytes would otherwise make a 50 MB record, and more memory on the worker.
     static func prefix(of text: String, escapedWithin maxBytes: Int) -> String? {
         let utf8 = text.utf8
         if utf8.count * 6 <= maxBytes { return nil }  // fits whatever it holds
@@ -342,8 +339,8 @@ public struct ExchangeProcessor: Sendable {
     /// The request body through the default serializer for its Content-Type; nil when none was captured.
     /// The exchange's rule keeps its secrets too: with serializer `none` the body is not
     /// logged, with `data` only its size, and its `redact` pointers apply to a JSON body
-    /// (README: "to keep a secret body out of the log, give its route a rule whose serializer
-    /// is none or data"; a login's request is where the secret is). `select` and `validate`
+    /// (docs/records.md, "Redaction": a rule whose serializer is none or data keeps a body out
+    /// of the log; a login's request is where the secret is). `select` and `validate`
     /// describe the response and stay with it.
     private func requestBodyOutcome(_ exchange: CapturedExchange, rule: Rule?) -> RequestBodyOutcome? {
         let body = exchange.requestBody
@@ -379,7 +376,7 @@ public struct ExchangeProcessor: Sendable {
         let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
         if spec.kind == .json && redactPointers.isEmpty {
             // Only key redaction applies here, so the one-pass compactor gives the same text
-            // as parse, redact, write (a 512 KiB JSON body: ~1 ms against ~7 ms for the tree).
+            // as parse, redact, write, without building a tree.
             let policy = spec.emptyResponsePolicy
             let response = completed.serializeCompactJSON(
                 allowFragments: spec.allowFragments, redactingKeys: keyRedactor,
@@ -437,16 +434,30 @@ public struct ExchangeProcessor: Sendable {
     /// in the `form` serializer's `[name, value]` pairs, and in the body logged as a string.
     ///
     /// With `eventStream`, each event's `data` text gets the same treatment as a string value
-    /// (`data: {"access_token": …}` is JSON more often than not).
+    /// (`data: {"access_token": …}` is JSON more often than not), in the array of events or
+    /// in the `events` of the object `assemble` and `maxEvents` make.
     func redactingKeys(_ value: JSON, form: Bool = false, eventStream: Bool = false) -> JSON {
-        if eventStream, !keyRedactor.isEmpty, case .array(let events) = value {
-            return .array(events.map { event in
-                guard case .object(var members) = keyRedactor.redacting(event) else { return event }
-                for i in members.indices where members[i].key == "data" {
-                    members[i].value = redactingKeys(members[i].value)
+        if eventStream, !keyRedactor.isEmpty {
+            let redactingEvents = { (events: [JSON]) -> JSON in
+                .array(events.map { event in
+                    guard case .object(var members) = self.keyRedactor.redacting(event) else { return event }
+                    for i in members.indices where members[i].key == "data" {
+                        members[i].value = self.redactingKeys(members[i].value)
+                    }
+                    return .object(members)
+                })
+            }
+            if case .array(let events) = value { return redactingEvents(events) }
+            // With `assemble` or `maxEvents`: {"assembled"?, "eventCount", "events"}. The
+            // assembled text is prose put together from pieces, not a document with keys.
+            if case .object(var members) = value {
+                for i in members.indices {
+                    if case .array(let events) = members[i].value, members[i].key == "events" {
+                        members[i].value = redactingEvents(events)
+                    }
                 }
                 return .object(members)
-            })
+            }
         }
         if form && !settings.redactJSONKeys.isEmpty {
             if case .string(let text) = value, let redacted = redactingFormFields(text) { return .string(redacted) }
@@ -475,7 +486,7 @@ public struct ExchangeProcessor: Sendable {
 
     public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
-        case .json, .propertyList, .jsonLines, .form, .eventStream: return true
+        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack: return true
         case .data, .string, .none: return false
         }
     }

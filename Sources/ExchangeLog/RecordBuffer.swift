@@ -4,9 +4,9 @@ import Glibc
 #endif
 
 /// The bytes of one record while it is encoded. Appending to a `[UInt8]` goes through
-/// the generic `append(contentsOf:)` path (about 120 instructions for 20 bytes here, a
-/// fifth of a small record's cost); this is a capacity check and a `memcpy`. Owned by one
-/// encoding call (non-copyable), freed when it ends.
+/// the generic `append(contentsOf:)` path, costly for the many small pieces of a record;
+/// this is a capacity check and a `memcpy`. Owned by one encoding call (non-copyable),
+/// freed when it ends.
 struct RecordBuffer: ~Copyable {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
@@ -177,8 +177,8 @@ struct RecordBuffer: ~Copyable {
 
     /// `["name","value"]` (or `["name","[redacted]"]`) when the bytes need no escape and
     /// are ASCII, as nearly every header field's are; returns false, writing nothing,
-    /// otherwise. One pass a word at a time over each: the general path (an ASCII scan,
-    /// then an escaping copy, per name and per value) cost ~500 instructions a field.
+    /// otherwise. One pass a word at a time over each, instead of the general path's ASCII
+    /// scan then escaping copy per name and per value.
     mutating func appendPlainField(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
                                    redacted: Bool) -> Bool {
         let start = count

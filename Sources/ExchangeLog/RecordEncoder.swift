@@ -107,12 +107,14 @@ extension HTTPRecordOutcome {
 ///   Content-Encoding could not be undone); `data.captured`: bytes kept from the wire;
 ///   `data.truncated`: the serializer saw only a prefix (capture or decode limit).
 /// - `serializer`: `data`, `string`, `json`, `propertyList`, `jsonLines`, `form`,
-///   `eventStream` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
+///   `eventStream`, `msgpack` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
 ///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
 ///   `none` `null` (no serializer runs, but a transport, decoding or validation failure
-///   still shows as `failure`); for the others the JSON value. A rule's `select` and
-///   `redact` pointers apply to the values of `json`, `propertyList`, `jsonLines`, `form`
-///   and `eventStream`; `redact.jsonKeys` to every JSON value.
+///   still shows as `failure`); for the others the JSON value: for `eventStream` the array
+///   of events, or with a rule's `assemble` or `maxEvents` `{"assembled"?,"eventCount","events"}`
+///   (`EventStreamAssembly`); for `msgpack` the mapping `MsgPackDecoder` documents. A rule's `select` and
+///   `redact` pointers apply to the values of `json`, `propertyList`, `jsonLines`, `form`,
+///   `eventStream` and `msgpack`; `redact.jsonKeys` to every JSON value.
 /// - `response.charset`: for the string serializer the charset it decoded with
 ///   (canonical IANA name), otherwise the Content-Type `charset` parameter, else null.
 /// - `result.failure.error`: `responseSerializationFailed`, `responseValidationFailed`

@@ -75,8 +75,8 @@ public struct RecordID: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A record's `id` value as the encoder gets it: a generated id, written without a string
-/// of its own (a string per record, then its quoting, cost ~600 instructions a record), or
-/// any text (tests and tools that name their records).
+/// of its own (no string per record, nor its quoting), or any text (tests and tools that
+/// name their records).
 enum RecordKey {
     case generated(RecordID)
     case text(String)

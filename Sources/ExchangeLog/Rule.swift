@@ -41,7 +41,7 @@ public struct RuleMatch: Sendable, Equatable {
 /// Which serializer a rule runs, with its options (`serializer` in the config).
 public struct SerializerSpec: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
-        case data, string, json, propertyList, jsonLines, form, eventStream, none
+        case data, string, json, propertyList, jsonLines, form, eventStream, msgpack, none
     }
     public var kind: Kind
     /// `string`: an IANA charset name that overrides the Content-Type charset.
@@ -50,6 +50,17 @@ public struct SerializerSpec: Sendable, Equatable {
     public var allowFragments: Bool = true
     /// `data`: how many leading bytes to log as base64 (0 = size only).
     public var base64Bytes: Int = 0
+    /// `msgpack`: containers nested deeper than this fail (`MsgPackDecoder.defaultMaxDepth`).
+    public var maxDepth: Int = MsgPackDecoder.defaultMaxDepth
+    /// The largest `maxDepth` a rule may set: the decoder recurses twice per level (value,
+    /// container), and a serialization worker's stack must hold that many frames
+    /// (`MsgPackDecoderTests.testTheLargestConfigurableDepthFitsASmallStack`).
+    public static let maxDepthLimit = 1024
+    /// `eventStream`: a JSON Pointer into each event's data (parsed as JSON) whose string
+    /// values are concatenated into the record's `assembled` text; nil for none.
+    public var assemble: JSONPointer?
+    /// `eventStream`: how many events the record keeps (the first ones); nil for all.
+    public var maxEvents: Int?
     public var emptyResponseCodes: Set<Int>?
     public var emptyRequestMethods: Set<String>?
     public init(kind: Kind) { self.kind = kind }

@@ -64,6 +64,7 @@ public struct RuleSet: Sendable {
     /// | `application/x-ndjson`, `application/ndjson`, `application/jsonl`, `application/x-jsonlines`, `application/jsonlines` | jsonLines |
     /// | `application/x-plist`, `application/x-bplist`, `application/plist`, or body `bplist00…` | propertyList |
     /// | `text/event-stream` | eventStream |
+    /// | `application/msgpack`, `application/x-msgpack` | msgpack |
     /// | `text/*`, `*/xml`, `*/*+xml`, `application/x-www-form-urlencoded`, `application/javascript`, `application/x-javascript`, `application/ecmascript` | string |
     /// | anything else, or no Content-Type | data |
     public static func defaultSerializer(contentType: String?, body: [UInt8]) -> SerializerSpec.Kind {
@@ -85,6 +86,8 @@ public struct RuleSet: Sendable {
             return .propertyList
         case ("text", "event-stream"):
             return .eventStream
+        case ("application", "msgpack"), ("application", "x-msgpack"):
+            return .msgpack
         case ("application", "x-www-form-urlencoded"), ("application", "javascript"),
              ("application", "x-javascript"), ("application", "ecmascript"):
             return .string

@@ -30,7 +30,9 @@ extension SerializerSpec {
         case .propertyList: return .propertyList(emptyResponseCodes: codes, emptyRequestMethods: methods)
         case .jsonLines: return .jsonLines(emptyResponseCodes: codes, emptyRequestMethods: methods)
         case .form: return .form(emptyResponseCodes: codes, emptyRequestMethods: methods)
-        case .eventStream: return .eventStream(emptyResponseCodes: codes, emptyRequestMethods: methods)
+        case .eventStream:
+            return .eventStream(assemble: assemble, maxEvents: maxEvents, emptyResponseCodes: codes, emptyRequestMethods: methods)
+        case .msgpack: return .msgpack(maxDepth: maxDepth, emptyResponseCodes: codes, emptyRequestMethods: methods)
         }
     }
 }

@@ -56,9 +56,9 @@ public struct CapturedExchange: Sendable {
 extension CapturedExchange {
     /// Built on the event loop for every logged exchange. It delegates to the synthesized
     /// memberwise initializer, which the optimizer builds in place: an initializer assigning
-    /// the fields one by one (in the struct, inlinable or not) left the finished value copied
-    /// out and the original destroyed, a retain and a release of each of its ~10 references
-    /// (~700 instructions on the loop, callgrind).
+    /// the fields one by one (in the struct, inlinable or not) leaves the finished value
+    /// copied out and the original destroyed, a retain and a release of each of its
+    /// references on the loop.
     public init(client: String, url: String, request: HTTPRequestHead, requestBody: CapturedBody = CapturedBody(),
                 response: HTTPResponseHead?, responseBody: CapturedBody = CapturedBody(), error: TransportError? = nil,
                 clock: ExchangeClock, connectionReused: Bool = false, upstreamAddress: String? = nil) {

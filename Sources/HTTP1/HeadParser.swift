@@ -6,36 +6,82 @@ public enum HeadParseResult<Head: Sendable>: Sendable {
     case complete(Head, length: Int)
 }
 
-public enum HTTPHeadParser {
-    /// Parses a request head at the start of `bytes` (RFC 9112 §2-5).
+/// A strict HTTP/1 head parser (RFC 9112 §2-5) that resumes where it stopped.
+///
+/// A connection keeps one parser and hands it its whole unconsumed input on every
+/// read. While the result is `.incomplete` the parser remembers how far it has
+/// looked for the empty line, so a head that arrives a few bytes at a time costs
+/// work linear in its size rather than a rescan from byte 0 per read.
+///
+/// Invariant the caller keeps: between an `.incomplete` result and the next call,
+/// the input only grows at its end (the first bytes are the same bytes). After a
+/// `.complete` result or a thrown error the parser starts afresh, so the caller
+/// drops the head's `length` bytes and calls again for the next head; `reset()`
+/// is for input replaced by other means. Results are those of the one-shot static
+/// functions on the same bytes, however the bytes were split into reads.
+public struct HTTPHeadParser: Sendable {
+    /// Bytes the parser has looked at over its life, the line search and the
+    /// parse of each complete head: what makes the linear bound checkable.
+    public private(set) var bytesExamined = 0
+    /// Everything before `scanned` has been searched for a line end; no LF lies in
+    /// `lineStart..<scanned`.
+    private var scanned = 0
+    private var lineStart = 0
+    private var headStart = 0
+
+    public init() {}
+
+    /// Forgets a partly scanned head, for when the input was replaced.
+    public mutating func reset() {
+        scanned = 0
+        lineStart = 0
+        headStart = 0
+    }
+
+    /// Parses a request head at the start of `bytes`, resuming the previous scan.
     /// Throws `.headTooLarge` once `bytes` holds more than `maxHeadBytes` without a
     /// complete head, `.malformed` for any syntax error.
-    public static func parseRequestHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
+    public mutating func parseRequestHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
         guard let span = try findHead(bytes, maxHeadBytes: maxHeadBytes, skipLeadingEmptyLines: true) else {
             return .incomplete
         }
-        let firstLineEnd = try lineEnd(bytes, from: span.start, end: span.end)
-        let (method, target, version) = try parseRequestLine(bytes, span.start, firstLineEnd)
+        bytesExamined += span.end - span.start
+        let firstLineEnd = try Self.lineEnd(bytes, from: span.start, end: span.end)
+        let (method, target, version) = try Self.parseRequestLine(bytes, span.start, firstLineEnd)
         var hosts = HostFields()
-        let headers = try parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
-        try checkHost(bytes, hosts, version: version)
+        let headers = try Self.parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
+        try Self.checkHost(bytes, hosts, version: version)
         return .complete(HTTPRequestHead(method: method, target: target, version: version, headers: headers),
                          length: span.end)
     }
 
-    /// Parses a response head (status-line + fields) at the start of `bytes`.
-    /// Leading empty lines are not skipped here: a server that sends them is
-    /// out of step with its own framing, which a proxy must not paper over.
-    public static func parseResponseHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
+    /// Parses a response head (status-line + fields) at the start of `bytes`,
+    /// resuming the previous scan. Leading empty lines are not skipped here: a server
+    /// that sends them is out of step with its own framing, which a proxy must not
+    /// paper over.
+    public mutating func parseResponseHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
         guard let span = try findHead(bytes, maxHeadBytes: maxHeadBytes, skipLeadingEmptyLines: false) else {
             return .incomplete
         }
-        let firstLineEnd = try lineEnd(bytes, from: span.start, end: span.end)
-        let (version, status, reason) = try parseStatusLine(bytes, span.start, firstLineEnd)
+        bytesExamined += span.end - span.start
+        let firstLineEnd = try Self.lineEnd(bytes, from: span.start, end: span.end)
+        let (version, status, reason) = try Self.parseStatusLine(bytes, span.start, firstLineEnd)
         var hosts = HostFields()
-        let headers = try parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
+        let headers = try Self.parseFields(bytes, from: firstLineEnd + 2, to: span.end, hosts: &hosts)
         return .complete(HTTPResponseHead(status: status, reason: reason, version: version, headers: headers),
                          length: span.end)
+    }
+
+    /// One-shot: the request head at the start of `bytes`, as a fresh parser sees it.
+    public static func parseRequestHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
+        var parser = HTTPHeadParser()
+        return try parser.parseRequestHead(bytes, maxHeadBytes: maxHeadBytes)
+    }
+
+    /// One-shot: the response head at the start of `bytes`, as a fresh parser sees it.
+    public static func parseResponseHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
+        var parser = HTTPHeadParser()
+        return try parser.parseResponseHead(bytes, maxHeadBytes: maxHeadBytes)
     }
 
     // MARK: - Finding the head
@@ -43,31 +89,45 @@ public enum HTTPHeadParser {
     /// Where the head starts (after skipped empty lines) and ends (just past the
     /// empty line), or nil when more bytes are needed. Every LF must follow a CR
     /// here; a CR not followed by LF is refused by the line parsers, since no
-    /// line may contain one.
-    static func findHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int,
-                         skipLeadingEmptyLines: Bool) throws(HTTPParseError) -> (start: Int, end: Int)? {
-        let scanLimit = min(bytes.count, max(maxHeadBytes, 0))
-        var lineStart = 0
-        var headStart = 0
-        while let lf = ByteSearch.firstIndex(of: ByteClass.lf, in: bytes, from: lineStart, to: scanLimit) {
-            guard lf > lineStart, bytes[lf - 1] == ByteClass.cr else { throw HTTPParseError(.malformed, "bare LF in head") }
-            // A line made of CRs is never valid; refusing it here keeps "\r\r\n"
-            // from passing for a non-empty line and leaving the head incomplete.
-            if bytes[lineStart] == ByteClass.cr && lf - 1 != lineStart {
-                throw HTTPParseError(.malformed, "bare CR in head")
-            }
-            if lf - 1 == lineStart {
-                if lineStart == headStart {
-                    guard skipLeadingEmptyLines else { throw HTTPParseError(.malformed, "empty start-line") }
-                    headStart = lf + 1
-                } else {
-                    return (headStart, lf + 1)   // lf < scanLimit <= maxHeadBytes
+    /// line may contain one. The search resumes at `scanned`; a complete head or
+    /// an error resets the state for the next head.
+    mutating func findHead(_ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int,
+                           skipLeadingEmptyLines: Bool) throws(HTTPParseError) -> (start: Int, end: Int)? {
+        // Input shorter than what was scanned cannot be the same input grown: start over.
+        if bytes.count < scanned { reset() }
+        do throws(HTTPParseError) {
+            let scanLimit = min(bytes.count, max(maxHeadBytes, 0))
+            while let lf = ByteSearch.firstIndex(of: ByteClass.lf, in: bytes, from: scanned, to: scanLimit) {
+                bytesExamined += lf + 1 - scanned
+                scanned = lf + 1
+                guard lf > lineStart, bytes[lf - 1] == ByteClass.cr else { throw HTTPParseError(.malformed, "bare LF in head") }
+                // A line made of CRs is never valid; refusing it here keeps "\r\r\n"
+                // from passing for a non-empty line and leaving the head incomplete.
+                if bytes[lineStart] == ByteClass.cr && lf - 1 != lineStart {
+                    throw HTTPParseError(.malformed, "bare CR in head")
                 }
+                if lf - 1 == lineStart {
+                    if lineStart == headStart {
+                        guard skipLeadingEmptyLines else { throw HTTPParseError(.malformed, "empty start-line") }
+                        headStart = lf + 1
+                    } else {
+                        let span = (start: headStart, end: lf + 1)   // lf < scanLimit <= maxHeadBytes
+                        reset()
+                        return span
+                    }
+                }
+                lineStart = lf + 1
             }
-            lineStart = lf + 1
+            if scanLimit > scanned {
+                bytesExamined += scanLimit - scanned
+                scanned = scanLimit
+            }
+            if bytes.count > maxHeadBytes { throw HTTPParseError(.headTooLarge, "head larger than \(maxHeadBytes) bytes") }
+            return nil
+        } catch {
+            reset()
+            throw error
         }
-        if bytes.count > maxHeadBytes { throw HTTPParseError(.headTooLarge, "head larger than \(maxHeadBytes) bytes") }
-        return nil
     }
 
     /// Index of the CR ending the line that starts at `from`; findHead guarantees

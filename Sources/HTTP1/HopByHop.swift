@@ -62,8 +62,8 @@ extension HTTPHeaders {
 
     /// Whether some Connection field of these lists a token other than `keep-alive`: only
     /// then can it name a field that `HopRole` lets through (a Keep-Alive field goes anyway).
-    /// Most heads carry just `Connection: keep-alive`, and looking every other field up in
-    /// the Connection fields cost ~1.3k instructions per response on the loop (callgrind).
+    /// Most heads carry just `Connection: keep-alive`, so the loop looks the other fields up
+    /// in the Connection fields only when this says it must.
     static func connectionMayNameFields(spans: [Span], in b: UnsafeBufferPointer<UInt8>) -> Bool {
         let keepAlive: StaticString = "keep-alive"
         let token = keepAlive.buffer

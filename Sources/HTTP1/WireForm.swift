@@ -13,8 +13,8 @@ enum WireForm {
     static func statusLineCapacity(_ reason: UnsafeBufferPointer<UInt8>) -> Int { versionCapacity + 3 + 2 + reason.count + 2 }
 
     /// An array of at most `capacity` bytes written by `body` through a cursor: one
-    /// allocation and a `memcpy` per piece (appending small buffers to a `[UInt8]` went
-    /// through the generic copy path, ~2k instructions per head).
+    /// allocation and a `memcpy` per piece (appending small buffers to a `[UInt8]` goes
+    /// through the generic copy path).
     static func build(capacity: Int, _ body: (inout WireCursor) -> Void) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             guard let base = buffer.baseAddress else { count = 0; return }
@@ -46,7 +46,7 @@ enum WireForm {
 /// `fill` at most once (not when it has no memory) with room for at least that many; `fill`
 /// returns how many it wrote. The
 /// engine passes space in its output buffer, so a forwarded head is never an array of its
-/// own (the array's allocation cost ~530 instructions a head on the loop, callgrind).
+/// own (no allocation per head on the loop).
 public typealias WireFormSink = (_ capacity: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Int) -> Void
 
 extension HTTPRequestHead {

@@ -20,6 +20,9 @@ final class ClientSession {
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
     /// The slow-header / idle deadline while waiting for a head.
     private var headTimer: LoopTimer?
+    /// Resumes the scan of a head that arrives in pieces; the input only grows until
+    /// the head is drained, which is the parser's invariant.
+    private var requestHeadParser = HTTPHeadParser()
     private var flushPoll: LoopTimer?
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
@@ -159,7 +162,7 @@ final class ClientSession {
             guard let p = evbuffer_pullup(input, n) else { return }
             let result: HeadParseResult<HTTPRequestHead>
             do {
-                result = try HTTPHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+                result = try requestHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
                 respondError(error.status, error.reasonPhrase, error.reason, close: true)
                 return

@@ -22,6 +22,9 @@ final class Exchange: UpstreamOwner {
     private var upstream: UpstreamConnection?
     private var responseHead: HTTPResponseHead?
     private var responseFramer: BodyFramer?
+    /// Resumes the scan of a response head that arrives in pieces (interim heads
+    /// included); the upstream input only grows until a head is drained.
+    private var responseHeadParser = HTTPHeadParser()
     private var requestCapture = CapturedBody()
     private var responseCapture = CapturedBody()
     private var clock = ExchangeClock()
@@ -273,7 +276,7 @@ final class Exchange: UpstreamOwner {
             guard let p = evbuffer_pullup(input, n) else { return }
             let parsed: HeadParseResult<HTTPResponseHead>
             do {
-                parsed = try HTTPHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
+                parsed = try responseHeadParser.parseResponseHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
                 perform(machine.malformedResponse("malformed response head from the origin: \(error.reason)"))
                 return

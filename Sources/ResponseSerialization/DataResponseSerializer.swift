@@ -38,7 +38,7 @@ extension DataResponseSerializerProtocol {
 
 /// A serializer built from a closure; the built-ins are static factories on it
 /// (`.data()`, `.string()`, `.json()`, `.propertyList()`, `.jsonLines()`,
-/// `.form()`, `.eventStream()`), usable with a leading dot wherever a
+/// `.form()`, `.eventStream()`, `.msgpack()`), usable with a leading dot wherever a
 /// serializer is expected.
 public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
     /// The value a successful serialization gives.
@@ -234,7 +234,7 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<St
 // MARK: - Array-valued (NDJSON, form, event stream)
 
 extension DataResponseSerializer where Value == JSON {
-    /// The checks every array-valued serializer makes, in the spec's order: an error
+    /// The checks every array-valued serializer makes, in Alamofire's order: an error
     /// passed in, an allowed empty response (an empty array), nil data; then `parse`.
     static func arrayValued(emptyResponseCodes: Set<Int>, emptyRequestMethods: Set<String>,
                             parse: @escaping (Data) -> Result<[JSON], Error>) -> DataResponseSerializer<JSON> {
@@ -417,8 +417,8 @@ extension DataResponseSerializer {
 
 extension CompletedExchange {
     /// `serialize(with: .compactJSON(…))`, specialized here. Generic code called from
-    /// another module runs unspecialized: the log's workers then looked up `Result`'s and
-    /// `DataResponse`'s generic metadata at run time, ~1,000 instructions per record.
+    /// another module runs unspecialized, and the log's workers would look up `Result`'s and
+    /// `DataResponse`'s generic metadata at run time for every record.
     /// - Parameters:
     ///   - allowFragments: Accept a scalar at top level.
     ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.

@@ -107,18 +107,27 @@ private struct EventStreamParser {
 }
 
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
-    /// `text/event-stream` → a JSON array of events (`ServerSentEvent.json`).
+    /// `text/event-stream` → a JSON array of events (`ServerSentEvent.json`), or with
+    /// `assemble` or `maxEvents` the object `EventStreamAssembly` describes.
     /// Nil data fails with `inputDataNil`; an empty body is an empty array.
     /// Refuses a truncated body, whose last event would be cut.
     /// - Parameters:
+    ///   - assemble: Where each event's JSON data holds a piece of the `assembled` text;
+    ///     default nil (none).
+    ///   - maxEvents: How many events the value keeps; default nil (all).
     ///   - emptyResponseCodes: Statuses whose empty body is an empty array, not a failure;
     ///     default 204, 205 and 304.
     ///   - emptyRequestMethods: Request methods whose empty response is an empty array;
     ///     default HEAD.
-    public static func eventStream(emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+    public static func eventStream(assemble: JSONPointer? = nil, maxEvents: Int? = nil,
+                                   emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                    emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
-        .arrayValued(emptyResponseCodes: emptyResponseCodes, emptyRequestMethods: emptyRequestMethods) { data in
-            .success(EventStream.parse(data).map(\.json))
+        let assembly = EventStreamAssembly(pointer: assemble, maxEvents: maxEvents)
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            policy.result(request, response, data, error, emptyValue: assembly.value([]), requiresBytes: false) { data in
+                .success(assembly.value(EventStream.parse(data)))
+            }
         }
     }
 }

@@ -1,9 +1,9 @@
 /// A JSON value that keeps what a log reader needs to see exactly as the
 /// upstream sent it: member order (duplicates included) and the source text of
 /// every number. Only `object` is `indirect`: scalars and arrays stay inline,
-/// saving one allocation per value (1 MB parse went from ~189 to ~250 MB/s).
-/// Without that one box (recursion through `Member` inside an array) the Swift
-/// 6.3 debug build read values back wrong (`"[redacted]"` came out as `false`).
+/// saving one allocation per value. `object` must stay boxed: without that box
+/// (recursion through `Member` inside an array) the Swift 6.3 debug build reads
+/// values back wrong (`"[redacted]"` comes out as `false`).
 /// Foundation's `Any` tree loses both (and prints `true` as `1`).
 public enum JSON: Sendable, Equatable, Hashable {
     /// `null`.

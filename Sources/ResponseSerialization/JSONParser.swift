@@ -258,9 +258,9 @@ private struct ShortTextCache<Element>: ~Copyable {
 }
 
 /// A reader's working memory (stacks and tables), kept between parses in a small pool.
-/// Why: allocating these afresh made every parse start with large allocations, and glibc
+/// Why: allocated afresh, every parse would start with large allocations, and glibc
 /// answers a large allocation by first consolidating every small block freed since (the
-/// whole previous document), which showed up as a sixth of the parse profile.
+/// whole previous document).
 /// Whoever holds a `ReaderMemory` owns its blocks, which contain no live values.
 private struct ReaderMemory: @unchecked Sendable {
     struct Block {

@@ -24,6 +24,8 @@ public enum TapwireError: Error {
         case jsonSerializationFailed(error: Error)
         /// The body is not a property list, or holds a value with no JSON form.
         case propertyListSerializationFailed(error: Error)
+        /// Tapwire: the body is not one MessagePack value; the error names the byte offset.
+        case msgpackSerializationFailed(error: MsgPackError)
         /// A custom serializer threw a non-`TapwireError` error.
         case customSerializationFailed(error: Error)
         /// Tapwire: the body was cut at the capture limit, so a whole-document parse would lie.
@@ -92,6 +94,8 @@ extension TapwireError {
              .responseSerializationFailed(.customSerializationFailed(let e)),
              .responseValidationFailed(.customValidationFailed(let e)):
             return e
+        case .responseSerializationFailed(.msgpackSerializationFailed(let e)):
+            return e
         default:
             return nil
         }
@@ -107,6 +111,7 @@ extension TapwireError.ResponseSerializationFailureReason {
         case .stringSerializationFailed: return "stringSerializationFailed"
         case .jsonSerializationFailed: return "jsonSerializationFailed"
         case .propertyListSerializationFailed: return "propertyListSerializationFailed"
+        case .msgpackSerializationFailed: return "msgpackSerializationFailed"
         case .customSerializationFailed: return "customSerializationFailed"
         case .inputDataTruncated: return "inputDataTruncated"
         case .contentDecodingFailed: return "contentDecodingFailed"
@@ -126,6 +131,8 @@ extension TapwireError.ResponseSerializationFailureReason {
             return "JSON could not be serialized because of error:\n\(describe(error))"
         case .propertyListSerializationFailed(let error):
             return "PropertyList could not be serialized because of error:\n\(describe(error))"
+        case .msgpackSerializationFailed(let error):
+            return "MessagePack could not be serialized because of error:\n\(error.description)"
         case .customSerializationFailed(let error):
             return "Custom response serializer failed with error:\n\(describe(error))"
         case .inputDataTruncated(let captured, let total) where captured >= total:

@@ -3,7 +3,7 @@ import Foundation
 import ProxyEngine
 import TLSInterception
 
-// Exit codes (interfaces.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
+// Exit codes (docs/configuration.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
 let usageText = """
 usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
        tapwire check-config FILE   (or --config FILE)
@@ -96,7 +96,7 @@ case "check-config":
         print("\(path): ok: \(c.summary)")
         exit(0)
     case .failure(let list):
-        // stderr holds one line per error (interfaces.md), so scripts can count them; the
+        // stderr holds one line per error, so scripts can count them; the
         // count is a summary, on stdout like the success line.
         for e in list.errors { FileHandle.standardError.write(Data("\(path): \(e)\n".utf8)) }
         print("\(path): \(list.errors.count) error(s)")

@@ -2,6 +2,7 @@ import Configuration
 import ExchangeLog
 import Foundation
 import ProxyEngine
+import ResponseSerialization
 import XCTest
 
 final class ConfigurationTests: XCTestCase {
@@ -22,10 +23,13 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.engine.maxHeaderBytes, 65536)
         XCTAssertEqual(config.engine.captureMaxBodyBytes, 1_048_576)
         XCTAssertEqual(config.log.directory, "logs")
-        XCTAssertEqual(config.rules.map(\.name), ["github-api", "problem-details", "legacy-text", "server-events", "binary-downloads"])
+        XCTAssertEqual(config.rules.map(\.name), ["github-api", "problem-details", "legacy-text", "openai-chat-stream: assembled completion text, first 100 events",
+                                               "server-events", "binary-downloads"])
         XCTAssertEqual(config.rules[0].select.count, 2)
         XCTAssertEqual(config.rules[2].serializer.encoding, "windows-1252")
-        XCTAssertEqual(config.rules[4].serializer.base64Bytes, 256)
+        XCTAssertEqual(config.rules[3].serializer.assemble?.description, "/choices/0/delta/content")
+        XCTAssertEqual(config.rules[3].serializer.maxEvents, 100)
+        XCTAssertEqual(config.rules[5].serializer.base64Bytes, 256)
     }
 
     func testEmptyObjectGivesBuiltInDefaults() throws {
@@ -105,6 +109,44 @@ final class ConfigurationTests: XCTestCase {
         """#), ["rules[0].serializer.base64Bytes: only applies to the data serializer",
                 "rules[1].serializer.allowFragments: only applies to the json serializer",
                 "rules[2].serializer.encoding: only applies to the string serializer"])
+        XCTAssertEqual(errors(#"""
+        {"rules": [{"name": "a", "serializer": {"type": "json", "maxDepth": 8}},
+                   {"name": "b", "serializer": {"type": "msgpack", "assemble": "/t"}},
+                   {"name": "c", "serializer": {"type": "jsonLines", "maxEvents": 5}},
+                   {"name": "d", "serializer": {"type": "msgpack", "maxDepth": 8}},
+                   {"name": "e", "serializer": {"type": "eventStream", "assemble": "/t", "maxEvents": 5}}]}
+        """#), ["rules[0].serializer.maxDepth: only applies to the msgpack serializer",
+                "rules[1].serializer.assemble: only applies to the eventStream serializer",
+                "rules[2].serializer.maxEvents: only applies to the eventStream serializer"])
+    }
+
+    func testMsgPackAndEventStreamOptions() throws {
+        let config = try parse(#"""
+        {"rules": [{"name": "m", "serializer": {"type": "msgpack", "maxDepth": 16}, "select": ["/a"]},
+                   {"name": "m2", "serializer": {"type": "msgpack"}},
+                   {"name": "s", "serializer": {"type": "eventStream", "assemble": "/choices/0/delta/content", "maxEvents": 0}},
+                   {"name": "s2", "serializer": {"type": "eventStream"}}]}
+        """#).get()
+        XCTAssertEqual(config.rules.map(\.serializer.kind), [.msgpack, .msgpack, .eventStream, .eventStream])
+        XCTAssertEqual(config.rules[0].serializer.maxDepth, 16)
+        XCTAssertEqual(config.rules[1].serializer.maxDepth, MsgPackDecoder.defaultMaxDepth)
+        XCTAssertEqual(config.rules[2].serializer.assemble, try JSONPointer("/choices/0/delta/content"))
+        XCTAssertEqual(config.rules[2].serializer.maxEvents, 0)
+        XCTAssertNil(config.rules[3].serializer.assemble)
+        XCTAssertNil(config.rules[3].serializer.maxEvents)
+
+        XCTAssertEqual(errors(#"""
+        {"rules": [{"name": "a", "serializer": {"type": "msgpack", "maxDepth": 0}},
+                   {"name": "b", "serializer": {"type": "msgpack", "maxDepth": 1025}},
+                   {"name": "c", "serializer": {"type": "eventStream", "assemble": "choices/0"}},
+                   {"name": "d", "serializer": {"type": "eventStream", "assemble": 3}},
+                   {"name": "e", "serializer": {"type": "eventStream", "maxEvents": -1}},
+                   {"name": "f", "serializer": {"type": "msgpak"}}]}
+        """#).map { String($0.prefix(while: { $0 != ":" })) },
+                       ["rules[0].serializer.maxDepth", "rules[1].serializer.maxDepth", "rules[2].serializer.assemble",
+                        "rules[3].serializer.assemble", "rules[4].serializer.maxEvents", "rules[5].serializer.type"])
+        XCTAssert(errors(#"{"rules": [{"name": "c", "serializer": {"type": "eventStream", "assemble": "a/b"}}]}"#).first?
+            .contains("expected a JSON Pointer such as /choices/0/delta/content") == true)
     }
 
     /// What `run` would refuse at start-up (exit 1) check-config now refuses with a path (exit 2).

@@ -29,14 +29,11 @@ final class AnalyticsEndToEndTests: XCTestCase {
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-p", "\(origin.base)/json"])
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "http://127.0.0.1:\(try unusedLoopbackPort())/"])
         let directory = proxy.logDirectory
-        let deadline = Date().addingTimeInterval(20)
         func files() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
                 .filter { $0.hasPrefix("tapwire") && $0.contains(".jsonl") }
         }
-        while try Date() < deadline && (files().filter { $0.hasSuffix(".gz") }.count < 2 || logLines(directory).count < 62) {
-            usleep(100_000)
-        }
+        try eventually(timeout: 20, every: 0.1) { try files().filter { $0.hasSuffix(".gz") }.count >= 2 && logLines(directory).count >= 62 }
         XCTAssertEqual(proxy.stop(), 0)
         XCTAssertGreaterThanOrEqual(files().filter { $0.hasSuffix(".gz") }.count, 2, "\(files())")
 

@@ -22,7 +22,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "\(origin.base)/json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("/json") })
-        // One event loop and one serialization worker per core (issue #4: a pool as wide as the cores).
+        // One event loop and one serialization worker per core (a pool as wide as the cores).
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let wanted = (0..<cores).flatMap { ["tapwire-loop-\($0)", "tapwire-ser-\($0)"] } + ["tapwire-writer"]
         let names = Set(try niceByThreadName(of: proxy, waitingFor: wanted).keys)
@@ -38,8 +38,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
     private func niceByThreadName(of proxy: TapwireProcess, waitingFor names: [String]) throws -> [String: Int] {
         let tasks = "/proc/\(proxy.process.processIdentifier)/task"
         var nice: [String: Int] = [:]
-        let deadline = Date().addingTimeInterval(5)
-        repeat {
+        try eventually(timeout: 5, every: 0.05) {
             nice = [:]
             for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
                 guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8),
@@ -49,9 +48,8 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
                 let fields = stat[afterName.upperBound...].split(separator: " ")
                 if fields.count > 16, let n = Int(fields[16]) { nice[name.trimmingCharacters(in: .whitespacesAndNewlines)] = n }
             }
-            if names.allSatisfy({ nice[$0] != nil }) { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        } while Date() < deadline
+            return names.allSatisfy { nice[$0] != nil }
+        }
         return nice
     }
 
@@ -118,8 +116,11 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         refused.send("GET \(origin.base)/json HTTP/1.1\r\nHost: x\r\n\r\n")
         let r = refused.read(timeout: 5)
         XCTAssertTrue(r.eof && r.text.isEmpty, "a client beyond maxConnections was served: \(r.text)")
+        let descriptors = proxy.openDescriptors
         held.removeLast()
-        Thread.sleep(forTimeInterval: 0.2)
+        // The slot is free once the proxy has closed that client's socket (asking /metrics
+        // sooner would be refused, and counted).
+        XCTAssertTrue(eventually { proxy.openDescriptors < descriptors }, "the proxy kept the closed client's socket")
         let m = try runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "5", "\(proxy.proxyURL)/metrics"])
         XCTAssertTrue(m.text.contains("tapwire_refused_connections_total 1"), "no recovery after a slot was freed: \(m.text)")
         XCTAssertEqual(held.count, 2)
@@ -143,7 +144,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let proxy = try TapwireProcess(config: ["upstream": ["idleTimeout": 1]])
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
         XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 1")
-        Thread.sleep(forTimeInterval: 1.6)
+        try eventually(timeout: 5) { try poolSize(proxy) == "tapwire_upstream_pool_size 0" }
         XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 0")
     }
 
@@ -153,12 +154,19 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let origin = try OriginServer()
         let proxy = try TapwireProcess(config: ["upstream": ["idleTimeout": 1.5]])
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
+        let firstUse = Date()
+        // The passage of time is the point here: the second use comes 1 s into the first deadline.
         Thread.sleep(forTimeInterval: 1.0)
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])  // reuses it
-        Thread.sleep(forTimeInterval: 1.0)
-        // 2 s after the first use but 1 s after the second: still pooled.
-        XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 1")
-        Thread.sleep(forTimeInterval: 1.2)
+        // 2 s after the first use but 1 s after the second: still pooled; then expired.
+        var pooledAfterTwoSeconds = false
+        try eventually(timeout: 5) {
+            let asked = Date()
+            let size = try poolSize(proxy)
+            if size == "tapwire_upstream_pool_size 1" && asked.timeIntervalSince(firstUse) >= 2.0 { pooledAfterTwoSeconds = true }
+            return size == "tapwire_upstream_pool_size 0"
+        }
+        XCTAssertTrue(pooledAfterTwoSeconds, "the connection expired on the first use's deadline")
         XCTAssertEqual(try poolSize(proxy), "tapwire_upstream_pool_size 0")
     }
 
@@ -214,23 +222,23 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         let proxy = try TapwireProcess()
         let result = Locked<CommandResult?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let url = proxy.proxyURL, target = "\(origin.base)/slow?s=1"
+        let url = proxy.proxyURL, target = "\(origin.base)/slow?s=30&hold=drain"
         DispatchQueue.global().async {
             result.update { $0 = try? curlViaProxy(url, ["-s", "-w", " %{http_code}", target]) }
             done.signal()
         }
         // SIGTERM once the slow exchange is in flight (an upstream connection is open), not
         // after a fixed sleep a loaded machine may not honour.
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        eventually(every: 0.05) {
             let metrics = (try? runCommand("curl", ["-s", "--noproxy", "*", "\(url)/metrics"]).text) ?? ""
-            if metrics.contains("\ntapwire_upstream_connections 1") { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            return metrics.contains("\ntapwire_upstream_connections 1")
         }
         kill(proxy.process.processIdentifier, SIGTERM)
-        // New clients are refused at once while the slow one drains.
-        Thread.sleep(forTimeInterval: 0.2)
+        // New clients are refused at once while the slow one drains (the listeners close
+        // when the loop handles the signal); the origin answers only after that.
+        eventually { (try? RawClient(port: proxy.port)) == nil }
         XCTAssertThrowsError(try RawClient(port: proxy.port))
+        origin.release("drain")
         done.wait()
         XCTAssertEqual(result.value?.text, "slow answer 200")
         XCTAssertEqual(proxy.stop(), 0)
@@ -294,10 +302,13 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
             c.send("GET \(origin.base)/json?fill=\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
             XCTAssertTrue(c.read { $0.hasSuffix("}") }.text.hasPrefix("HTTP/1.1 200"), "traffic stopped at \(i) with the log disk full")
         }
-        Thread.sleep(forTimeInterval: 0.5)
-        let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
-        let lost = metrics.split(separator: "\n").first { $0.hasPrefix("tapwire_records_lost_total ") }
-            .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        var lost = 0
+        try eventually {
+            let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).text
+            lost = metrics.split(separator: "\n").first { $0.hasPrefix("tapwire_records_lost_total ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            return lost >= 190
+        }
         XCTAssertGreaterThanOrEqual(lost, 190, "records were not counted lost on the full disk")
         // Free the disk: the next records start with a loss record.
         try FileManager.default.removeItem(at: mountPoint.appendingPathComponent("filler"))
@@ -331,7 +342,9 @@ final class ConnectTimeoutEndToEndTests: XCTestCase {
             _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
             fillers.append(f)
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        // The queue is full once a filler's handshake completed (the others' SYNs are dropped).
+        var polled = fillers.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+        XCTAssertGreaterThan(poll(&polled, nfds_t(polled.count), 5000), 0, "no filler connected")
         let proxy = try TapwireProcess(config: ["upstream": ["connectTimeout": 1]])
         let start = Date()
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)/"], timeout: 20)

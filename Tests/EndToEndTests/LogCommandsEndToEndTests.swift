@@ -77,7 +77,7 @@ final class LogCommandsEndToEndTests: XCTestCase {
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("rules[1].match.status[0]: expected a status"), bad.stderr)
         XCTAssertTrue(bad.stderr.contains("rules[2].x: unknown key"), bad.stderr)
-        // One line per error on stderr (interfaces.md); the count goes to stdout.
+        // One line per error on stderr (docs/configuration.md); the count goes to stdout.
         XCTAssertEqual(bad.stderr.split(separator: "\n").count, 2, bad.stderr)
         XCTAssertEqual(bad.text, "\(cfg.path): 2 error(s)\n")
         XCTAssertEqual(try runCommand(bin, ["check-config"]).status, 2)
@@ -121,8 +121,12 @@ final class MetricsEndToEndTests: XCTestCase {
         let proxy = try TapwireProcess()
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/json"])
         _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=503"])
-        Thread.sleep(forTimeInterval: 0.3)
-        let text = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).stdout
+        // Both exchanges are counted once they have ended, which may be just after curl is done.
+        var text = Data()
+        try eventually(every: 0.05) {
+            text = try runCommand("curl", ["--noproxy", "*", "-s", "\(proxy.proxyURL)/metrics"]).stdout
+            return String(decoding: text, as: UTF8.self).contains("\ntapwire_exchange_duration_seconds_count 2\n")
+        }
         let script = """
         import sys
         from prometheus_client.parser import text_string_to_metric_families

@@ -17,11 +17,10 @@ final class MemoryEndToEndTests: XCTestCase {
         XCTAssertEqual(failures, 0)
         XCTAssertGreaterThan(growth, 48 << 20, "the burst did not grow memory, so the test shows nothing")
         // Two trim periods (5 s each) and some slack for a loaded machine.
-        let deadline = Date().addingTimeInterval(25)
         var rss = proxy.rssBytes
-        while rss > baseline + (32 << 20) && Date() < deadline {
-            usleep(250_000)
+        eventually(timeout: 25, every: 0.25) {
             rss = proxy.rssBytes
+            return rss <= baseline + (32 << 20)
         }
         XCTAssertLessThanOrEqual(rss, baseline + (32 << 20),
                                  "RSS \(rss >> 20) MiB after the burst, \(baseline >> 20) MiB before, peak +\(growth >> 20) MiB")

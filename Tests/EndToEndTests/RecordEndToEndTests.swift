@@ -3,12 +3,7 @@ import XCTest
 
 /// Whether `file` holds `text` within 10 s (the writer batches, so a record lands a little late).
 func fileEventually(_ file: URL, contains text: String) -> Bool {
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline {
-        if ((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(text) { return true }
-        usleep(50_000)
-    }
-    return false
+    eventually(every: 0.05) { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").contains(text) }
 }
 
 /// Every line of every log file in `directory` (rotated, compressed, active), oldest first.
@@ -36,12 +31,19 @@ func rotatedLogFiles(_ directory: URL) throws -> [String] {
 
 /// Waits until the log holds a line for which `predicate` holds.
 func waitForRecord(_ directory: URL, timeout: Double = 10, _ predicate: (String) -> Bool) throws -> String? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if let l = try logLines(directory).first(where: predicate) { return l }
-        usleep(50_000)
+    var found: String?
+    try eventually(timeout: timeout, every: 0.05) {
+        found = try logLines(directory).first(where: predicate)
+        return found != nil
     }
-    return nil
+    return found
+}
+
+/// How many of the proxy's threads sleep in the kernel function `function` (their wchan).
+func threadsWaiting(in proxy: TapwireProcess, at function: String) -> Int {
+    let tasks = "/proc/\(proxy.process.processIdentifier)/task"
+    let ids = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+    return ids.filter { (try? String(contentsOfFile: "\(tasks)/\($0)/wchan", encoding: .utf8)) == function }.count
 }
 
 /// Parses one record with Foundation (enough for field checks; exact number text is checked on the raw line).
@@ -291,7 +293,9 @@ extension ReloadEndToEndTests {
         for signo in [SIGHUP, SIGUSR1] {
             let proxy = try TapwireProcess(config: [:])
             kill(proxy.process.processIdentifier, signo)
-            usleep(200_000)
+            // Handled once it says so; if the signal killed it, its stderr ends instead.
+            let handled = proxy.stderr.waitFor { $0.contains(signo == SIGHUP ? "SIGHUP: config reloaded" : "SIGUSR1: reopening") }
+            if handled == nil { eventually { !proxy.process.isRunning } }
             XCTAssertTrue(proxy.process.isRunning, "signal \(signo) killed it")
             guard proxy.process.isRunning else { continue }
             _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/status?code=200&signal=\(signo)"])
@@ -333,7 +337,8 @@ extension ReloadEndToEndTests {
         func unblock() { if reader < 0 { reader = open(fifo, O_RDONLY | O_NONBLOCK) } }
         defer { unblock(); _ = proxy.stop(); close(reader) }
         kill(proxy.process.processIdentifier, SIGHUP)
-        usleep(300_000)
+        // The reload is under way once a thread waits in the FIFO's open for a reader.
+        XCTAssertTrue(eventually { threadsWaiting(in: proxy, at: "wait_for_partner") > 0 }, "the reload never opened the FIFO")
         // New connections land on either loop (SO_REUSEPORT): with the reload on a loop,
         // about half of them hung.
         for i in 0..<8 {
@@ -436,18 +441,13 @@ final class RotationLoadEndToEndTests: XCTestCase {
             }.start()
         }
         // Halfway, counted in answered requests: logrotate moves the file, then signals.
-        let deadline = Date().addingTimeInterval(60)
-        while completed.value < total / 2 && Date() < deadline { usleep(1000) }
+        eventually(timeout: 60, every: 0.001) { completed.value >= total / 2 }
         let atSignal = completed.value
         let active = proxy.logDirectory.appendingPathComponent("tapwire.jsonl")
         let moved = proxy.logDirectory.appendingPathComponent("logrotate-moved.jsonl")
-        var renamed = false
         // The writer's own size rotation renames the file too; between its rename and its
         // reopen the active path is briefly missing.
-        for _ in 0..<1000 where !renamed {
-            renamed = (try? FileManager.default.moveItem(at: active, to: moved)) != nil
-            if !renamed { usleep(1000) }
-        }
+        let renamed = eventually(timeout: 1, every: 0.001) { (try? FileManager.default.moveItem(at: active, to: moved)) != nil }
         XCTAssertTrue(renamed, "the active file was never there to move")
         kill(proxy.process.processIdentifier, SIGUSR1)
         XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("reopening") }, "no reopen logged")
@@ -488,7 +488,9 @@ final class RotationLoadEndToEndTests: XCTestCase {
                 }
             }.start()
         }
-        Thread.sleep(forTimeInterval: 1.5)
+        // Killed in full flow: records written and files rotated (and compressed) meanwhile.
+        XCTAssertTrue(eventually(timeout: 60, every: 0.05) { ((try? rotatedLogFiles(proxy.logDirectory)) ?? []).count >= 2 },
+                      "the load never rotated the log")
         kill(proxy.process.processIdentifier, SIGKILL)
         stop.update { $0 = true }
         group.wait()

@@ -16,6 +16,19 @@ func tapwireBinary() throws -> String {
     throw XCTSkip("tapwire binary not built: run `make test` (or `swift build`) first")
 }
 
+/// Whether `condition` holds within `timeout` seconds, checked every `interval`: the one
+/// place these tests poll. Waiting for the effect itself (a log line, a record, a process
+/// exit, a metric) keeps a loaded machine from failing a test that a fixed pause would.
+@discardableResult
+func eventually(timeout: Double = 10, every interval: Double = 0.01, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        usleep(useconds_t(interval * 1_000_000))
+    }
+}
+
 /// Reads a child's output line by line on a background thread.
 final class LineReader: @unchecked Sendable {
     private let lock = NSCondition()
@@ -124,8 +137,7 @@ final class TapwireProcess {
     @discardableResult
     func stop(timeout: Double = 20) -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        eventually(timeout: timeout) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         return process.terminationStatus
     }
@@ -147,16 +159,40 @@ final class TapwireProcess {
         let finished = Locked(false)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { [self] in
-            while !finished.value {
+            eventually(timeout: 3600, every: 0.02) {
                 let rss = rssBytes
                 peak.update { $0 = max($0, rss) }
-                usleep(20_000)
+                return finished.value
             }
             done.signal()
         }
         defer { finished.update { $0 = true }; done.wait() }
         let result = try body()
         return (result, peak.value - baseline)
+    }
+
+    /// Bytes its read(2)-family calls returned so far (`rchar` in /proc/PID/io).
+    var bytesRead: Int { procIO("rchar:") }
+
+    /// read(2)-family calls made so far (`syscr` in /proc/PID/io).
+    var readCalls: Int { procIO("syscr:") }
+
+    private func procIO(_ key: String) -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/io", encoding: .utf8) else { return 0 }
+        let line = s.split(separator: "\n").first { $0.hasPrefix(key) }
+        return line.flatMap { Int($0.dropFirst(key.count).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
+
+    /// A counter or gauge from /metrics, 0 when missing.
+    func metric(_ name: String) -> Int {
+        let text = (try? runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "5", "\(proxyURL)/metrics"]).text) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.dropFirst(name.count + 1)) } ?? 0
+    }
+
+    /// How many descriptors the process has open, from /proc.
+    var openDescriptors: Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd")) ?? []).count
     }
 
     /// Resident set size in bytes, from /proc.
@@ -198,6 +234,11 @@ final class OriginServer {
 
     var base: String { "http://127.0.0.1:\(port)" }
 
+    /// Ends the wait of every `/slow?hold=key` request.
+    func release(_ key: String) {
+        _ = try? runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "5", "\(base)/release?hold=\(key)"])
+    }
+
     deinit {
         try? stdin.fileHandleForWriting.close()
         if process.isRunning { process.terminate() }
@@ -229,8 +270,7 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
     group.enter(); DispatchQueue.global().async { let d = err.fileHandleForReading.readDataToEndOfFile(); errData.update { $0 = d }; group.leave() }
     try p.run()
     if let input { inp.fileHandleForWriting.write(input); try? inp.fileHandleForWriting.close() }
-    let deadline = Date().addingTimeInterval(timeout)
-    while p.isRunning && Date() < deadline { usleep(10_000) }
+    eventually(timeout: timeout) { !p.isRunning }
     if p.isRunning { p.terminate() }
     p.waitUntilExit()
     group.wait()

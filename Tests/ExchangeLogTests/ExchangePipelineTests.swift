@@ -71,9 +71,7 @@ final class ExchangePipelineTests: XCTestCase {
         }
         // A worker counts a batch processed before it hands the batch back: wait for both.
         func waitUntil(_ what: String, _ condition: () -> Bool) {
-            let deadline = Date().addingTimeInterval(10)
-            while !condition() && Date() < deadline { usleep(1000) }
-            XCTAssertTrue(condition(), "\(what): processed \(pipeline.processed), waiting \(pipeline.waitingToBeFreed)")
+            XCTAssertTrue(ExchangeLogTests.waitUntil(condition), "\(what): processed \(pipeline.processed), waiting \(pipeline.waitingToBeFreed)")
         }
         acceptOnLoop(10)
         // The last batch waits (an earlier one may have been taken back by the thread's
@@ -160,10 +158,9 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         for i in 1...40 { pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)"))) }
         // The helper works only while a backlog (16) waits, so it leaves at most 15 for the
         // napper, however its batches interleave with the accepts: it may wake when 27 wait,
-        // take them all, and sleep with 13 left (a run showed exactly that).
-        let deadline = Date().addingTimeInterval(10)
+        // take them all, and sleep with 13 left.
         let atLeast = 40 - (pipeline.helperBacklog - 1)
-        while pipeline.processed < atLeast && Date() < deadline { usleep(5_000) }
+        _ = waitUntil { pipeline.processed >= atLeast }
         XCTAssertGreaterThanOrEqual(pipeline.processed, atLeast, "the helper wrote the backlog")
         release.signal()
         pipeline.drain()
@@ -221,6 +218,7 @@ final class ExchangePipelineSchedulingTests: XCTestCase {
         let empty = Atomic<Int>(0)
         pipeline.batchHook = { _, count in if count == 0 { empty.add(1, ordering: .relaxed) } }
         pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/one")))
+        // Time is the point: a spinning helper shows only while the pipeline sits idle.
         usleep(200_000)
         pipeline.drain()
         writer.flushAndStop()
@@ -238,8 +236,7 @@ final class ExchangePipelineBacklogTests: XCTestCase {
         let reports = Atomic<Int>(0)
         pipeline.onFirstBacklog { reports.add(1, ordering: .relaxed) }
         func waitUntilProcessed(_ count: Int) {
-            let deadline = Date(timeIntervalSinceNow: 10)
-            while pipeline.processed < count && Date() < deadline { usleep(1_000) }
+            _ = waitUntil { pipeline.processed >= count }
             XCTAssertEqual(pipeline.processed, count)
         }
         // Short of the mark: one at a time, each taken before the next arrives.
@@ -288,7 +285,8 @@ final class ExchangePipelineBacklogTests: XCTestCase {
         while reports.load(ordering: .relaxed) == 0 && Date() < deadline {
             pipeline.accept(.http(RecordFixture.exchange(url: "http://api.local/?n=\(i)")))
             i += 1
-            usleep(1_000)
+            // One at a time: each handed to the writer before the next comes.
+            _ = waitUntil { pipeline.processed >= i || reports.load(ordering: .relaxed) > 0 }
         }
         XCTAssertEqual(reports.load(ordering: .relaxed), 1, "after \(i) exchanges")
         stalling.store(false, ordering: .relaxed)

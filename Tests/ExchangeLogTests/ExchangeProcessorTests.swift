@@ -625,6 +625,54 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/result/success/1/data"], .string("plain text"))
     }
 
+    /// With `assemble` the value is an object; the events in it keep their data redaction,
+    /// the assembled text is the streamed prose as sent.
+    func testAssembledEventStreamRecord() throws {
+        var spec = SerializerSpec(kind: .eventStream)
+        spec.assemble = try JSONPointer("/delta/text")
+        spec.maxEvents = 1
+        let rule = Rule(name: "stream", match: RuleMatch(), serializer: spec)
+        let processor = RecordFixture.processor(ProcessorSettings(rules: [rule], redactJSONKeys: ["access_token"]))
+        let body = "data: {\"access_token\":\"SECRET-1\",\"delta\":{\"text\":\"Hel\"}}\n\n"
+            + "data: {\"delta\":{\"text\":\"lo\"}}\n\ndata: [DONE]\n\n"
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "text/event-stream")], body: Array(body.utf8))
+        let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+        XCTAssertFalse(line.contains("SECRET"), line)
+        let record = try ParsedRecord(Array(line.utf8))
+        XCTAssertEqual(record["/serializer"], .string("eventStream"))
+        XCTAssertEqual(record["/result/success/assembled"], .string("Hello"))
+        XCTAssertEqual(record["/result/success/eventCount"], .number("3"))
+        XCTAssertEqual(record["/result/success/events/0/data"], .string(#"{"access_token":"[redacted]","delta":{"text":"Hel"}}"#))
+        XCTAssertNil(record["/result/success/events/1"])
+        XCTAssert(line.contains(#""success":{"assembled":"Hello","eventCount":3,"events":[{"event":"message","data":"#), line)
+    }
+
+    /// `application/msgpack` goes to the msgpack serializer by default; its value is the
+    /// record's JSON, its failure names the offset.
+    func testMsgPackRecord() throws {
+        let processor = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["token"]))
+        // {"id": 2^64-1, "token": "s", "at": timestamp 32 of 0, 1: bin 0x01}
+        let body: [UInt8] = [0x84, 0xA2, 0x69, 0x64, 0xCF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                             0xA5, 0x74, 0x6F, 0x6B, 0x65, 0x6E, 0xA1, 0x73,
+                             0xA2, 0x61, 0x74, 0xD6, 0xFF, 0x00, 0x00, 0x00, 0x00, 0x01, 0xC4, 0x01, 0x01]
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/x-msgpack")], body: body)
+        let line = String(decoding: processor.record(for: x, id: "x"), as: UTF8.self)
+        XCTAssert(line.contains(#""serializer":"msgpack""#), line)
+        XCTAssert(line.contains(#""success":{"id":18446744073709551615,"token":"[redacted]","at":"1970-01-01T00:00:00Z","1":{"base64":"AQ=="}}"#), line)
+
+        let bad = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/msgpack")], body: [0x92, 0x01, 0xC1])
+        let record = try ParsedRecord(processor.record(for: bad, id: "x"))
+        XCTAssertEqual(record["/result/failure/reason"], .string("msgpackSerializationFailed"))
+        XCTAssertEqual(record["/result/failure/message"],
+                       .string("MessagePack could not be serialized because of error:\nbyte 0xc1 is never used in MessagePack at byte offset 2"))
+
+        // A rule's select and redact pointers reach into the value.
+        var rule = Rule(name: "m", match: RuleMatch(), serializer: SerializerSpec(kind: .msgpack), select: [try JSONPointer("/id")])
+        rule.redact = []
+        let selected = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: x, id: "x"))
+        XCTAssertEqual(selected["/result/success"], .object([JSON.Member("id", .number("18446744073709551615"))]))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {

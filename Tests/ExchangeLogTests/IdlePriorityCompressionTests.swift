@@ -92,10 +92,8 @@ final class IdlePriorityCompressionTests: XCTestCase {
         XCTAssertEqual(entered.wait(timeout: .now() + 30), .success)
         archiver.enqueue(.compress(path: paths[1], layout: layout, maxFiles: 10))
         // Both done while the step stays stuck (a bounded wait, so a failure is not a hang).
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while !paths.allSatisfy({ FileManager.default.fileExists(atPath: $0 + ".gz") && !FileManager.default.fileExists(atPath: $0) })
-                && Date() < deadline {
-            usleep(10_000)
+        _ = waitUntil(timeout: 30) {
+            paths.allSatisfy { FileManager.default.fileExists(atPath: $0 + ".gz") && !FileManager.default.fileExists(atPath: $0) }
         }
         // Abandoned, then the first file at normal priority; the idle thread is still stuck,
         // so the second file too.

@@ -148,9 +148,9 @@ final class CompressionTests: XCTestCase {
         XCTAssertTrue(lines.compactMap(LogTestFiles.recordNumber) == Array(0..<2970), "records out of order or missing")
     }
 
-    /// A recovery queued before a rotation leaves the new file to its own compress job: it
-    /// used to compress it first, so a failing compression counted twice (and the test below
-    /// failed that way when the archiver thread started late, under the sanitizers).
+    /// A recovery queued before a rotation leaves the new file to its own compress job:
+    /// compressing it first as well would count a failing compression twice (the test below
+    /// sees that when the archiver thread starts late, as under the sanitizers).
     func testRecoveryLeavesAFileWithAQueuedCompressJobToThatJob() throws {
         let layout = LogFileLayout(directory: directory.path, fileName: "tapwire.jsonl")
         let first = directory.path + "/tapwire-20261203T000000.jsonl"

@@ -121,6 +121,8 @@ final class RuleSetTests: XCTestCase {
             ("application/x-ndjson", .jsonLines), ("application/jsonl", .jsonLines),
             ("application/x-plist", .propertyList), ("application/x-bplist", .propertyList), ("application/plist", .propertyList),
             ("text/event-stream", .eventStream),
+            ("application/msgpack", .msgpack), ("application/x-msgpack", .msgpack), ("Application/MsgPack; x=1", .msgpack),
+            ("application/vnd.msgpack", .data),
             ("text/plain", .string), ("text/html; charset=utf-8", .string), ("text/csv", .string),
             ("application/xml", .string), ("text/xml", .string), ("application/atom+xml", .string), ("image/svg+xml", .string),
             ("application/x-www-form-urlencoded", .string), ("application/javascript", .string), ("text/javascript", .string),

@@ -28,11 +28,7 @@ final class SizeRotationTests: XCTestCase {
                 }
                 if thread == 0 && i == 375 {
                     // The writer's own rotation briefly leaves no active file; try again then.
-                    var attempts = 0
-                    while rename(activePath, renamedPath) != 0 && errno == ENOENT && attempts < 10_000 {
-                        attempts += 1
-                        usleep(100)
-                    }
+                    _ = waitUntil(timeout: 1) { rename(activePath, renamedPath) == 0 || errno != ENOENT }
                     XCTAssertTrue(FileManager.default.fileExists(atPath: renamedPath))
                     writer.reopen()
                 }

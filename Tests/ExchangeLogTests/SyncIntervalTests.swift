@@ -71,7 +71,7 @@ final class SyncIntervalTests: XCTestCase {
         let recorder = OperationRecorder()
         let writer = try LogWriter(settings: settings, faults: recorder.injector)
         _ = writeAcrossRotations(writer)
-        // Longer than the old fixed 1 s period: no timer sync comes either.
+        // Longer than a 1 s period: no timer sync comes either.
         Thread.sleep(forTimeInterval: 1.3)
         XCTAssertEqual(recorder.syncs(of: activePath), 0, "the active file was fsynced while running")
         writer.flushAndStop()

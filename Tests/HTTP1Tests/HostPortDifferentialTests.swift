@@ -5,7 +5,7 @@ import XCTest
 /// version it replaced is kept here as the reference, and both must agree on every input:
 /// the same host and port, or the same error.
 final class HostPortDifferentialTests: XCTestCase {
-    /// The version before 2026-12-03, unchanged but for its name.
+    /// The slice-and-string version, unchanged but for its name.
     static func reference(_ a: ArraySlice<UInt8>, scheme: String) throws(HTTPParseError) -> (String, Int) {
         if a.contains(UInt8(ascii: "@")) { throw HTTPParseError(.malformed, "userinfo in request-target") }
         var hostBytes: ArraySlice<UInt8>

@@ -6,22 +6,74 @@ import XCTest
 enum Wire {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-    static func parseRequest(_ bytes: [UInt8], max: Int = 65536) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
-        var result: Result<HeadParseResult<HTTPRequestHead>, HTTPParseError> = .success(.incomplete)
-        bytes.withUnsafeBytes { buffer in
-            do throws(HTTPParseError) { result = .success(try HTTPHeadParser.parseRequestHead(buffer, maxHeadBytes: max)) }
-            catch { result = .failure(error) }
+    /// The one-shot parse of `bytes`; every call also feeds the same bytes to one
+    /// resuming parser in reads of 1 and of 5 bytes and fails the test unless that
+    /// gives the same outcome, so the whole suite (h11 differential and fuzz corpus
+    /// included) checks that resuming changes no result.
+    static func parseRequest(_ bytes: [UInt8], max: Int = 65536,
+                             file: StaticString = #filePath, line: UInt = #line) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
+        let oneShot: Outcome<HTTPRequestHead> = outcome(bytes) { buffer throws(HTTPParseError) in
+            try HTTPHeadParser.parseRequestHead(buffer, maxHeadBytes: max)
         }
-        return try result.get()
+        for step in [1, 5] {
+            let resumed: Outcome<HTTPRequestHead> = fedInReads(bytes, step: step) { parser, buffer throws(HTTPParseError) in
+                try parser.parseRequestHead(buffer, maxHeadBytes: max)
+            }
+            assertSameOutcome(oneShot, resumed, step: step, file: file, line: line)
+        }
+        return try oneShot.get()
     }
 
-    static func parseResponse(_ bytes: [UInt8], max: Int = 65536) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
-        var result: Result<HeadParseResult<HTTPResponseHead>, HTTPParseError> = .success(.incomplete)
-        bytes.withUnsafeBytes { buffer in
-            do throws(HTTPParseError) { result = .success(try HTTPHeadParser.parseResponseHead(buffer, maxHeadBytes: max)) }
-            catch { result = .failure(error) }
+    static func parseResponse(_ bytes: [UInt8], max: Int = 65536,
+                              file: StaticString = #filePath, line: UInt = #line) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
+        let oneShot: Outcome<HTTPResponseHead> = outcome(bytes) { buffer throws(HTTPParseError) in
+            try HTTPHeadParser.parseResponseHead(buffer, maxHeadBytes: max)
         }
-        return try result.get()
+        for step in [1, 5] {
+            let resumed: Outcome<HTTPResponseHead> = fedInReads(bytes, step: step) { parser, buffer throws(HTTPParseError) in
+                try parser.parseResponseHead(buffer, maxHeadBytes: max)
+            }
+            assertSameOutcome(oneShot, resumed, step: step, file: file, line: line)
+        }
+        return try oneShot.get()
+    }
+
+    typealias Outcome<Head: Sendable> = Result<HeadParseResult<Head>, HTTPParseError>
+
+    static func outcome<Head>(_ bytes: [UInt8],
+                              _ parse: (UnsafeRawBufferPointer) throws(HTTPParseError) -> HeadParseResult<Head>) -> Outcome<Head> {
+        bytes.withUnsafeBytes { buffer in
+            do throws(HTTPParseError) { return .success(try parse(buffer)) } catch { return .failure(error) }
+        }
+    }
+
+    /// One parser given the input as it grows by `step` bytes a read, until it
+    /// answers something other than `.incomplete` or the input is all there.
+    static func fedInReads<Head>(_ bytes: [UInt8], step: Int,
+                                 _ parse: (inout HTTPHeadParser, UnsafeRawBufferPointer) throws(HTTPParseError) -> HeadParseResult<Head>) -> Outcome<Head> {
+        var parser = HTTPHeadParser()
+        var end = 0
+        while true {
+            end = min(end + step, bytes.count)
+            let result: Outcome<Head> = bytes.withUnsafeBytes { whole in
+                let buffer = UnsafeRawBufferPointer(rebasing: whole[0..<end])
+                do throws(HTTPParseError) { return .success(try parse(&parser, buffer)) } catch { return .failure(error) }
+            }
+            if case .success(.incomplete) = result, end < bytes.count { continue }
+            return result
+        }
+    }
+
+    static func assertSameOutcome<Head: Equatable>(_ oneShot: Outcome<Head>, _ resumed: Outcome<Head>, step: Int,
+                                                   file: StaticString, line: UInt) {
+        let same: Bool
+        switch (oneShot, resumed) {
+        case (.success(.incomplete), .success(.incomplete)): same = true
+        case (.success(.complete(let a, let n)), .success(.complete(let b, let m))): same = a == b && n == m
+        case (.failure(let a), .failure(let b)): same = a == b
+        default: same = false
+        }
+        XCTAssertTrue(same, "read \(step) bytes at a time: \(resumed), one read: \(oneShot)", file: file, line: line)
     }
 }
 

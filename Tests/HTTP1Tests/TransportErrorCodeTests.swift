@@ -3,21 +3,24 @@ import HTTP1
 import XCTest
 
 /// Transport-failure codes are one vocabulary: the enum the engine writes, the record's
-/// `error.code`, and the list the README gives readers who filter on it.
+/// `error.code`, and the table docs/records.md gives readers who filter on it.
 final class TransportErrorCodeTests: XCTestCase {
-    func testTheReadmeListsEveryCodeTheEngineWrites() throws {
-        let readme = URL(fileURLWithPath: #filePath)
+    func testTheRecordsDocListsEveryCodeTheEngineWrites() throws {
+        let doc = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        guard let start = text.range(of: "- `error` is the transport failure"),
-              let end = text.range(of: "`TransportError.Code`", range: start.upperBound..<text.endIndex) else {
-            return XCTFail("README.md no longer has the transport failure paragraph")
+            .appendingPathComponent("docs/records.md")
+        let text = try String(contentsOf: doc, encoding: .utf8)
+        guard let start = text.range(of: "### `error` codes"),
+              let end = text.range(of: "\n### ", range: start.upperBound..<text.endIndex) else {
+            return XCTFail("docs/records.md no longer has the `error` codes section")
         }
-        let paragraph = text[start.upperBound..<end.lowerBound]
-        for code in TransportError.Code.allCases {
-            XCTAssertTrue(paragraph.contains("`\(code.rawValue)`"), "README.md does not list \(code)")
-        }
+        let section = text[start.upperBound..<end.lowerBound]
+        let listed = Set(section.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("| `"), let close = line.dropFirst(3).firstIndex(of: "`") else { return nil }
+            return String(line[line.index(line.startIndex, offsetBy: 3)..<close])
+        })
+        XCTAssertEqual(listed, Set(TransportError.Code.allCases.map(\.rawValue)),
+                       "docs/records.md's table and TransportError.Code differ")
     }
 
     func testAnErrorIsWrittenAsItsCodeAndMessage() {

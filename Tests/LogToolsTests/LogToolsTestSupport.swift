@@ -47,7 +47,7 @@ final class TemporaryLogDirectory {
     }
 }
 
-/// Record lines shaped like the writer's (see spec/interfaces.md).
+/// Record lines shaped like the writer's (see docs/records.md).
 enum Fixture {
     /// An http record; `number` goes into the id and the URL so tests can tell records apart.
     static func http(_ number: Int, method: String = "GET", url: String? = nil, status: Int? = 200,

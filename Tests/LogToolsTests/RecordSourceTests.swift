@@ -52,8 +52,8 @@ final class RecordSourceTests: XCTestCase {
         XCTAssertNil(try source.nextLine(), "a finished source stays finished")
     }
 
-    /// A rotated file that retention deletes between the listing and its turn is skipped;
-    /// `har` used to stop there with an unterminated document.
+    /// A rotated file that retention deletes between the listing and its turn is skipped,
+    /// so `har` never stops there with an unterminated document.
     func testARotatedFileDeletedBeforeItsTurnIsSkipped() throws {
         try directory.writeGzip("tapwire-20261201T000000.jsonl.gz", records(1...1))
         directory.write("tapwire-20261201T000001.jsonl", records(2...2))

@@ -63,6 +63,7 @@ final class ErrorMessageTests: XCTestCase {
             (serialization(.jsonSerializationFailed(error: SampleError())), "responseSerializationFailed", "jsonSerializationFailed"),
             (serialization(.propertyListSerializationFailed(error: SampleError())), "responseSerializationFailed", "propertyListSerializationFailed"),
             (serialization(.customSerializationFailed(error: SampleError())), "responseSerializationFailed", "customSerializationFailed"),
+            (serialization(.msgpackSerializationFailed(error: MsgPackError(offset: 3, message: "x"))), "responseSerializationFailed", "msgpackSerializationFailed"),
             (serialization(.inputDataTruncated(captured: 1, total: 2)), "responseSerializationFailed", "inputDataTruncated"),
             (serialization(.contentDecodingFailed(encoding: "br", message: "x")), "responseSerializationFailed", "contentDecodingFailed"),
             (validation(.unacceptableStatusCode(code: 500)), "responseValidationFailed", "unacceptableStatusCode"),

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import ResponseSerialization
 
-/// `jsonLines` (named NDJSON here: JSON*Tests.swift files belong to the parser's owners).
+/// `jsonLines`, the NDJSON / JSON Lines serializer.
 final class NDJSONSerializerTests: XCTestCase {
     private let serializer = DataResponseSerializer<JSON>.jsonLines()
 

@@ -39,7 +39,7 @@ final class PropertyListTests: XCTestCase {
     }
 
     /// A binary plist's date is a raw double: NaN, infinity and 1e300 are one hostile
-    /// response away, and converting them to `time_t` trapped (the proxy's worker crashed).
+    /// response away, and converting them to `time_t` would trap (and take the proxy's worker down).
     func testBinaryDatesOutsideRFC3339AreLoggedAsNumberText() throws {
         // {"d": <date>}; the 8 bytes after 0x33 are the date's seconds since 2001, big-endian.
         func plist(_ seconds: Double) -> Data {

@@ -3,7 +3,7 @@ import HTTP1
 import XCTest
 @testable import ResponseSerialization
 
-/// The numbered behaviours of spec/response-serialization.md, one test each.
+/// The serializers' numbered behaviours (Alamofire's, as the proxy's records rely on them), one test each.
 final class SpecBehaviourTests: XCTestCase {
     func test01_dataSerializerWithDataAndNoResponseSucceedsWithFourBytes() {
         let result = DataResponseSerializer<Data>.data().serializeResponse(nil, nil, bytes("data"), nil)

@@ -3,7 +3,7 @@ import HTTP1
 import XCTest
 @testable import ResponseSerialization
 
-/// Validation rules beyond the spec's numbered behaviours.
+/// Validation rules beyond the numbered behaviours of `SpecBehaviourTests`.
 final class ValidationTests: XCTestCase {
     func testMIMEParsing() {
         XCTAssertEqual(MIMEType("  Application/JSON ; charset=utf-8")?.description, "application/json")

@@ -8,6 +8,18 @@ BIG_CHUNK = b"x" * 65536
 # test can prove a refused request never reached the origin whole.
 COMPLETE = [0]
 COMPLETE_LOCK = threading.Lock()
+# Connections being served; /count?settled=1 waits until its own is the only one, so
+# every byte a client (the proxy) sent before closing has been read and counted.
+ACTIVE = [0]
+ACTIVE_CHANGED = threading.Condition()
+# /slow?hold=KEY answers when /release?hold=KEY comes (or after s seconds): a test
+# decides when a slow answer ends instead of guessing a duration.
+HOLDS = {}
+HOLDS_LOCK = threading.Lock()
+
+def hold_event(key):
+    with HOLDS_LOCK:
+        return HOLDS.setdefault(key, threading.Event())
 
 def reply(conn, status, reason, headers, body=b""):
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
@@ -54,6 +66,16 @@ def read_request(f):
     return method, target, version, headers, hd, body
 
 def handle(conn):
+    with ACTIVE_CHANGED:
+        ACTIVE[0] += 1
+    try:
+        serve(conn)
+    finally:
+        with ACTIVE_CHANGED:
+            ACTIVE[0] -= 1
+            ACTIVE_CHANGED.notify_all()
+
+def serve(conn):
     f = conn.makefile("rb")
     served = 0
     drop_next = False
@@ -97,6 +119,9 @@ def handle(conn):
                                         ("X-Host", hd.get("host", "")), ("X-Seen-Headers", ",".join(k.lower() for k, _ in headers)),
                                         ("X-Served", served)], body)
             elif path == "/count":
+                if params.get("settled") == "1":
+                    with ACTIVE_CHANGED:
+                        ACTIVE_CHANGED.wait_for(lambda: ACTIVE[0] <= 1, timeout=10)
                 with COMPLETE_LOCK:
                     b = str(COMPLETE[0] - 1).encode()  # not counting this request
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
@@ -107,14 +132,46 @@ def handle(conn):
             elif path == "/sink":
                 reply(conn, 200, "OK", [("Content-Length", len(body))], body)
             elif path == "/slow":
-                time.sleep(float(params.get("s", "1")))
+                if "hold" in params:
+                    hold_event(params["hold"]).wait(float(params.get("s", "30")))
+                else:
+                    time.sleep(float(params.get("s", "1")))
                 b = b"slow answer"
+                reply(conn, 200, "OK", [("Content-Length", len(b))], b)
+            elif path == "/release":
+                hold_event(params.get("hold", "")).set()
+                b = b"released"
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
             elif path == "/chunked":
                 reply(conn, 200, "OK", [("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked")])
                 for piece in (b"hello ", b"chunked ", b"world"):
                     conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                 conn.sendall(b"0\r\nX-Trailer: yes\r\n\r\n")
+            elif path in ("/events/openai", "/events/anthropic"):
+                # A streamed completion, one event a chunk with a pause between, as the APIs send it.
+                if path == "/events/openai":
+                    events = [b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n']
+                    events += [b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(p).encode()
+                               for p in ("Hello", ", wor", "ld! \u2603")]
+                    events += [b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
+                else:
+                    events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n',
+                              b'event: ping\ndata: {"type":"ping"}\n\n']
+                    events += [b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+                               b'"delta":{"type":"text_delta","text":%s}}\n\n' % json.dumps(p).encode()
+                               for p in ("Hello", ", world", "!")]
+                    events += [b'event: message_stop\ndata: {"type":"message_stop"}\n\n']
+                reply(conn, 200, "OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                        ("Transfer-Encoding", "chunked")])
+                for event in events:
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                    time.sleep(0.02)
+                conn.sendall(b"0\r\n\r\n")
+            elif path == "/msgpack":
+                # {"id": 2^64-1, "pi": float 64 3.5, "at": timestamp 32 of 2026-12-04T18:46:40Z, "raw": bin 01 02}
+                b = (b"\x84\xa2id\xcf" + b"\xff" * 8 + b"\xa2pi\xcb\x40\x0c" + b"\x00" * 6
+                     + b"\xa2at\xd6\xff\x6b\x13\x0a\x90" + b"\xa3raw\xc4\x02\x01\x02")
+                reply(conn, 200, "OK", [("Content-Type", "application/x-msgpack"), ("Content-Length", len(b))], b)
             elif path == "/big":
                 size = int(params.get("size", "1048576"))
                 reply(conn, 200, "OK", [("Content-Type", "application/octet-stream"), ("Content-Length", size)])
@@ -143,7 +200,13 @@ def handle(conn):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
                 return
             elif path == "/never":
-                time.sleep(float(params.get("s", "30")))
+                # No answer: the connection stays until the client gives up (or s seconds pass).
+                conn.settimeout(float(params.get("s", "30")))
+                try:
+                    while conn.recv(65536):
+                        pass
+                except socket.timeout:
+                    pass
                 return
             elif path == "/close-after":
                 b = b"once"
