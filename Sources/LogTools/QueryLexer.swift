@@ -100,7 +100,8 @@ struct QueryLexer {
                 value = try self.quoted()
                 quoted = true
             } else {
-                let raw = rawValue()
+                let listsWithPipe = QueryLexer.pipeListFields.contains(field.lowercased()) && (op == .equal || op == .notEqual)
+                let raw = rawValue(pipeMayContinueList: listsWithPipe)
                 value = raw.isEmpty ? nil : raw
             }
             return Token(kind: .comparison(field: field, op: op, value: value, valueColumn: valueColumn, quoted: quoted),
@@ -156,8 +157,14 @@ struct QueryLexer {
         }
     }
 
+    /// The older filter words' list fields, where `status=301|404` has always meant either code.
+    static let pipeListFields: Set<String> = ["status", "method", "type", "kind"]
+
     /// An unquoted value: up to a space, or a `|`, `&` or `)` outside parentheses opened in the value.
-    private mutating func rawValue() -> String {
+    /// With `pipeMayContinueList`, a `|` directly followed by another list value (not a term of its
+    /// own such as `kind=tunnel`, a parenthesis, `!`, `~x` or a keyword) stays in the value as a list
+    /// separator, so the older filters' `status=301|404` keeps its meaning.
+    private mutating func rawValue(pipeMayContinueList: Bool = false) -> String {
         let start = i
         var depth = 0
         while i < chars.count, !chars[i].isWhitespace {
@@ -167,10 +174,25 @@ struct QueryLexer {
                 if depth == 0 { break }
                 depth -= 1
             }
+            if depth == 0, chars[i] == "|", pipeMayContinueList, pipeContinuesList(at: i) { i += 1; continue }
             if depth == 0, chars[i] == "|" || chars[i] == "&" { break }
             i += 1
         }
         return String(chars[start..<i])
+    }
+
+    /// Whether the `|` at `k` is followed by a plain list value rather than the start of a term.
+    private func pipeContinuesList(at k: Int) -> Bool {
+        let next = k + 1
+        guard next < chars.count else { return false }
+        let c = chars[next]
+        if c.isWhitespace || "()|&!~\"".contains(c) { return false }
+        let nameEnd = fieldNameEnd(from: next)
+        if nameEnd > next, operatorAt(nameEnd) != nil { return false }
+        var end = next
+        while end < chars.count, !chars[end].isWhitespace, !QueryLexer.endsText(chars[end]) { end += 1 }
+        let word = String(chars[next..<end]).lowercased()
+        return word != "or" && word != "and" && word != "not"
     }
 
     /// A `"…"` string starting at `i`; `\"` and `\\` stand for themselves, other backslashes stay

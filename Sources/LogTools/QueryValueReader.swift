@@ -107,14 +107,14 @@ enum QueryValueReader {
         }
     }
 
-    /// `a,b,c` → its parts with their character offsets (the older filter words' lists; `|`
-    /// between values is the `or` operator, which ends an unquoted value).
+    /// `a,b,c` (or, as the older filter words wrote it, `a|b|c`) → its parts with their character
+    /// offsets. The lexer leaves a `|` in a value only where it separates list values.
     static func alternatives(_ text: String) -> [(String, Int)] {
         var parts: [(String, Int)] = []
         var current = ""
         var start = 0
         for (offset, c) in text.enumerated() {
-            if c == "," {
+            if c == "," || c == "|" {
                 parts.append((current, start))
                 current = ""
                 start = offset + 1
