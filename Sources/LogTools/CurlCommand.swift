@@ -6,15 +6,15 @@ import Foundation
 public enum CurlCommand {
     /// The command, ending in a newline.
     public static func render(_ request: RecordedRequest) -> String {
-        var lines: [String] = ["# tapwire curl \(request.id): \(request.method) \(request.url)"]
+        var lines: [String] = [comment("tapwire curl \(request.id): \(request.method) \(request.url)")]
         if !request.redactions.isEmpty {
-            lines.append("# redacted in the log, sent as [redacted] (fill in the real value): "
-                         + request.redactions.joined(separator: ", "))
+            lines.append(comment("redacted in the log, sent as [redacted] (fill in the real value): "
+                                 + request.redactions.joined(separator: ", ")))
         }
         if let missing = request.bodyMissing {
-            lines.append("# the body is left out: \(missing)")
+            lines.append(comment("the body is left out: \(missing)"))
         }
-        for note in request.notes { lines.append("# \(note)") }
+        for note in request.notes { lines.append(comment(note)) }
 
         var head = "curl -sS --globoff --path-as-is"
         let upper = request.method.uppercased()
@@ -49,6 +49,27 @@ public enum CurlCommand {
         for argument in arguments { command += " \\\n  " + argument }
         lines.append(command)
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The only way a comment line is written: `text` comes from the record (URL, error
+    /// messages quoting the body), so a line break in it would end the comment and leave the
+    /// rest to the shell. Every control character, line breaks included, becomes a visible
+    /// escape, which also keeps terminal control sequences off the screen.
+    static func comment(_ text: String) -> String {
+        var line = "# "
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                line += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                line.unicodeScalars.append(scalar)
+            }
+        }
+        return line
+    }
+
+    /// C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 
     /// `text` in single quotes, for any POSIX shell.

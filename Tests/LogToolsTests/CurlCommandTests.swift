@@ -28,4 +28,61 @@ final class CurlCommandTests: XCTestCase {
         XCTAssertTrue(text.contains("# the body is left out: the record holds none of its 12 bytes"), text)
         XCTAssertFalse(text.contains("--data"), text)
     }
+
+    /// What the shell hands curl when it runs the printed command: curl is a shell function
+    /// that saves its arguments and standard input, in an empty directory where any command
+    /// the text smuggles in would leave a `MARK` file.
+    struct ShellRun { var arguments: [String]; var stdin: [UInt8]; var marked: Bool; var status: Int32 }
+
+    static func run(_ command: String, shell: String) throws -> ShellRun {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let script = "curl() { for a in \"$@\"; do printf '%s' \"$a\"; printf '\\036'; done > args; cat > stdin; }\n" + command
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: shell)
+        process.arguments = ["-c", script]
+        process.currentDirectoryURL = directory
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let args = (try? Data(contentsOf: directory.appendingPathComponent("args"))) ?? Data()
+        var arguments = String(decoding: args, as: UTF8.self).components(separatedBy: "\u{1E}")
+        if arguments.last == "" { arguments.removeLast() }
+        let stdin = (try? Data(contentsOf: directory.appendingPathComponent("stdin"))) ?? Data()
+        return ShellRun(arguments: arguments, stdin: Array(stdin),
+                        marked: FileManager.default.fileExists(atPath: directory.appendingPathComponent("MARK").path),
+                        status: process.terminationStatus)
+    }
+
+    static let shells = ["/bin/bash", "/bin/sh"].filter { FileManager.default.isExecutableFile(atPath: $0) }
+
+    func testCommentsCannotEndEarlyWhateverTheRecordSays() throws {
+        // A decode error quoting the body (a `'` and a line break) once ended its comment: the
+        // rest of that line opened a quote that left the URL's `$(…)` to the shell.
+        let hostile = "it's\nx=$(touch${IFS}MARK)`touch MARK`\r\u{1B}]0;T\u{07}\u{85}\u{2028}'"
+        let request = RecordedRequest(
+            id: "a\nb'", method: "POST", url: "http://h/inspect?x=$(touch${IFS}MARK)&y=`touch MARK`",
+            headers: [("X-Q", "it's $(touch MARK) `touch MARK`")], body: Array("b'ody $(touch MARK)\n`touch MARK`".utf8),
+            bodyMissing: nil, redactions: ["header \(hostile)"], notes: [hostile])
+        var missing = request
+        missing.body = nil
+        missing.bodyMissing = "the record has no body value (unexpected character ''' at 3:\n\(hostile))"
+        for r in [request, missing] {
+            let text = CurlCommand.render(r)
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) where line.hasPrefix("#") {
+                XCTAssertFalse(line.unicodeScalars.contains { CurlCommand.isControl($0) }, "\(line)")
+            }
+            for shell in Self.shells {
+                let run = try Self.run(text, shell: shell)
+                XCTAssertEqual(run.status, 0, "\(shell): \(text)")
+                XCTAssertFalse(run.marked, "\(shell) ran a command from the record: \(text)")
+                XCTAssertTrue(run.arguments.contains(r.url), "\(shell): \(run.arguments)")
+                XCTAssertTrue(run.arguments.contains("X-Q: it's $(touch MARK) `touch MARK`"), "\(shell): \(run.arguments)")
+                if let body = r.body {
+                    XCTAssertTrue(run.arguments.contains(String(decoding: body, as: UTF8.self)), "\(shell): \(run.arguments)")
+                }
+            }
+        }
+    }
 }
