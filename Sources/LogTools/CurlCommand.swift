@@ -38,10 +38,11 @@ public enum CurlCommand {
         if let body = request.body, !body.isEmpty {
             if !names.contains("content-type") { arguments.append("-H 'Content-Type:'") }
             arguments.append("-H 'Expect:'")
+            // --data-raw, not --data-binary: curl reads the file a leading `@` names.
             if let text = printableText(body) {
-                arguments.append("--data-binary " + quoted(text))
+                arguments.append("--data-raw " + quoted(text))
             } else {
-                pipe = "printf '" + body.map(octalEscape).joined() + "'"
+                pipe = printf(body)
                 arguments.append("--data-binary @-")
             }
         }
@@ -83,12 +84,19 @@ public enum CurlCommand {
         return text
     }
 
-    /// A byte for printf's format: itself when a plain printable byte, else `\ooo`.
+    /// A printf command writing exactly `bytes`. They go in the argument of `%b`, never in
+    /// the format, so a leading `-` is not an option and `%` is not a conversion.
+    static func printf(_ bytes: [UInt8]) -> String {
+        "printf '%b' '" + bytes.map(octalEscape).joined() + "'"
+    }
+
+    /// A byte for printf's `%b` argument: itself when a plain printable byte, else `\0ooo`
+    /// (`%b` reads up to three digits after `\0`, so a digit that follows stays itself).
     static func octalEscape(_ byte: UInt8) -> String {
-        if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "'") && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: "%") {
+        if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "'") && byte != UInt8(ascii: "\\") {
             return String(UnicodeScalar(byte))
         }
         let octal = String(byte, radix: 8)
-        return "\\" + String(repeating: "0", count: 3 - octal.count) + octal
+        return "\\0" + String(repeating: "0", count: 3 - octal.count) + octal
     }
 }

@@ -12,14 +12,14 @@ final class CurlCommandTests: XCTestCase {
         XCTAssertTrue(text.contains(#"-H 'X-Quote: it'\''s'"#), text)
         XCTAssertTrue(text.contains("-H 'X-Empty;'"), "an empty value, which `X-Empty:` would remove: \(text)")
         XCTAssertTrue(text.contains("-H 'User-Agent:'") && text.contains("-H 'Accept:'"), text)
-        XCTAssertTrue(text.contains(#"--data-binary '{"q":"it'\''s $HOME `x`"}'"#), text)
+        XCTAssertTrue(text.contains(#"--data-raw '{"q":"it'\''s $HOME `x`"}'"#), text)
         XCTAssertTrue(text.contains("--globoff"), "brackets in the URL are not curl globs: \(text)")
     }
 
     func testBinaryBodyGoesThroughPrintf() {
         let text = CurlCommand.render(RecordedRequest(id: "x", method: "PUT", url: "http://h/", headers: [],
                                                       body: [0, 0x41, 0x27, 0x25, 0xFF], bodyMissing: nil, redactions: [], notes: []))
-        XCTAssertTrue(text.hasPrefix("# tapwire curl x: PUT http://h/\nprintf '\\000A\\047\\045\\377' |\n  curl"), text)
+        XCTAssertTrue(text.hasPrefix("# tapwire curl x: PUT http://h/\nprintf '%b' '\\0000A\\0047%\\0377' |\n  curl"), text)
         XCTAssertTrue(text.contains("--data-binary @-"), text)
     }
 
@@ -81,6 +81,24 @@ final class CurlCommandTests: XCTestCase {
                 XCTAssertTrue(run.arguments.contains("X-Q: it's $(touch MARK) `touch MARK`"), "\(shell): \(run.arguments)")
                 if let body = r.body {
                     XCTAssertTrue(run.arguments.contains(String(decoding: body, as: UTF8.self)), "\(shell): \(run.arguments)")
+                }
+            }
+        }
+    }
+
+    func testBodyStartingWithAtOrDashIsSentAsItsBytes() throws {
+        // `--data-binary '@/etc/hostname'` sent that file; `printf '-vX…'` took the body for options.
+        for body in [Array("@/etc/hostname".utf8), Array("-vX".utf8) + [0] + Array("tail %s \\c 1".utf8) + [1, 0x37, 0o101]] {
+            let request = RecordedRequest(id: "x", method: "POST", url: "http://h/", headers: [], body: body)
+            let text = CurlCommand.render(request)
+            for shell in Self.shells {
+                let run = try Self.run(text, shell: shell)
+                XCTAssertEqual(run.status, 0, "\(shell): \(text)")
+                if body.contains(0) {
+                    XCTAssertEqual(run.stdin, body, "\(shell): \(text)")
+                    XCTAssertEqual(run.arguments.suffix(2), ["--data-binary", "@-"], "\(shell): \(run.arguments)")
+                } else {
+                    XCTAssertEqual(run.arguments.suffix(2), ["--data-raw", "@/etc/hostname"], "\(shell): \(run.arguments)")
                 }
             }
         }
