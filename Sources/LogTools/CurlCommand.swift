@@ -21,15 +21,15 @@ public enum CurlCommand {
         if upper == "HEAD" {
             head += " --head"
         } else if upper != "GET" || !(request.body ?? []).isEmpty {
-            head += " -X " + quoted(request.method)
+            head += " -X " + word(request.method)
         }
-        head += " " + quoted(request.url)
+        head += " " + word(request.url)
 
         var arguments: [String] = []
         let names = Set(request.headers.map { $0.name.lowercased() })
         for header in request.headers {
             // `Name:` would remove the field: curl wants `Name;` for an empty value.
-            arguments.append("-H " + quoted(header.value.isEmpty ? header.name + ";" : header.name + ": " + header.value))
+            arguments.append("-H " + word(header.value.isEmpty ? header.name + ";" : header.name + ": " + header.value))
         }
         // curl's own defaults, left out when the original request did not have them.
         if !names.contains("user-agent") { arguments.append("-H 'User-Agent:'") }
@@ -73,14 +73,26 @@ public enum CurlCommand {
         scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 
+    /// `text` as one shell word of plain printable text: single-quoted, or, when it holds a
+    /// control character other than tab and line feed (which would reach the terminal as
+    /// they are), written by printf inside double quotes. Command substitution drops
+    /// trailing line feeds, which no URL or header field holds.
+    static func word(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { isControl($0) && $0 != "\t" && $0 != "\n" }) else { return quoted(text) }
+        return "\"$(" + printf(Array(text.utf8)) + ")\""
+    }
+
     /// `text` in single quotes, for any POSIX shell.
     public static func quoted(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// The body as text when it is UTF-8 without NUL (which no shell argument can hold).
+    /// The body as text when it is UTF-8 without control characters other than tab and line
+    /// feed: NUL, which no shell argument can hold, and the rest, which would reach the
+    /// terminal as they are when the command is printed.
     static func printableText(_ body: [UInt8]) -> String? {
-        guard !body.contains(0), let text = String(validating: body, as: UTF8.self) else { return nil }
+        guard let text = String(validating: body, as: UTF8.self),
+              !text.unicodeScalars.contains(where: { isControl($0) && $0 != "\t" && $0 != "\n" }) else { return nil }
         return text
     }
 

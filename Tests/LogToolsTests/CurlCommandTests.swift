@@ -103,4 +103,20 @@ final class CurlCommandTests: XCTestCase {
             }
         }
     }
+
+    func testControlCharactersAreNeverPrintedRaw() throws {
+        let controls = "\u{1B}]0;X\u{07}\u{1B}[2J\rOVER\u{08}"
+        let request = RecordedRequest(id: "x", method: "POST", url: "http://h/\(controls)",
+                                      headers: [("X-C", "a\(controls)")], body: Array("tab\t\(controls)\nend".utf8))
+        let text = CurlCommand.render(request)
+        XCTAssertFalse(text.unicodeScalars.contains { CurlCommand.isControl($0) && $0 != "\n" },
+                       "printed as it is: \(text.debugDescription)")
+        for shell in Self.shells {
+            let run = try Self.run(text, shell: shell)
+            XCTAssertEqual(run.status, 0, "\(shell): \(text)")
+            XCTAssertEqual(run.stdin, request.body, "\(shell): \(text)")
+            XCTAssertTrue(run.arguments.contains(request.url), "\(shell): \(run.arguments)")
+            XCTAssertTrue(run.arguments.contains("X-C: a\(controls)"), "\(shell): \(run.arguments)")
+        }
+    }
 }
