@@ -133,7 +133,15 @@ public struct RecordedRequest: Equatable {
         }
         let fields = ContentTypeFields(contentType)
         let kind = RuleSet.defaultSerializer(contentType: contentType, body: [])
-        if record[member: "serializer"]?.stringValue == "data" || kind == .data {
+        // The record's `serializer` is the response's: under the default rule it follows the
+        // response's Content-Type, and the request body went through the default serializer
+        // for its own. Only a named rule's serializer applies to the request too: `none`
+        // leaves no body (above), `data` logs `{"size":N}`.
+        let rule = record[member: "rule"]?.stringValue
+        if record[member: "serializer"]?.stringValue == "data" && rule != RuleSet.defaultRuleName {
+            return (nil, "logged by size only (rule \(rule ?? "?") has serializer data)")
+        }
+        if kind == .data {
             // The data serializer's shape: `{"size":N}`, or `{"base64":"…","size":N}` with the
             // first `base64Bytes` bytes; whole only when those are all N.
             if let text = value[member: "base64"]?.stringValue, let size = value[member: "size"]?.intValue,

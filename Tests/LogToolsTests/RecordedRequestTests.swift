@@ -7,12 +7,12 @@ import ResponseSerialization
 final class RecordedRequestTests: XCTestCase {
     static func record(headers: String, bodySize: Int, body: String? = nil, bodyError: Bool = false,
                        url: String = "http://api.local:8080/v1/items?x=1", serializer: String = "json",
-                       kind: String = "http") -> JSON {
+                       kind: String = "http", rule: String? = nil) -> JSON {
         var request = #"{"method":"POST","url":"\#(url)","httpVersion":"HTTP/1.1","headers":\#(headers),"bodySize":\#(bodySize)"#
         if let body { request += #","body":\#(body)"# }
         if bodyError { request += #","bodyError":{"error":"responseSerializationFailed","reason":"jsonSerializationFailed","message":"unexpected end of input"}"# }
         request += "}"
-        let text = #"{"id":"0000018c2b1f4a1e-000007","kind":"\#(kind)","client":"127.0.0.1:1","request":\#(request),"response":null,"serializer":"\#(serializer)"}"#
+        let text = #"{"id":"0000018c2b1f4a1e-000007","kind":"\#(kind)","client":"127.0.0.1:1","request":\#(request),"response":null,"serializer":"\#(serializer)"\#(rule.map { #","rule":"\#($0)""# } ?? "")}"#
         return try! JSONParser.parse(text)
     }
 
@@ -63,7 +63,7 @@ final class RecordedRequestTests: XCTestCase {
                                                              body: #"{"size":12}"#))
         XCTAssertTrue(try XCTUnwrap(bySize.bodyMissing).contains("size only"))
         let dataRule = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#,
-                                                               bodySize: 12, body: #"{"size":12}"#, serializer: "data"))
+                                                               bodySize: 12, body: #"{"size":12}"#, serializer: "data", rule: "blobs"))
         XCTAssertNotNil(dataRule.bodyMissing, "a rule with serializer data logs the request body by size")
         let unreadable = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#,
                                                                  bodySize: 12, bodyError: true))
@@ -123,5 +123,17 @@ final class RecordedRequestTests: XCTestCase {
                                                       in: RecordSource(directory: dir.path))) { error in
             XCTAssertEqual(error as? RecordLookup.LookupError, .unknownID("0000018c2b1f4a1e-000009"))
         }
+    }
+
+    func testAResponseLoggedAsDataDoesNotLoseTheRequestBody() throws {
+        // Under the default rule `serializer` follows the response: a POST answered 204 without
+        // a Content-Type says `data`, while its JSON request body was logged whole.
+        let r = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#, bodySize: 7,
+                                                        body: #"{"a":1}"#, serializer: "data", rule: "default"))
+        XCTAssertEqual(r.body, Array(#"{"a":1}"#.utf8))
+        XCTAssertNil(r.replayRefusal)
+        let text = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","text/plain"]]"#, bodySize: 2,
+                                                           body: #""hi""#, serializer: "data", rule: "default"))
+        XCTAssertEqual(text.body, Array("hi".utf8))
     }
 }
