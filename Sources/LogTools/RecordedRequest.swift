@@ -66,8 +66,11 @@ public struct RecordedRequest: Equatable {
         self.bodyMissing = bodyMissing; self.redactions = redactions; self.notes = notes
     }
 
-    /// - Parameter captureMaxBodyBytes: the configured `capture.maxBodyBytes`: a body larger on
-    ///   the wire was cut, whatever its logged value looks like.
+    /// Whether the body is whole is read from the record: its bytes against `bodySize`, or a
+    /// JSON value (a cut one fails to parse and is logged as `bodyError`). Only a text or
+    /// base64 body logged decoded from a Content-Encoding cannot show it, since `bodySize`
+    /// counts the encoded bytes; for those alone the configured limit is the evidence left.
+    /// - Parameter captureMaxBodyBytes: the configured `capture.maxBodyBytes`, when known.
     public init(record: JSON, captureMaxBodyBytes: Int? = nil) throws(RecordError) {
         let view = RecordView(json: record)
         id = record[member: "id"]?.stringValue ?? ""
@@ -97,7 +100,8 @@ public struct RecordedRequest: Equatable {
         var decoded = false
         (body, bodyMissing) = RecordedRequest.body(
             request, record: record, bodySize: bodySize, contentType: contentType,
-            encoded: contentEncoding != nil, captureMaxBodyBytes: captureMaxBodyBytes, redactions: &redactions)
+            encoded: contentEncoding != nil, captureMaxBodyBytes: captureMaxBodyBytes, redactions: &redactions,
+            notes: &notes)
         if let body, !body.isEmpty, let contentEncoding {
             decoded = true
             notes.append("the body was logged decoded: it is sent without its Content-Encoding (\(contentEncoding))")
@@ -119,7 +123,8 @@ public struct RecordedRequest: Equatable {
 
     /// The body bytes, or nil and why not.
     private static func body(_ request: JSON, record: JSON, bodySize: Int, contentType: String?, encoded: Bool,
-                             captureMaxBodyBytes: Int?, redactions: inout [String]) -> ([UInt8]?, String?) {
+                             captureMaxBodyBytes: Int?, redactions: inout [String],
+                             notes: inout [String]) -> ([UInt8]?, String?) {
         guard let value = request[member: "body"] else {
             if bodySize == 0 { return ([], nil) }
             if let error = request[member: "bodyError"] {
@@ -127,9 +132,6 @@ public struct RecordedRequest: Equatable {
                 return (nil, "the record has no body value (\(message))")
             }
             return (nil, "the record holds none of its \(bodySize) bytes (capture.requestBodies off, or a rule with serializer none)")
-        }
-        if let limit = captureMaxBodyBytes, bodySize > limit {
-            return (nil, "\(bodySize) bytes on the wire, past capture.maxBodyBytes (\(limit))")
         }
         let fields = ContentTypeFields(contentType)
         let kind = RuleSet.defaultSerializer(contentType: contentType, body: [])
@@ -146,8 +148,12 @@ public struct RecordedRequest: Equatable {
             // first `base64Bytes` bytes; whole only when those are all N.
             if let text = value[member: "base64"]?.stringValue, let size = value[member: "size"]?.intValue,
                let data = Data(base64Encoded: text) {
-                if data.count == size { return (Array(data), nil) }
-                return (nil, "the record holds the first \(data.count) of its \(size) bytes (serializer data, base64Bytes)")
+                guard data.count == size else {
+                    return (nil, "the record holds the first \(data.count) of its \(size) bytes (serializer data, base64Bytes)")
+                }
+                if !encoded && size != bodySize { return (nil, "the record holds \(size) of its \(bodySize) bytes") }
+                if encoded, let doubt = decodedDoubt(bodySize, captureMaxBodyBytes, notes: &notes) { return (nil, doubt) }
+                return (Array(data), nil)
             }
             return (nil, "logged by size only (serializer data)")
         }
@@ -168,10 +174,22 @@ public struct RecordedRequest: Equatable {
             if !encoded && bytes.count != bodySize && !text.contains(redacted) {
                 return (nil, "the record holds \(bytes.count) of its \(bodySize) bytes")
             }
+            if encoded, let doubt = decodedDoubt(bodySize, captureMaxBodyBytes, notes: &notes) { return (nil, doubt) }
             return (bytes, nil)
         default:
             return (nil, "logged through the \(kind.rawValue) serializer, whose value does not give the bytes back")
         }
+    }
+
+    /// For a body logged decoded, whose size the record cannot check: a reason to refuse when
+    /// the configured capture limit says it was cut, else a note that the record cannot tell.
+    private static func decodedDoubt(_ bodySize: Int, _ limit: Int?, notes: inout [String]) -> String? {
+        if let limit {
+            if bodySize > limit { return "\(bodySize) encoded bytes on the wire, past capture.maxBodyBytes (\(limit))" }
+            return nil
+        }
+        notes.append("the body was logged decoded: the record cannot show it whole if its \(bodySize) encoded bytes were past capture.maxBodyBytes")
+        return nil
     }
 
     private static func encode(_ text: String, _ charset: Charset) -> [UInt8]? {

@@ -68,9 +68,6 @@ final class RecordedRequestTests: XCTestCase {
         let unreadable = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#,
                                                                  bodySize: 12, bodyError: true))
         XCTAssertTrue(try XCTUnwrap(unreadable.bodyMissing).contains("unexpected end of input"))
-        let pastLimit = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#,
-                                                                bodySize: 2000, body: "[1]"), captureMaxBodyBytes: 1024)
-        XCTAssertTrue(try XCTUnwrap(pastLimit.bodyMissing).contains("capture.maxBodyBytes"))
         let empty = try RecordedRequest(record: Self.record(headers: "[]", bodySize: 0))
         XCTAssertEqual(empty.body, [])
         XCTAssertNil(empty.replayRefusal)
@@ -135,5 +132,24 @@ final class RecordedRequestTests: XCTestCase {
         let text = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","text/plain"]]"#, bodySize: 2,
                                                            body: #""hi""#, serializer: "data", rule: "default"))
         XCTAssertEqual(text.body, Array("hi".utf8))
+    }
+
+    func testWholenessIsReadFromTheRecordNotTheCurrentCaptureLimit() throws {
+        // A JSON value that parsed is whole (a cut one is a bodyError), whatever the limit is now.
+        let json = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","application/json"]]"#,
+                                                           bodySize: 2000, body: "[1]"), captureMaxBodyBytes: 1024)
+        XCTAssertEqual(json.body, Array("[1]".utf8))
+        // Base64 of fewer bytes than the wire had, without Content-Encoding: cut, whatever the limit.
+        let base64 = try RecordedRequest(record: Self.record(headers: #"[["Content-Type","image/png"]]"#, bodySize: 9,
+                                                             body: #"{"base64":"AFBORw==","size":4}"#), captureMaxBodyBytes: 1 << 20)
+        XCTAssertTrue(try XCTUnwrap(base64.bodyMissing).contains("4 of its 9 bytes"), base64.bodyMissing ?? "")
+        XCTAssertTrue(CurlCommand.render(base64).contains("# the body is left out: the record holds 4 of its 9 bytes"))
+        // Text logged decoded: the record cannot tell; the limit decides for replay, curl says so.
+        let gzipText = Self.record(headers: #"[["Content-Type","text/plain"],["Content-Encoding","gzip"]]"#,
+                                   bodySize: 3000, body: #""decoded text""#)
+        XCTAssertNotNil(try RecordedRequest(record: gzipText, captureMaxBodyBytes: 1024).bodyMissing)
+        XCTAssertNil(try RecordedRequest(record: gzipText, captureMaxBodyBytes: 4096).bodyMissing)
+        let curl = try RecordedRequest(record: gzipText)
+        XCTAssertTrue(curl.notes.contains { $0.contains("cannot show it whole") }, "\(curl.notes)")
     }
 }
