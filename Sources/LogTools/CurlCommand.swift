@@ -15,6 +15,10 @@ public enum CurlCommand {
             lines.append(comment("the body is left out: \(missing)"))
         }
         for note in request.notes { lines.append(comment(note)) }
+        if !request.unsendableHeaders.isEmpty {
+            lines.append(comment("left out, not UTF-8 in the request and logged with U+FFFD in place of their bytes: "
+                                 + request.unsendableHeaders.joined(separator: ", ")))
+        }
 
         var head = "curl -sS --globoff --path-as-is"
         let upper = request.method.uppercased()

@@ -27,16 +27,22 @@ public struct RecordedRequest: Equatable {
     public var redactions: [String]
     /// Notes on what differs from the original request (a Content-Encoding undone).
     public var notes: [String]
+    /// Fields that were not UTF-8 on the wire: the record holds U+FFFD in place of their
+    /// bytes, so they are left out of `headers` rather than sent as EF BF BD.
+    public var unsendableHeaders: [String] = []
 
     public static func == (a: RecordedRequest, b: RecordedRequest) -> Bool {
         a.id == b.id && a.method == b.method && a.url == b.url && a.body == b.body && a.bodyMissing == b.bodyMissing
-            && a.redactions == b.redactions && a.notes == b.notes
+            && a.redactions == b.redactions && a.notes == b.notes && a.unsendableHeaders == b.unsendableHeaders
             && a.headers.map { [$0.name, $0.value] } == b.headers.map { [$0.name, $0.value] }
     }
 
     /// Why this request cannot be re-sent as it was; nil when it can.
     public var replayRefusal: String? {
         if let bodyMissing { return "its body was not captured whole: \(bodyMissing)" }
+        if !unsendableHeaders.isEmpty {
+            return "header fields that were not UTF-8 were logged with U+FFFD in place of their bytes (\(unsendableHeaders.joined(separator: ", ")))"
+        }
         if !redactions.isEmpty { return "it holds redacted values (\(redactions.joined(separator: ", ")))" }
         return nil
     }
@@ -116,6 +122,9 @@ public struct RecordedRequest: Equatable {
             if decoded && lower == "content-encoding" { return false }
             return true
         }
+        let lossy = headers.filter { $0.name.contains("\u{FFFD}") || $0.value.contains("\u{FFFD}") }
+        unsendableHeaders = lossy.map { "header \($0.name)" }
+        if !lossy.isEmpty { headers = headers.filter { !$0.name.contains("\u{FFFD}") && !$0.value.contains("\u{FFFD}") } }
         for header in headers where header.value == RecordedRequest.redacted {
             redactions.append("header \(header.name)")
         }

@@ -152,4 +152,14 @@ final class RecordedRequestTests: XCTestCase {
         let curl = try RecordedRequest(record: gzipText)
         XCTAssertTrue(curl.notes.contains { $0.contains("cannot show it whole") }, "\(curl.notes)")
     }
+
+    func testHeadersThatWereNotUTF8AreNotSentAsReplacementCharacters() throws {
+        let r = try RecordedRequest(record: Self.record(headers: #"[["X-Name","caf\ufffd"],["X-Ok","1"]]"#, bodySize: 0))
+        XCTAssertEqual(r.headers.map(\.name), ["X-Ok"])
+        XCTAssertEqual(r.unsendableHeaders, ["header X-Name"])
+        XCTAssertTrue(try XCTUnwrap(r.replayRefusal).contains("X-Name"), r.replayRefusal ?? "")
+        let text = CurlCommand.render(r)
+        XCTAssertTrue(text.contains("# left out, not UTF-8 in the request and logged with U+FFFD in place of their bytes: header X-Name"), text)
+        XCTAssertFalse(text.contains("-H 'X-Name"), text)
+    }
 }
