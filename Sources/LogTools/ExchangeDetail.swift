@@ -37,13 +37,16 @@ public enum ExchangeDetail {
             out.append("\(clean(view.method ?? "?")) \(clean(view.url ?? "?")) \(clean(request[member: "httpVersion"]?.stringValue ?? ""))")
             out += headerLines(request)
             let size = request[member: "bodySize"]?.intValue ?? 0
+            // Said as for the response body; the record has no flag for the request, so the
+            // rule `replay` and `curl` use decides.
+            let truncated = (try? RecordedRequest(record: record))?.bodyTruncated == true ? ", truncated" : ""
             if let body = request[member: "body"] {
                 out.append("")
-                out.append("body (\(size) bytes on the wire, as logged):")
+                out.append("body (\(size) bytes on the wire\(truncated), as logged):")
                 out.append(valueText(body))
             } else if let error = request[member: "bodyError"] {
                 out.append("")
-                out.append("body (\(size) bytes): not readable: \(failureText(error))")
+                out.append("body (\(size) bytes\(truncated)): not readable: \(failureText(error))")
             } else if size > 0 {
                 out.append("")
                 out.append("body (\(size) bytes): not in the record")

@@ -30,6 +30,8 @@ public struct RecordedRequest: Equatable {
     /// Fields that were not UTF-8 on the wire: the record holds U+FFFD in place of their
     /// bytes, so they are left out of `headers` rather than sent as EF BF BD.
     public var unsendableHeaders: [String] = []
+    /// The record holds only the start of the body: capture stopped before its end.
+    public var bodyTruncated = false
 
     public static func == (a: RecordedRequest, b: RecordedRequest) -> Bool {
         a.id == b.id && a.method == b.method && a.url == b.url && a.body == b.body && a.bodyMissing == b.bodyMissing
@@ -107,7 +109,7 @@ public struct RecordedRequest: Equatable {
         (body, bodyMissing) = RecordedRequest.body(
             request, record: record, bodySize: bodySize, contentType: contentType,
             encoded: contentEncoding != nil, captureMaxBodyBytes: captureMaxBodyBytes, redactions: &redactions,
-            notes: &notes)
+            notes: &notes, truncated: &bodyTruncated)
         if let body, !body.isEmpty, let contentEncoding {
             decoded = true
             notes.append("the body was logged decoded: it is sent without its Content-Encoding (\(contentEncoding))")
@@ -133,10 +135,11 @@ public struct RecordedRequest: Equatable {
     /// The body bytes, or nil and why not.
     private static func body(_ request: JSON, record: JSON, bodySize: Int, contentType: String?, encoded: Bool,
                              captureMaxBodyBytes: Int?, redactions: inout [String],
-                             notes: inout [String]) -> ([UInt8]?, String?) {
+                             notes: inout [String], truncated: inout Bool) -> ([UInt8]?, String?) {
         guard let value = request[member: "body"] else {
             if bodySize == 0 { return ([], nil) }
             if let error = request[member: "bodyError"] {
+                truncated = error[member: "reason"]?.stringValue == "inputDataTruncated"
                 let message = error[member: "message"]?.stringValue ?? error[member: "error"]?.stringValue ?? "unreadable"
                 return (nil, "the record has no body value (\(message))")
             }
@@ -160,7 +163,7 @@ public struct RecordedRequest: Equatable {
                 guard data.count == size else {
                     return (nil, "the record holds the first \(data.count) of its \(size) bytes (serializer data, base64Bytes)")
                 }
-                if !encoded && size != bodySize { return (nil, "the record holds \(size) of its \(bodySize) bytes") }
+                if !encoded && size != bodySize { truncated = size < bodySize; return (nil, "the record holds \(size) of its \(bodySize) bytes") }
                 if encoded, let doubt = decodedDoubt(bodySize, captureMaxBodyBytes, notes: &notes) { return (nil, doubt) }
                 return (Array(data), nil)
             }
@@ -181,6 +184,7 @@ public struct RecordedRequest: Equatable {
             if text.contains(redacted) { redactions.append("body (text)") }
             // Without a Content-Encoding the wire size is the text's size: a shorter text was cut.
             if !encoded && bytes.count != bodySize && !text.contains(redacted) {
+                truncated = bytes.count < bodySize
                 return (nil, "the record holds \(bytes.count) of its \(bodySize) bytes")
             }
             if encoded, let doubt = decodedDoubt(bodySize, captureMaxBodyBytes, notes: &notes) { return (nil, doubt) }

@@ -42,4 +42,12 @@ final class ExchangeDetailTests: XCTestCase {
         XCTAssertEqual(JSONPrettyText.render(value),
                        "{\n  \"b\": [],\n  \"a\": {},\n  \"a\": [1, 2.50, -0.0],\n  \"n\": 12345678901234567890\n}")
     }
+
+    func testATruncatedRequestBodyIsMarkedAsTheResponseOneIs() throws {
+        let cut = RecordedRequestTests.record(headers: #"[["Content-Type","text/plain"]]"#, bodySize: 9000, body: #""only the start""#)
+        XCTAssertTrue(ExchangeDetail.render(cut).contains("body (9000 bytes on the wire, truncated, as logged):\nonly the start\n"),
+                      ExchangeDetail.render(cut))
+        let whole = RecordedRequestTests.record(headers: #"[["Content-Type","text/plain"]]"#, bodySize: 5, body: #""whole""#)
+        XCTAssertTrue(ExchangeDetail.render(whole).contains("body (5 bytes on the wire, as logged):"), ExchangeDetail.render(whole))
+    }
 }
