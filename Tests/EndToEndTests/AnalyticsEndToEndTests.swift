@@ -31,11 +31,14 @@ final class AnalyticsEndToEndTests: XCTestCase {
         let directory = proxy.logDirectory
         func files() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-                .filter { $0.hasPrefix("tapwire") && $0.contains(".jsonl") }
+                .filter { $0.hasPrefix("tapwire") && ($0.hasSuffix(".jsonl") || $0.hasSuffix(".jsonl.gz")) }
         }
         try eventually(timeout: 20, every: 0.1) { try files().filter { $0.hasSuffix(".gz") }.count >= 2 && logLines(directory).count >= 62 }
         XCTAssertEqual(proxy.stop(), 0)
         XCTAssertGreaterThanOrEqual(files().filter { $0.hasSuffix(".gz") }.count, 2, "\(files())")
+        // What a compression in progress, or a crash during one, leaves: not gzip yet. The
+        // recipes' globs must not read it (tapwire's own readers do not either).
+        try Data([0x1F, 0x8B, 0x08]).write(to: directory.appendingPathComponent("tapwire-20990101T000000.jsonl.gz.tmp"))
 
         // What tapwire reads.
         let tail = try runCommand(try tapwireBinary(), ["tail", "--json", "--log-dir", directory.path])
