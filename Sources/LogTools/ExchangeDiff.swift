@@ -11,7 +11,8 @@ import ResponseSerialization
 ///     response /items/3/price: 9.99 → 10.49
 ///     response /items/4: + {"id":5}
 ///
-/// Numbers compare by their text (as recorded), so `1.0` and `1` differ, as they did on the wire.
+/// Numbers compare by exact value (`ExactNumber`, no rounding through `Double`), so `1.50` and
+/// `1.5` are the same value however each side wrote it; a difference prints both texts as recorded.
 /// Timing, ids and other per-exchange facts (Date, client port) are not compared, except header
 /// fields, which are compared as sent.
 public struct ExchangeDiff {
@@ -119,6 +120,9 @@ public struct ExchangeDiff {
                     compare(label, l[i], r[i], at: tokens + [String(i)])
                 }
             }
+        case (.number(let l), .number(let r)):
+            if let x = ExactNumber(l), let y = ExactNumber(r), x == y { return }
+            if l != r { lines.append("\(here): \(l) → \(r)") }
         default:
             if a != b { lines.append("\(here): \(ExchangeDiff.compact(a)) → \(ExchangeDiff.compact(b))") }
         }

@@ -27,9 +27,9 @@ final class ExchangeDiffTests: XCTestCase {
         ], lines.joined(separator: "\n"))
     }
 
-    func testNumbersCompareByTheirText() throws {
-        let a = try JSONParser.parse(Fixture.http(1, result: #"{"success":{"n":1.0}}"#))
-        let b = try JSONParser.parse(Fixture.http(1, result: #"{"success":{"n":1}}"#))
-        XCTAssertEqual(ExchangeDiff(a, b).lines, ["response /n: 1.0 → 1"])
+    func testNumbersCompareByExactValueAndPrintTheirText() throws {
+        let a = try JSONParser.parse(Fixture.http(1, result: #"{"success":{"n":1.50,"e":1e2,"z":-0.0,"id":9007199254740993,"p":1.50}}"#))
+        let b = try JSONParser.parse(Fixture.http(1, result: #"{"success":{"n":1.5,"e":100,"z":0,"id":9007199254740992,"p":1.51}}"#))
+        XCTAssertEqual(ExchangeDiff(a, b).lines, ["response /id: 9007199254740993 → 9007199254740992", "response /p: 1.50 → 1.51"])
     }
 }
