@@ -207,7 +207,7 @@ public struct ExchangeProcessor: Sendable {
                                   truncated: summary.truncated)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
         // Without select or redact pointers the value is only ever written out: the one-pass
-        // compactor gives the same text without building a tree (the 64 KiB page: 5x faster).
+        // compactor gives the same text without building a tree, which costs far more.
         let needsTree = rule.map { !$0.select.isEmpty || !$0.redact.isEmpty } ?? false
         if compactFastPath && spec.kind == .json && !needsTree && rule?.validate == nil {
             // What `CompletedExchange.serializeCompactJSON` returns, without building the exchange,
@@ -514,7 +514,7 @@ public struct ExchangeProcessor: Sendable {
 
     /// The Content-Encoding fields' values as one, nil without any. Most heads have none:
     /// `contains(name:)` says so taking the name's bytes once, where collecting the values
-    /// took them again for every field, through a closure each.
+    /// would take them again for every field, through a closure each.
     static func contentEncoding(_ headers: borrowing HTTPHeaders) -> String? {
         headers.contains(name: "Content-Encoding") ? joinedValues(headers["Content-Encoding"]) : nil
     }
