@@ -140,6 +140,23 @@ final class ClientSession {
                     : "the client closed the connection mid-exchange"))
             case .answerBufferedThenClose:
                 answerBufferedThenClose()
+            case .answerBufferedThenCloseNextTurn:
+                loop.execute { [weak self] in self?.answerBufferedThenClose() }
+            case .parseHeadsNextTurn:
+                loop.execute { [weak self] in
+                    guard let self, let input = self.input else { return }
+                    self.parseNextHead(input)
+                }
+            case .resumeReading:
+                reader?.setEnabled(true)
+            case .armHeadTimer:
+                armHeadTimer()
+            case .closeAfterFlush:
+                closeAfterFlush()
+            case .refuseHeldForShutdown:
+                engine.metrics.heldClients.sub()
+                loop.heldSessions[ObjectIdentifier(self)] = nil
+                respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
             case .close:
                 close()
             }
@@ -237,15 +254,6 @@ final class ClientSession {
         loop.heldSessions[ObjectIdentifier(self)] = self
         engine.metrics.heldClients.add()
         engine.metrics.holds.add()
-    }
-
-    /// Forgets a held request without starting it (closing, shutting down); whether there was one.
-    @discardableResult
-    private func dropHeldRequest() -> Bool {
-        guard machine.dropHeld() else { return false }
-        engine.metrics.heldClients.sub()
-        loop.heldSessions[ObjectIdentifier(self)] = nil
-        return true
     }
 
     /// Called by the loop once the sink caught up.
@@ -454,28 +462,12 @@ final class ClientSession {
         reader?.setTimeout(seconds)
     }
 
-    /// The exchange is over; keep the connection for the next request or close it.
+    /// The exchange is over; the machine decides between the next request and the close.
     func exchangeFinished(keepAlive: Bool) {
         exchange = nil
-        let wasPaused = machine.exchangeFinished()
         setClientReadTimeout(nil)
-        guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
-        guard let input else { return }
-        if machine.inputEnded {
-            // Nothing more will arrive: answer what is buffered, then close.
-            guard evbuffer_get_length(input) > 0 else { closeAfterFlush(); return }
-            loop.execute { [weak self] in self?.answerBufferedThenClose() }
-            return
-        }
-        if wasPaused { reader?.setEnabled(true) }
-        armHeadTimer()
-        if evbuffer_get_length(input) > 0 {
-            // A pipelined request is already buffered: answer it now.
-            loop.execute { [weak self] in
-                guard let self, let input = self.input else { return }
-                self.parseNextHead(input)
-            }
-        }
+        perform(machine.exchangeFinished(keepAlive: keepAlive, draining: engine.isDraining,
+                                         inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     /// The client half-closed and nothing of another request is buffered: the answer
@@ -487,7 +479,7 @@ final class ClientSession {
     private func answerBufferedThenClose() {
         guard !closed, let input else { return }
         parseNextHead(input)
-        if !machine.hasExchange && !machine.isHeld && !machine.isClosingAfterFlush && !closed { closeAfterFlush() }
+        perform(machine.bufferedHeadsParsed())
     }
 
     func closeAfterFlush() {
@@ -564,11 +556,7 @@ final class ClientSession {
 
     /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
     func drain() {
-        if dropHeldRequest() {
-            respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
-            return
-        }
-        if exchange == nil { closeAfterFlush(); if bev != nil && outputLength == 0 { close() } }
+        perform(machine.drain())
     }
 }
 

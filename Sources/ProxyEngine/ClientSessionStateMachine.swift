@@ -79,6 +79,18 @@ struct ClientSessionStateMachine {
         /// End the exchange with this cause (`clientTimeout`, `clientAborted`).
         case failExchange(TransportError.Code)
         case answerBufferedThenClose
+        /// As `answerBufferedThenClose`, on the next loop turn (after the answer's write returns).
+        case answerBufferedThenCloseNextTurn
+        /// A pipelined head is buffered: parse it on the next loop turn.
+        case parseHeadsNextTurn
+        /// Reading was paused for the exchange that just ended: turn it back on.
+        case resumeReading
+        /// Waiting for a head again: (re)start the head timer.
+        case armHeadTimer
+        /// Stop reading, close once the output is written (see `closeAfterFlush()`).
+        case closeAfterFlush
+        /// Shutting down with a request held: forget it and answer 503.
+        case refuseHeldForShutdown
         case close
     }
 
@@ -144,23 +156,56 @@ struct ClientSessionStateMachine {
         return head
     }
 
-    /// The held request is forgotten (closing, shutting down); whether there was one.
-    mutating func dropHeld() -> Bool {
-        guard case .held = phase else { return false }
-        phase = .readingHead
-        return true
-    }
-
-    /// The exchange is over; whether reading was paused for it (it is not any more). What
-    /// to do next is the driver's (see `ClientSession.exchangeFinished`).
-    mutating func exchangeFinished() -> Bool {
+    /// The exchange is over (or Tapwire answered a request itself). `keepAlive`: the answer
+    /// allows another request; `draining`: Tapwire is shutting down; `inputBuffered`: bytes
+    /// of a further (pipelined) request wait in the input.
+    ///
+    /// Keep-alive goes back to reading heads, starting at once on what is buffered; a
+    /// closing answer or a drain closes after the flush; after a half-close, what is
+    /// buffered is answered and then the connection closes.
+    mutating func exchangeFinished(keepAlive: Bool, draining: Bool, inputBuffered: Bool) -> ActionList<Action> {
         switch phase {
         case .exchanging: phase = .readingHead
         case .closingAfterFlush(exchangeKept: true): phase = .closingAfterFlush(exchangeKept: false)
         default: break
         }
-        defer { readingPaused = false }
-        return readingPaused
+        let wasPaused = readingPaused
+        readingPaused = false
+        guard keepAlive, !draining else { return ActionList(.closeAfterFlush) }
+        // Closing or closed already: nothing more is read.
+        guard case .readingHead = phase else { return ActionList() }
+        if inputEnded {
+            // Nothing more will arrive: answer what is buffered, then close.
+            return inputBuffered ? ActionList(.answerBufferedThenCloseNextTurn) : ActionList(.closeAfterFlush)
+        }
+        var actions = ActionList<Action>()
+        if wasPaused { actions.append(.resumeReading) }
+        actions.append(.armHeadTimer)
+        if inputBuffered { actions.append(.parseHeadsNextTurn) }
+        return actions
+    }
+
+    /// After a half-close, the buffered heads were parsed (`answerBufferedThenClose`): when
+    /// no request was started or held from them, nothing is left to answer.
+    mutating func bufferedHeadsParsed() -> ActionList<Action> {
+        switch phase {
+        case .readingHead, .awaitingClientHello: return ActionList(.closeAfterFlush)
+        case .held, .exchanging, .closingAfterFlush, .closed: return ActionList()
+        }
+    }
+
+    /// Tapwire is shutting down: an idle connection closes (after what is being written),
+    /// a held request is refused with 503, an exchange in flight finishes first.
+    mutating func drain() -> ActionList<Action> {
+        switch phase {
+        case .held:
+            phase = .readingHead
+            return ActionList(.refuseHeldForShutdown)
+        case .readingHead, .awaitingClientHello, .closingAfterFlush(exchangeKept: false):
+            return ActionList(.closeAfterFlush)
+        case .exchanging, .closingAfterFlush(exchangeKept: true), .closed:
+            return ActionList()
+        }
     }
 
     /// The exchange asks for reading to stop (backpressure); whether it was on.
