@@ -131,6 +131,8 @@ final class Exchange: UpstreamOwner {
                 connectNew()
             case .closeUpstream:
                 upstream?.close()
+            case .returnToPool:
+                if let c = upstream { session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout) }
             case .finish(let outcome):
                 finish(outcome)
             case .closeClient:
@@ -152,7 +154,6 @@ final class Exchange: UpstreamOwner {
 
     private func connectNew() {
         clock.connectStart = now()
-        connectionReused = false
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
@@ -176,7 +177,6 @@ final class Exchange: UpstreamOwner {
 
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
-        connectionReused = machine.attempt?.reused ?? false
         upstreamAddressText = c.addressText
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
@@ -368,14 +368,11 @@ final class Exchange: UpstreamOwner {
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
             c.owner = nil
-            let reusable = outcome.upstreamReusable && !(responseHead?.wantsClose ?? true)
-                && responseFramer.map { $0.isComplete } == true && c.bev != nil
-                && c.outputLength == 0 && !engine.isDraining
-            if reusable, let rh = responseHead, rh.status >= 200 {
-                session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout)
-            } else {
-                c.close()
-            }
+            let allowsReuse = responseHead.map { $0.status >= 200 && !$0.wantsClose } ?? false
+            perform(machine.releaseUpstream(responseAllowsReuse: allowsReuse,
+                                            responseComplete: responseFramer.map { $0.isComplete } == true,
+                                            connectionIdle: c.bev != nil && c.outputLength == 0,
+                                            draining: engine.isDraining))
             if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
         }
         upstream = nil
@@ -399,11 +396,9 @@ final class Exchange: UpstreamOwner {
         }
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: responseHead, responseBody: responseBody, error: error, clock: clock,
-                                connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
+                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText)
     }
 
-    /// Whether the upstream of the last attempt came from the pool (kept past the end).
-    private var connectionReused = false
     private var upstreamAddressText: String?
 
     private func emitRecord(error: TransportError?) {

@@ -295,6 +295,57 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(steps(m.responseBodyPumped(.complete), m), [ending(close: false)])
     }
 
+    // MARK: the end state and the pool
+
+    func testTheEndStateCarriesTheOutcomeAndWhetherTheConnectionWasPooled() {
+        var m = machine()
+        _ = m.begin(pooled: true)
+        _ = head(&m)
+        _ = m.responseBodyPumped(.complete)
+        let outcome = M.Outcome(failed: false, upstreamReusable: true, responseWasPaused: false, closeClient: false)
+        XCTAssertEqual(m.state, .finished(outcome, connectionReused: true))
+        XCTAssertTrue(m.connectionReused)
+        XCTAssertNil(m.failure)
+
+        var failed = machine()
+        _ = failed.begin(pooled: false)
+        let error = TransportError(.upstreamConnectFailed, "refused")
+        _ = failed.connectFailed(error)
+        guard case .failed(let o, let reused, let failure) = failed.state else { return XCTFail("\(failed.state)") }
+        XCTAssertTrue(o.failed)
+        XCTAssertFalse(reused)
+        XCTAssertEqual(failure.error, error)
+        XCTAssertEqual(failure.answer?.status, 502)
+    }
+
+    func testAWholeCleanExchangeReturnsItsUpstreamToThePoolUnlessTheDriverSeesAReasonNot() {
+        func finished() -> M {
+            var m = machine()
+            _ = m.begin(pooled: false)
+            _ = m.connected()
+            _ = head(&m)
+            _ = m.responseBodyPumped(.complete)
+            return m
+        }
+        var m = finished()
+        XCTAssertEqual(steps(m.releaseUpstream(responseAllowsReuse: true, responseComplete: true, connectionIdle: true, draining: false), m),
+                       [.act(.returnToPool)])
+        for (allows, complete, idle, draining) in [(false, true, true, false), (true, false, true, false),
+                                                   (true, true, false, false), (true, true, true, true)] {
+            var m = finished()
+            XCTAssertEqual(steps(m.releaseUpstream(responseAllowsReuse: allows, responseComplete: complete,
+                                                   connectionIdle: idle, draining: draining), m), [.closeUpstream],
+                           "wantsClose/incomplete/busy/draining: \(allows) \(complete) \(idle) \(draining)")
+        }
+        // A failed exchange never pools.
+        var failed = machine()
+        _ = failed.begin(pooled: false)
+        _ = failed.connected()
+        _ = failed.upstreamTimedOut()
+        XCTAssertEqual(steps(failed.releaseUpstream(responseAllowsReuse: true, responseComplete: true, connectionIdle: true, draining: false), failed),
+                       [.closeUpstream])
+    }
+
     // MARK: retry on a dropped pooled connection
 
     func testADroppedPooledConnectionIsRetriedOnceForABodylessIdempotentRequest() {
