@@ -122,7 +122,7 @@ final class ClientSession {
             case .inspectFirstByte:
                 if let input { firstBytesAfterConnect(input) }
             case .respondRequestTimeout:
-                respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+                respondError(.requestTimeout, "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
             case .recordInterceptionFailure(let failure):
                 guard let authority = machine.interceptionAuthority else { break }
                 let why: String
@@ -156,7 +156,7 @@ final class ClientSession {
             case .refuseHeldForShutdown:
                 engine.metrics.heldClients.sub()
                 loop.heldSessions[ObjectIdentifier(self)] = nil
-                respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
+                respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
             case .close:
                 close()
             }
@@ -181,7 +181,7 @@ final class ClientSession {
             do {
                 result = try requestHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                respondError(error.status, error.reasonPhrase, error.reason, close: true)
+                respondError(error.answerStatus, error.reason, close: true)
                 return
             }
             guard case .complete(let head, let length) = result else { return }
@@ -199,7 +199,7 @@ final class ClientSession {
             form = try head.proxyForm()
             framing = try head.bodyFraming()
         } catch {
-            respondError(error.status, error.reasonPhrase, error.reason, close: true)
+            respondError(error.answerStatus, error.reason, close: true)
             return
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
@@ -221,7 +221,7 @@ final class ClientSession {
             ex.begin()
         case .authority(let authority):
             guard framing == .none else {
-                respondError(400, "Bad Request", "CONNECT must not carry a body", close: true)
+                respondError(.badRequest, "CONNECT must not carry a body", close: true)
                 return
             }
             startTunnel(head: head, authority: authority)
@@ -237,7 +237,7 @@ final class ClientSession {
         case .asterisk:
             // Its body is not read: closing keeps the body's bytes from being parsed as the
             // next request (as for the admin endpoints above).
-            respond(status: 200, reason: "OK", body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
+            respond(.ok, body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
                     close: head.wantsClose || framing != .none)
         }
     }
@@ -280,12 +280,12 @@ final class ClientSession {
     private func answerAdmin(head: HTTPRequestHead, path: String, close: Bool) {
         switch AdminEndpoint(target: path) {
         case .health:
-            respond(status: 200, reason: "OK", body: "ok\n", close: close, headOnly: head.method == "HEAD")
+            respond(.ok, body: "ok\n", close: close, headOnly: head.method == "HEAD")
         case .metrics:
-            respond(status: 200, reason: "OK", body: engine.metricsText(),
+            respond(.ok, body: engine.metricsText(),
                     extraHeaders: [("Content-Type", "text/plain; version=0.0.4")], close: close, headOnly: head.method == "HEAD")
         case nil:
-            respond(status: 400, reason: "Bad Request",
+            respond(.badRequest,
                     body: "Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(engine.primaryListenText)). Its own endpoints are /healthz and /metrics.\n",
                     close: close)
         }
@@ -295,7 +295,7 @@ final class ClientSession {
 
     private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
         if isIntercepting {
-            respondError(400, "Bad Request", "CONNECT inside an intercepted tunnel", close: true)
+            respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
         }
         if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
@@ -317,11 +317,11 @@ final class ClientSession {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
-            respondError(502, "Bad Gateway", "cannot make a certificate for \(authority.host): \(error)", close: true)
+            respondError(.badGateway, "cannot make a certificate for \(authority.host): \(error)", close: true)
             recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
-        write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+        write(Array(ProxyStatus.connectionEstablishedHead.utf8))
         flush()
         machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl))
         armHeadTimer()
@@ -426,10 +426,10 @@ final class ClientSession {
     /// Where response bytes go until the next `flush()`.
     var clientOutput: OpaquePointer? { bev.map { staged.buffer(for: $0) } }
 
-    func respond(status: Int, reason: String, body: String, extraHeaders: [(String, String)] = [],
+    func respond(_ status: ProxyStatus, body: String, extraHeaders: [(String, String)] = [],
                  close: Bool, headOnly: Bool = false) {
         let bytes = Array(body.utf8)
-        var head = "HTTP/1.1 \(status) \(reason)\r\n"
+        var head = status.statusLine
         for (n, v) in extraHeaders { head += "\(n): \(v)\r\n" }
         if !extraHeaders.contains(where: { $0.0 == "Content-Type" }) { head += "Content-Type: text/plain; charset=utf-8\r\n" }
         head += "Content-Length: \(bytes.count)\r\n"
@@ -442,8 +442,8 @@ final class ClientSession {
     }
 
     /// A short error answer naming the cause, as nginx and HAProxy do.
-    func respondError(_ status: Int, _ reason: String, _ detail: String, close: Bool) {
-        respond(status: status, reason: reason, body: "\(status) \(reason): \(detail)\n", close: close)
+    func respondError(_ status: ProxyStatus, _ detail: String, close: Bool) {
+        respond(status, body: "\(status.code) \(status.reasonPhrase): \(detail)\n", close: close)
     }
 
     // MARK: flow control, called by the exchange

@@ -378,7 +378,7 @@ final class Exchange: UpstreamOwner {
         upstream = nil
         emitRecord(error: failure?.error)
         if let answer = failure?.answer {
-            session.respondError(answer.status, answer.reason, answer.detail, close: outcome.closeClient)
+            session.respondError(answer.status, answer.detail, close: outcome.closeClient)
         } else if failure != nil {
             session.closeAfterFlush()
         } else {
@@ -422,13 +422,13 @@ final class Exchange: UpstreamOwner {
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let (status, reason) = ExchangeStateMachine.answer(for: error)
+                let status = ExchangeStateMachine.answer(for: error)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
-                    target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
+                    target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, reason, error.message, close: true) }
+                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
             case .success:
-                if !answered { self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) }
+                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

@@ -72,8 +72,7 @@ struct ExchangeStateMachine {
 
     /// A short error answer to the client.
     struct ErrorAnswer: Equatable {
-        var status: Int
-        var reason: String
+        var status: ProxyStatus
         var detail: String
     }
 
@@ -251,7 +250,7 @@ struct ExchangeStateMachine {
     }
 
     /// The status an exchange that failed before its answer began gets.
-    static func answer(for error: TransportError) -> (status: Int, reason: String) { error.code.statusForClient }
+    static func answer(for error: TransportError) -> ProxyStatus { error.code.statusForClient }
 
     // MARK: starting
 
@@ -298,7 +297,7 @@ struct ExchangeStateMachine {
             closeClientAfter = true
             let error = TransportError(.malformedRequest, e.reason)
             if case .streaming = response { return finish(error: error, answer: nil) }
-            return finish(error: error, answer: ErrorAnswer(status: e.status, reason: e.reasonPhrase, detail: e.reason))
+            return finish(error: error, answer: ErrorAnswer(status: e.answerStatus, detail: e.reason))
         case .partial(let queued):
             var actions = ActionList<Action>()
             if queued >= limits.highWaterBytes {
@@ -466,8 +465,7 @@ struct ExchangeStateMachine {
     /// A failure before any response head reached the client: answered with its status.
     private mutating func failBeforeResponse(_ error: TransportError) -> ActionList<Action> {
         if !requestSent { closeClientAfter = true }
-        let (status, reason) = Self.answer(for: error)
-        return finish(error: error, answer: ErrorAnswer(status: status, reason: reason, detail: error.message))
+        return finish(error: error, answer: ErrorAnswer(status: Self.answer(for: error), detail: error.message))
     }
 
     private mutating func finish(error: TransportError?, answer: ErrorAnswer?) -> ActionList<Action> {

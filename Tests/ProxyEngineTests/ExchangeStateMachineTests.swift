@@ -150,7 +150,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = unasked.begin(pooled: true)
         let error = TransportError(.malformedResponse, "the origin switched protocols without being asked")
         XCTAssertEqual(head(&unasked, status: 101, framing: nil),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
     }
 
     // MARK: request bodies, 100-continue, half-close
@@ -181,7 +181,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = m.begin(pooled: true)
         let error = TransportError(.malformedRequest, "bad chunk size")
         XCTAssertEqual(steps(m.requestBodyPumped(.malformed(HTTPParseError(.malformed, "bad chunk size")), clientInputEmpty: false), m),
-                       [ending(error: error, answer: .init(status: 400, reason: "Bad Request", detail: "bad chunk size"), close: true)])
+                       [ending(error: error, answer: .init(status: .badRequest, detail: "bad chunk size"), close: true)])
 
         var late = machine(method: "POST", body: true)
         _ = late.begin(pooled: true)
@@ -244,15 +244,15 @@ final class ExchangeStateMachineTests: XCTestCase {
     // MARK: timeouts and failures
 
     func testConnectFailuresAreAnsweredWithTheirStatus() {
-        for (error, status, reason) in [
-            (TransportError(.upstreamTimeout, "connecting to a:80 timed out"), 504, "Gateway Timeout"),
-            (TransportError(.loopDetected, "a:80 is this proxy's own listener"), 508, "Loop Detected"),
-            (TransportError(.upstreamConnectFailed, "cannot connect"), 502, "Bad Gateway"),
+        for (error, status) in [
+            (TransportError(.upstreamTimeout, "connecting to a:80 timed out"), ProxyStatus.gatewayTimeout),
+            (TransportError(.loopDetected, "a:80 is this proxy's own listener"), .loopDetected),
+            (TransportError(.upstreamConnectFailed, "cannot connect"), .badGateway),
         ] {
             var m = machine()
             _ = m.begin(pooled: false)
             XCTAssertEqual(steps(m.connectFailed(error), m),
-                           [ending(error: error, answer: .init(status: status, reason: reason, detail: error.message), close: true)],
+                           [ending(error: error, answer: .init(status: status, detail: error.message), close: true)],
                            "the request was never sent: the client connection closes")
             XCTAssertEqual(steps(m.connected(), m), [], "a late connection is ignored")
         }
@@ -263,7 +263,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         var before = machine()
         _ = before.begin(pooled: true)
         XCTAssertEqual(steps(before.upstreamTimedOut(), before),
-                       [ending(error: error, answer: .init(status: 504, reason: "Gateway Timeout", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .gatewayTimeout, detail: error.message), close: false)])
         var after = machine()
         _ = after.begin(pooled: true)
         _ = head(&after)
@@ -315,7 +315,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertTrue(o.failed)
         XCTAssertFalse(reused)
         XCTAssertEqual(failure.error, error)
-        XCTAssertEqual(failure.answer?.status, 502)
+        XCTAssertEqual(failure.answer?.status, .badGateway)
     }
 
     func testAWholeCleanExchangeReturnsItsUpstreamToThePoolUnlessTheDriverSeesAReasonNot() {
@@ -357,7 +357,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         // The new connection fails the same way: answered, not retried again.
         let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
         XCTAssertEqual(steps(m.upstreamClosed(reset: true, cleanEndOfBody: false, idempotent: true), m),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
     }
 
     func testNoRetryForANewConnectionABodyANonIdempotentMethodOrAfterBytes() {
@@ -379,7 +379,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = seen.upstreamBytesArrived()
         let error = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
         XCTAssertEqual(steps(seen.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), seen),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
     }
 
     func testIdempotentMethods() {
