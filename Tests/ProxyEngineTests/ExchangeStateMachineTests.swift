@@ -361,25 +361,33 @@ final class ExchangeStateMachineTests: XCTestCase {
     }
 
     func testNoRetryForANewConnectionABodyANonIdempotentMethodOrAfterBytes() {
+        let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
+        let answer = M.ErrorAnswer(status: .badGateway, detail: error.message)
+
         var fresh = machine()
         _ = fresh.begin(pooled: false)
         _ = fresh.connected()
-        XCTAssertNotEqual(steps(fresh.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), fresh), [.retry])
+        XCTAssertEqual(steps(fresh.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), fresh),
+                       [ending(error: error, answer: answer, close: false)], "a new connection is not retried")
 
         var post = machine(method: "POST")
         _ = post.begin(pooled: true)
-        XCTAssertNotEqual(steps(post.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: M.isIdempotent("POST")), post), [.retry])
+        XCTAssertEqual(steps(post.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: M.isIdempotent("POST")), post),
+                       [ending(error: error, answer: answer, close: false)], "POST may not be sent twice")
 
         var withBody = machine(method: "PUT", body: true)
         _ = withBody.begin(pooled: true)
-        XCTAssertNotEqual(steps(withBody.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), withBody), [.retry])
+        XCTAssertEqual(steps(withBody.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), withBody),
+                       [ending(error: error, answer: answer, close: true)],
+                       "a body partly sent is not sent again, and the client connection closes (its body is unread)")
 
         var seen = machine()
         _ = seen.begin(pooled: true)
         _ = seen.upstreamBytesArrived()
-        let error = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
+        let malformed = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
         XCTAssertEqual(steps(seen.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), seen),
-                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
+                       [ending(error: malformed, answer: .init(status: .badGateway, detail: malformed.message), close: false)],
+                       "bytes of an answer arrived: not retried")
     }
 
     func testIdempotentMethods() {
