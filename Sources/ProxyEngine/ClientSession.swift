@@ -368,6 +368,7 @@ final class ClientSession {
     /// A client that refuses our certificate (pinning, an untrusted CA) leaves a record saying so.
     private func recordInterceptionFailure(_ authority: HTTPAuthority, _ error: TransportError) {
         let now = Date().timeIntervalSince1970
+        engine.metrics.recordTransportError(error.code)
         engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: peerText, target: authority.description,
                                                    status: 200, bytesFromClient: 0, bytesFromUpstream: 0,
                                                    start: interceptStart, end: max(interceptStart, now),

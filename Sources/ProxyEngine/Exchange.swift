@@ -404,6 +404,7 @@ final class Exchange: UpstreamOwner {
     private func emitRecord(error: TransportError?) {
         let duration = (clock.lastResponseByte ?? now()) - clock.requestStart
         engine.metrics.recordExchange(status: responseHead?.status, duration: duration)
+        if let error { engine.metrics.recordTransportError(error.code) }
         engine.sink?.accept(.http(capturedValue(error: error)))
     }
 
@@ -423,6 +424,7 @@ final class Exchange: UpstreamOwner {
             switch result {
             case .failure(let error):
                 let status = ExchangeStateMachine.answer(for: error)
+                self.engine.metrics.recordTransportError(error.code)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
