@@ -110,13 +110,12 @@ final class ClientSession {
             case .deliverToExchange:
                 guard let ex = exchange else { break }
                 ex.clientReadable()
-                // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
                 // `input` is re-read: clientReadable may have closed the session and freed its
                 // bufferevent (libevent 2.1 delays that free past this callback, a guarantee
                 // this line should not lean on).
-                if !closed, let input = self.input, ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes {
-                    pauseReading()
-                }
+                guard let input = self.input else { break }
+                perform(machine.exchangeTookInput(requestComplete: ex.isRequestComplete, buffered: evbuffer_get_length(input),
+                                                  maxHeaderBytes: config.maxHeaderBytes))
             case .parseHeads:
                 if let input { parseNextHead(input) }
             case .inspectFirstByte:
@@ -323,9 +322,8 @@ final class ClientSession {
         }
         write(Array(ProxyStatus.connectionEstablishedHead.utf8))
         flush()
-        machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl))
-        armHeadTimer()
-        if let input, evbuffer_get_length(input) > 0 { firstBytesAfterConnect(input) }
+        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl),
+                                         inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     private func firstBytesAfterConnect(_ input: OpaquePointer) {
@@ -359,10 +357,10 @@ final class ClientSession {
         // The filter reads the socket through the plain bufferevent.
         reader?.detach(buffereventReads: true)
         bev = filter
-        machine.tlsStarted(HTTPAuthority(scheme: "https", host: authority.host, port: authority.port))
+        let actions = machine.tlsStarted(HTTPAuthority(scheme: "https", host: authority.host, port: authority.port))
         installCallbacks(filter)
         reader = SocketReader(loop: loop, bev: filter, enabled: true)
-        armHeadTimer()
+        perform(actions)
     }
 
     /// A client that refuses our certificate (pinning, an untrusted CA) leaves a record saying so.

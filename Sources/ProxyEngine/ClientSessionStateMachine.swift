@@ -208,6 +208,14 @@ struct ClientSessionStateMachine {
         }
     }
 
+    /// The exchange took what the client sent; `requestComplete`: its request is whole, so
+    /// `buffered` bytes are pipelined ones, which wait for the answer: past a head's worth
+    /// (`maxHeaderBytes`), reading stops.
+    mutating func exchangeTookInput(requestComplete: Bool, buffered: Int, maxHeaderBytes: Int) -> ActionList<Action> {
+        guard hasExchange, requestComplete, buffered > maxHeaderBytes else { return ActionList() }
+        return ActionList(.pauseReading)
+    }
+
     /// The exchange asks for reading to stop (backpressure); whether it was on.
     mutating func pauseReading() -> Bool {
         guard !readingPaused else { return false }
@@ -229,8 +237,12 @@ struct ClientSessionStateMachine {
 
     // MARK: interception
 
-    mutating func awaitClientHello(_ wait: ClientHelloWait) {
-        if canReadHead { phase = .awaitingClientHello(wait) }
+    /// An intercepted CONNECT was answered: the client's first byte is awaited within
+    /// `clientIdleTimeout`, or looked at now when it is already buffered.
+    mutating func awaitClientHello(_ wait: ClientHelloWait, inputBuffered: Bool) -> ActionList<Action> {
+        guard canReadHead else { return ActionList() }
+        phase = .awaitingClientHello(wait)
+        return inputBuffered ? ActionList(.armHeadTimer, .inspectFirstByte) : ActionList(.armHeadTimer)
     }
 
     /// The first byte after the CONNECT answer arrived: the wait, to be resolved by the driver.
@@ -241,8 +253,10 @@ struct ClientSessionStateMachine {
     }
 
     /// The client speaks TLS: the handshake with the intercepted origin's certificate starts.
-    mutating func tlsStarted(_ authority: HTTPAuthority) {
+    /// The handshake must complete within `clientIdleTimeout` (the head timer, see `headTimerFired`).
+    mutating func tlsStarted(_ authority: HTTPAuthority) -> ActionList<Action> {
         security = .handshaking(authority)
+        return ActionList(.armHeadTimer)
     }
 
     // MARK: socket events

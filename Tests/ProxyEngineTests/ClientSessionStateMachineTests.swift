@@ -118,6 +118,17 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertEqual(names(partial.bufferedHeadsParsed()), ["closeAfterFlush"], "no whole request was left")
     }
 
+    func testPipelinedBytesPastAHeadsWorthPauseReadingOnceTheRequestIsWhole() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: false, buffered: 5000, maxHeaderBytes: 1000)), [],
+                       "the bytes are still the body")
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 1000, maxHeaderBytes: 1000)), [])
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 1001, maxHeaderBytes: 1000)), ["pauseReading"])
+        _ = m.close()
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 5000, maxHeaderBytes: 1000)), [], "closed")
+    }
+
     func testBackpressurePausesReadingOnceAndTheEndOfTheExchangeResumesIt() {
         var m = machine()
         m.exchangeStarted()
@@ -234,11 +245,12 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAClientHelloStartsTLSAndRequestsGoToTheInterceptedOrigin() throws {
         var m = machine()
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x1000))
-        m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"), authority: origin, ssl: ssl))
+        XCTAssertEqual(names(m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"),
+                                                      authority: origin, ssl: ssl), inputBuffered: false)), ["armHeadTimer"])
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 1, maxHeaderBytes: 1000)), ["inspectFirstByte"])
         XCTAssertEqual(m.firstByteArrived()?.ssl, ssl)
-        m.tlsStarted(origin)
+        XCTAssertEqual(names(m.tlsStarted(origin)), ["armHeadTimer"], "the handshake has clientIdleTimeout")
         XCTAssertEqual(m.interceptedAuthority, origin)
         XCTAssertEqual(event(&m, connected: true), [], "the handshake completed")
         XCTAssertEqual(m.security, .established(origin))
@@ -247,24 +259,28 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testAFailedOrStalledHandshakeIsRecordedAndCloses() {
         var failed = machine()
-        failed.tlsStarted(origin)
+        _ = failed.tlsStarted(origin)
         XCTAssertEqual(event(&failed, eof: true, error: true), ["record:handshakeFailed", "close"])
         XCTAssertEqual(failed.interceptionAuthority, origin, "the record names the origin")
         var stalled = machine()
-        stalled.tlsStarted(origin)
+        _ = stalled.tlsStarted(origin)
         XCTAssertEqual(names(stalled.headTimerFired(inputBuffered: true)), ["record:notCompleted", "close"])
     }
 
     func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
         var gone = machine()
-        gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: true)),
+                       ["armHeadTimer", "inspectFirstByte"], "a ClientHello sent with the CONNECT is looked at now")
+        XCTAssertEqual(gone.firstByteArrived()?.ssl, ssl)
+        gone = machine()
+        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
         XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
         XCTAssertEqual(gone.interceptionAuthority, origin)
         XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
 
         var silent = machine()
-        silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
         XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
     }
 }
