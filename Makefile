@@ -91,10 +91,15 @@ test-sanitize: test-deps
 	  $(SWIFT) test -j $(JOBS) --sanitize=address --scratch-path .build-asan --skip EndToEndTests
 	$(SWIFT) test -j $(JOBS) --sanitize=thread --scratch-path .build-tsan --skip EndToEndTests
 
-# JSON parse/write throughput against Foundation; exits non-zero when below the goals.
+# JSON parse/write and validate+compact throughput against Foundation and simdjson (a C++
+# harness on Debian's libsimdjson, run on the same documents); exits non-zero when below the goals.
+DEB_BENCH_JSON := g++ libsimdjson-dev
 bench-json: deps
+	$(call apt_install,$(DEB_BENCH_JSON))
 	$(SWIFT) build -c release -j $(JOBS) --product JSONBenchmark
-	$$($(SWIFT) build -c release --show-bin-path)/JSONBenchmark
+	mkdir -p .build
+	g++ -O2 -std=c++17 -o .build/simdjson-bench Benchmarks/SimdjsonBenchmark/simdjson_bench.cpp -lsimdjson
+	$$($(SWIFT) build -c release --show-bin-path)/JSONBenchmark --simdjson .build/simdjson-bench
 
 # The serialization worker's share of each exchange (rule, decoding, serializer, record), µs per
 # record for the small and the 64 KiB document; CALLGRIND=1 runs it under callgrind instead.

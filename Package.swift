@@ -24,8 +24,10 @@ let package = Package(
 
         // Pure logic: no threads, files or sockets; tested and fuzzed on bytes.
         .target(name: "HTTP1"),
+        // SSE2 byte-class scans (header-only, inlined into Swift) for the JSON scanners.
+        .target(name: "CJSONScan"),
         .target(name: "ResponseSerialization",
-                dependencies: ["HTTP1", "CZlib", "CBrotli", "CZstd"]),
+                dependencies: ["HTTP1", "CJSONScan", "CZlib", "CBrotli", "CZstd"]),
         // The log: pure rules and record encoding, plus the worker, writer and archiver
         // threads and the log files. LogTools reads the files back (and replays requests).
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),

@@ -22,17 +22,18 @@ build_http1() {
 
 build_json() {
     # The JSON value, parser, writer and compactor need nothing else from ResponseSerialization
-    # (JSONParser imports Foundation only for its `Data` overload).
+    # (JSONParser imports Foundation only for its `Data` overload) but CJSONScan's header-only
+    # byte scans, found through its module map.
     rs="$root/Sources/ResponseSerialization"
-    $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" \
+    $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
 build_msgpack() {
-    # The decoder makes the JSON value; the parser (which uses a compactor helper) and the
-    # writer check its text.
+    # The decoder makes the JSON value; the parser (which uses a compactor helper, and so
+    # CJSONScan's header) and the writer check its text.
     rs="$root/Sources/ResponseSerialization"
-    $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" \
+    $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
         "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
         "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"

@@ -1,6 +1,10 @@
-// Measures Tapwire's JSON parse and parse+write throughput against Foundation's
-// JSONSerialization on deterministic API-like documents; exits 1 when below the goals
-// (parse >= 200 MB/s on every document, parse+write >= 10x Foundation's parse+write).
+// Measures Tapwire's JSON parse, parse+write and the log's validate+compact (with key
+// redaction on) on deterministic API-like documents, against Foundation's JSONSerialization
+// and, given `--simdjson PATH` (Benchmarks/SimdjsonBenchmark, built by `make bench-json`),
+// simdjson's minify and validation of the same bytes. Exits 1 when below the goals
+// (parse >= 200 MB/s on every document, parse+write >= 10x Foundation's parse+write,
+// validate+compact >= 1000 MB/s). Compare ratios within one run: the figures move with
+// the machine's load, ratios much less.
 import Dispatch
 import Foundation
 import ResponseSerialization
@@ -93,7 +97,12 @@ struct Row {
     var name: String
     var bytes: Int
     var tapwireParse: Double, tapwireRoundTrip: Double, foundationParse: Double, foundationRoundTrip: Double
+    var tapwireCompact: Double
+    var simdjsonMinify: Double? = nil, simdjsonValidate: Double? = nil
 }
+
+/// The keys the log redacts by default (`redact.jsonKeys`).
+let redactedKeys = JSONKeySet(["password", "token", "access_token", "refresh_token", "authorization", "secret"])
 
 // `--profile-parse` only loops Tapwire's parser on the 1 MB document, for `perf record`.
 // `--profile-parse-small` does the same with the 64 KB document.
@@ -113,7 +122,7 @@ if CommandLine.arguments.contains("--profile-parse-small") {
 if let i = CommandLine.arguments.firstIndex(of: "--profile-compact"), i + 2 < CommandLine.arguments.count,
    let data = FileManager.default.contents(atPath: CommandLine.arguments[i + 1]), let n = Int(CommandLine.arguments[i + 2]) {
     let bytes = [UInt8](data)
-    let keys = JSONKeySet(["password", "token", "access_token", "refresh_token"])
+    let keys = redactedKeys
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     var ok = true
@@ -156,9 +165,52 @@ for (name, target, seed) in [("64 KB", 64 * 1024, UInt64(64)), ("1 MB", 1024 * 1
         guard let object = try? JSONSerialization.jsonObject(with: data, options: []) else { return }
         sink(try? JSONSerialization.data(withJSONObject: object, options: []))
     }
+    var compacted: [UInt8] = []
+    compacted.reserveCapacity(bytes.count)
+    guard JSONCompactor.append(bytes, redacting: redactedKeys, into: &compacted),
+          compacted == { var w: [UInt8] = []; JSONWriter.write(redactedKeys.redacting(parsed), into: &w); return w }() else {
+        print("compactor and tree path differ on \(name)"); exit(1)
+    }
+    let tCompact = measure {
+        compacted.removeAll(keepingCapacity: true)
+        sink(JSONCompactor.append(bytes, redacting: redactedKeys, into: &compacted))
+    }
     rows.append(Row(name: name, bytes: bytes.count,
                     tapwireParse: mb / tParse, tapwireRoundTrip: mb / tRound,
-                    foundationParse: mb / fParse, foundationRoundTrip: mb / fRound))
+                    foundationParse: mb / fParse, foundationRoundTrip: mb / fRound,
+                    tapwireCompact: mb / tCompact))
+}
+
+var simdjsonNotes = ""
+// simdjson on the same bytes, in its own process (a C++ harness), one output line per document.
+if let i = CommandLine.arguments.firstIndex(of: "--simdjson"), i + 1 < CommandLine.arguments.count {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-json-bench-\(ProcessInfo.processInfo.processIdentifier)")
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var files: [String] = []
+    for (index, (target, seed)) in [(64 * 1024, UInt64(64)), (1024 * 1024, UInt64(1024))].enumerated() {
+        let file = directory.appendingPathComponent("document-\(index).json")
+        FileManager.default.createFile(atPath: file.path, contents: Data(document(approximateBytes: target, seed: seed)))
+        files.append(file.path)
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[i + 1])
+    process.arguments = files
+    let pipe = Pipe(), notes = Pipe()
+    process.standardOutput = pipe
+    process.standardError = notes
+    do { try process.run() } catch { print("cannot run \(CommandLine.arguments[i + 1]): \(error)"); exit(1) }
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    simdjsonNotes = String(decoding: notes.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+    guard process.terminationStatus == 0, lines.count == rows.count else { print("simdjson harness failed"); exit(1) }
+    for (index, line) in lines.enumerated() {
+        let fields = line.split(separator: " ").compactMap { Double($0) }
+        guard fields.count == 3, Int(fields[0]) == rows[index].bytes else { print("simdjson harness: unexpected line \(line)"); exit(1) }
+        rows[index].simdjsonMinify = fields[1]
+        rows[index].simdjsonValidate = fields[2]
+    }
 }
 
 func format(_ value: Double, width: Int = 10) -> String {
@@ -182,8 +234,21 @@ for row in rows {
     if row.tapwireParse < 200 { failures.append("\(row.name): parse \(format(row.tapwireParse, width: 0)) MB/s < 200 MB/s") }
     if roundTripRatio < 10 { failures.append("\(row.name): parse+write only \(format(roundTripRatio, width: 0))x Foundation (< 10x)") }
 }
+print("")
+print("validate+compact, redaction on (MB/s): tapwire against simdjson (minify; full validation)")
+if !simdjsonNotes.isEmpty { print(simdjsonNotes.trimmingCharacters(in: .whitespacesAndNewlines)) }
+for row in rows {
+    var line = "\(row.name.padding(toLength: 8, withPad: " ", startingAt: 0)) tapwire \(format(row.tapwireCompact, width: 8))"
+        + "  (\(format(row.tapwireCompact / row.foundationRoundTrip, width: 0))x Foundation p+w)"
+    if let minify = row.simdjsonMinify, let validate = row.simdjsonValidate {
+        line += "   simdjson minify \(format(minify, width: 8)) (tapwire \(String(format: "%.2f", row.tapwireCompact / minify))x)"
+            + "   simdjson validate \(format(validate, width: 8)) (tapwire \(String(format: "%.2f", row.tapwireCompact / validate))x)"
+    }
+    print(line)
+    if row.tapwireCompact < 1000 { failures.append("\(row.name): validate+compact \(format(row.tapwireCompact, width: 0)) MB/s < 1000 MB/s") }
+}
 if failures.isEmpty {
-    print("goals met: parse >= 200 MB/s, parse+write >= 10x Foundation")
+    print("goals met: parse >= 200 MB/s, parse+write >= 10x Foundation, validate+compact >= 1000 MB/s")
 } else {
     for failure in failures { print("GOAL NOT MET: \(failure)") }
     exit(1)

@@ -1,5 +1,6 @@
 // libFuzzer target for JSONParser, JSONWriter and JSONCompactor, compiled together with
-// JSON.swift, JSONParser.swift, JSONWriter.swift and JSONCompactor.swift (see Fuzz/build.sh).
+// JSON.swift, JSONParser.swift, JSONWriter.swift and JSONCompactor.swift and CJSONScan's
+// header (see Fuzz/build.sh).
 // Any broken invariant aborts.
 
 @inline(never)
@@ -55,6 +56,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let loose = parse(input, fragments: true, depth: limit)
     let strict = parse(input, fragments: false, depth: limit)
     checkCompactor(input, loose, limit: limit)
+    checkScans(input)
 
     guard case .success(let value) = loose else {
         if case .failure(let error) = loose {
@@ -107,6 +109,31 @@ func checkCompactor(_ input: UnsafeRawBufferPointer, _ parsed: Result<JSON, JSON
         case .success(let value):
             guard accepted else { continue }  // allowed (the caller falls back), but only on odd input
             require(Array(out.dropFirst()) == write(keys.redacting(value)), "compactor and tree path differ")
+        }
+    }
+}
+
+/// The vectorised byte-class scans find what a byte-at-a-time loop finds, from every start
+/// (the first few and a spread of others) to every end, so the sixteen-byte steps meet
+/// their tails at every alignment.
+func checkScans(_ input: UnsafeRawBufferPointer) {
+    guard let base = input.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+    let n = input.count
+    func reference(_ from: Int, _ end: Int, _ stops: (UInt8) -> Bool) -> Int {
+        var i = from
+        while i < end && !stops(base[i]) { i += 1 }
+        return i
+    }
+    for start in Set((0..<min(n, 18)).map { $0 } + stride(from: 0, to: n, by: max(1, n / 16)).map { $0 }) {
+        for end in [n, max(start, n - 1), min(n, start + 15), min(n, start + 16), min(n, start + 17)] {
+            require(JSONCompactor.scanPlain(base, from: start, end: end)
+                    == reference(start, end) { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 },
+                    "scanPlain from \(start) to \(end)")
+            require(JSONCompactor.scanDigits(base, from: start, end: end) == reference(start, end) { $0 &- 0x30 >= 10 },
+                    "scanDigits from \(start) to \(end)")
+            require(JSONCompactor.scanWhitespace(base, from: start, end: end)
+                    == reference(start, end) { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) },
+                    "scanWhitespace from \(start) to \(end)")
         }
     }
 }

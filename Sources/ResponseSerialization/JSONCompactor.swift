@@ -1,3 +1,5 @@
+import CJSONScan
+
 /// Member names whose values a log hides, prepared for matching raw key bytes:
 /// ASCII case-insensitive, as `JSON.redactingKeys` compares them.
 public struct JSONKeySet: Sendable, Equatable {
@@ -163,7 +165,7 @@ extension JSONCompactor {
             if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
                 let start = pos
                 pos += 1
-                while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                pos = scanWhitespace(p, from: pos, end: end)
                 if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
                 run = pos
             }
@@ -195,7 +197,7 @@ extension JSONCompactor {
                 }
                 if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
                     let start = pos
-                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    pos = scanWhitespace(p, from: pos, end: end)
                     if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
                     run = pos
                 }
@@ -229,7 +231,7 @@ extension JSONCompactor {
                 pos += 1
                 if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
                     let start = pos
-                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    pos = scanWhitespace(p, from: pos, end: end)
                     if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
                     run = pos
                 }
@@ -278,7 +280,7 @@ extension JSONCompactor {
             while depth > 0 {
                 if pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) {
                     let start = pos
-                    while pos < end && p[pos] <= 0x20 && isWhitespace(p[pos]) { pos += 1 }
+                    pos = scanWhitespace(p, from: pos, end: end)
                     if !suppressed && start > run { out.append(contentsOf: UnsafeBufferPointer(start: p + run, count: start - run)) }
                     run = pos
                 }
@@ -300,7 +302,7 @@ extension JSONCompactor {
             if next { continue }
 
             // The document's value is complete: only white space may follow.
-            while pos < end && isWhitespace(p[pos]) { pos += 1 }
+            pos = scanWhitespace(p, from: pos, end: end)
             guard pos == end else { return false }
             // Trailing white space was not copied only if it was cut: cut it now.
             var last = end
@@ -323,21 +325,20 @@ extension JSONCompactor {
             i += 1
             if isDigit(i) { return -1 }
         } else if p[i] &- 0x31 < 9 {
-            i += 1
-            while isDigit(i) { i += 1 }
+            i = scanDigits(p, from: i + 1, end: end)
         } else {
             return -1
         }
         if i < end && p[i] == 0x2E {
             i += 1
             guard isDigit(i) else { return -1 }
-            while isDigit(i) { i += 1 }
+            i = scanDigits(p, from: i + 1, end: end)
         }
         if i < end && (p[i] | 0x20) == 0x65 {
             i += 1
             if i < end && (p[i] == 0x2B || p[i] == 0x2D) { i += 1 }
             guard isDigit(i) else { return -1 }
-            while isDigit(i) { i += 1 }
+            i = scanDigits(p, from: i + 1, end: end)
         }
         return i
     }
@@ -371,36 +372,37 @@ extension JSONCompactor {
             } else if c < 0x20 {
                 return (-1, 0)
             } else {
-                i = validateUTF8Sequence(p, at: i, end: end)
-                guard i >= 0 else { return (-1, 0) }
+                // Multi-byte sequences come in runs (a word of non-Latin text): the run is
+                // validated before the ASCII scan resumes, which would stop at once.
+                repeat {
+                    i = validateUTF8Sequence(p, at: i, end: end)
+                    guard i >= 0 else { return (-1, 0) }
+                } while i < end && p[i] >= 0x80
             }
             i = scanPlain(p, from: i, end: end)
         }
     }
 
     /// Index of the first byte at or after `start` that is `"`, `\`, a control character
-    /// or non-ASCII, eight bytes at a time (JSONParser scans strings with it too).
+    /// or non-ASCII (JSONParser scans strings with it too), sixteen bytes a step (CJSONScan).
+    /// A string's plain ASCII is valid UTF-8 and needs no rewriting, so the callers
+    /// validate and copy it as a span.
     @inline(__always)
     static func scanPlain(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
-        var i = start
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        while i + 8 <= end {
-            let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            let quote = w ^ (ones &* 0x22)
-            let backslash = w ^ (ones &* 0x5C)
-            var special = w | ((w &- ones &* 0x20) & ~w)
-            special |= (quote &- ones) & ~quote
-            special |= (backslash &- ones) & ~backslash
-            special &= 0x8080_8080_8080_8080
-            if special != 0 { return i + special.trailingZeroBitCount >> 3 }
-            i += 8
-        }
-        while i < end {
-            let c = p[i]
-            if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { return i }
-            i += 1
-        }
-        return end
+        tapwire_json_scan_plain(p, start, end)
+    }
+
+    /// Index of the first byte at or after `start` that is not JSON white space.
+    @inline(__always)
+    static func scanWhitespace(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+        tapwire_json_scan_whitespace(p, start, end)
+    }
+
+    /// Index of the first byte at or after `start` that is not an ASCII digit: a long
+    /// integer or fraction part (ids, timestamps) in one or two steps.
+    @inline(__always)
+    static func scanDigits(_ p: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+        tapwire_json_scan_digits(p, start, end)
     }
 
     /// The escape at `i` (on the backslash): the index after it (-1 when invalid) and

@@ -189,4 +189,92 @@ final class JSONCompactorTests: XCTestCase {
         // Not only refusals: a fair share of the variants are still JSON.
         XCTAssertGreaterThan(valid, 2_000, "valid variants")
     }
+
+    /// Every kind of string byte, number digit and white space placed at every offset of a
+    /// token up to three sixteen-byte steps long: the compactor's vectorised scans end at every
+    /// lane and in every tail, and its answer stays the tree path's (valid or not).
+    func testTokensOfEveryLengthAgreeAtEveryLane() {
+        let specials = [#"""#, #"\n"#, #"\u00E9"#, #"\u00e9"#, #"\/"#, #"\""#, #"\ud83d\ude00"#, "é", "日", "🚀", "\u{7F}", "\u{1F}",
+                        "\t", #"\x"#, #"\u12"#, "\\"].map { Array($0.utf8) } + [[0xFF], [0xC3], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0x80]]
+        for length in 0..<50 {
+            let plain = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            for special in specials {
+                for key in [false, true] {
+                    let string = [0x22] + plain + special + Array("tail".utf8) + [0x22]
+                    let document = key ? Array(#"{"#.utf8) + string + Array(#":1,"password":"#.utf8) + string + [0x7D]
+                                       : Array("[".utf8) + string + Array(",".utf8) + string + Array("]".utf8)
+                    assertAgrees(document, "\(length) \(special) key: \(key)")
+                }
+            }
+            let digits = Array(String(repeating: "7", count: max(1, length)).utf8)
+            for number in [digits, [0x2D] + digits, [0x30] + digits, Array("0.".utf8) + digits, Array("1e".utf8) + digits,
+                           Array("-2.5E+".utf8) + digits, digits + Array(".".utf8), digits + Array("e".utf8), digits + [0x61]] {
+                assertAgrees(Array("[".utf8) + number + Array(",".utf8) + number + Array("]".utf8), "number \(number)")
+                assertAgrees(number, "fragment \(number)")
+            }
+            for white in [" ", "\n", "\r\n", "\t", " \u{0B}", " \u{A0}"] {
+                let run = Array(String(repeating: white, count: length).utf8)
+                assertAgrees(run + Array("{".utf8) + run + Array(#""a":"#.utf8) + run + Array("[1".utf8) + run + Array(",2]".utf8)
+                             + run + Array("}".utf8) + run, "white \(Array(white.utf8)) x \(length)")
+            }
+        }
+    }
+
+    /// Random documents with long strings, numbers and white space runs, then mutated: both
+    /// paths agree on every one, valid or not.
+    func testRandomLongTokenDocumentsAgree() {
+        var rng = JSONTestRandom(seed: 0x1046_70CE)
+        let alphabet = Array("abcXYZ09 _-/.:é€😀\\\"\n\t\u{1}".unicodeScalars)
+        func below(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        func white() -> String { String(repeating: [" ", "\n", "  ", "\t", ""][below(5)], count: below(3) == 0 ? below(40) : 0) }
+        func string() -> String {
+            var text = ""
+            for _ in 0..<below(60) {
+                let scalar = alphabet[below(alphabet.count)]
+                switch scalar {
+                case "\\": text += [#"\\"#, #"\/"#, #"\u00AB"#, #"\n"#][below(4)]
+                case "\"": text += #"\""#
+                case "\n": text += below(8) == 0 ? "\n" : #"\n"#
+                case "\t": text += #"\t"#
+                case "\u{1}": text += #"\u0001"#
+                default: text.unicodeScalars.append(scalar)
+                }
+            }
+            return "\"" + text + "\""
+        }
+        func number() -> String {
+            let digits = (0..<(1 + below(25))).map { _ in String(below(10)) }.joined()
+            let integer = below(4) == 0 ? "0" : String(1 + below(9)) + digits
+            return (below(2) == 0 ? "-" : "") + integer
+                + (below(2) == 0 ? ".\(digits)" : "") + (below(3) == 0 ? "e\(["", "+", "-"][below(3)])\(digits.prefix(3))" : "")
+        }
+        func value(_ depth: Int) -> String {
+            switch below(depth > 3 ? 3 : 5) {
+            case 0: return string()
+            case 1: return number()
+            case 2: return ["true", "false", "null"][below(3)]
+            case 3:
+                return "[" + white() + (0..<below(5)).map { _ in value(depth + 1) }.joined(separator: white() + "," + white()) + white() + "]"
+            default:
+                let keys = ["\"password\"", "\"Token\"", "\"a\"", "\"id\"", string()]
+                return "{" + white() + (0..<below(5)).map { _ in keys[below(keys.count)] + white() + ":" + white() + value(depth + 1) }
+                    .joined(separator: white() + "," + white()) + white() + "}"
+            }
+        }
+        var valid = 0
+        for round in 0..<3_000 {
+            var bytes = Array((white() + value(0) + white()).utf8)
+            if round % 3 != 0 {
+                let at = below(bytes.count + 1)
+                switch below(3) {
+                case 0 where at < bytes.count: bytes[at] = UInt8(truncatingIfNeeded: rng.next())
+                case 1 where at < bytes.count: bytes.remove(at: at)
+                default: bytes.insert([0x22, 0x5C, 0x20, 0x30, 0x2C, 0x80, 0x1F][below(7)], at: at)
+                }
+            }
+            assertAgrees(bytes, String(decoding: bytes, as: UTF8.self))
+            if treeText(bytes) != nil { valid += 1 }
+        }
+        XCTAssertGreaterThan(valid, 1_000, "valid documents")
+    }
 }
