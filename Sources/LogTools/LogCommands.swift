@@ -10,18 +10,14 @@ public enum TailCommand {
                            rawJSON: Bool, output: ([UInt8]) throws -> Void) throws -> Int {
         var printed = 0
         while let line = try source.nextLine() {
-            // `--json` without filters passes lines through without parsing them; the prefilter
-            // rules most non-matching lines out before they are parsed.
-            if !filter.isEmpty && !filter.prefilter.mayMatch(line) { continue }
-            let record = rawJSON && filter.isEmpty ? nil : try? JSONParser.parse(line, allowFragments: false)
-            if !filter.isEmpty {
-                guard let record, filter.matches(record) else { continue }
-            }
+            // The prefilter rules most non-matching lines out before they are parsed; every
+            // line kept is parsed, so one that is not a JSON object is never printed.
+            guard filter.prefilter.mayMatch(line), let record = try? JSONParser.parse(line, allowFragments: false),
+                  filter.matches(record) else { continue }
             if rawJSON {
                 try output(line + [10])
             } else {
-                let text = record.map { formatter.format($0) } ?? formatter.format(line: line)
-                try output(Array(text.utf8) + [10])
+                try output(Array(formatter.format(record).utf8) + [10])
             }
             printed += 1
         }
@@ -35,7 +31,7 @@ public enum HARExport {
     @discardableResult
     public static func run(source: RecordSource, filter: Query, writer: HARWriter) throws -> Int {
         while let line = try source.nextLine() {
-            guard filter.isEmpty || filter.prefilter.mayMatch(line),
+            guard filter.prefilter.mayMatch(line),
                   let record = try? JSONParser.parse(line, allowFragments: false), filter.matches(record) else {
                 continue
             }

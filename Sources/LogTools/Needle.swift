@@ -35,13 +35,14 @@ enum Needle {
         }
     }
 
-    /// The number after `"key"` `:` (spaces allowed around the colon), when one follows.
+    /// The number after `"key"` `:` (JSON whitespace allowed around the colon), when one follows.
     static func numberAfterKey(_ base: UnsafePointer<UInt8>, _ from: Int, _ count: Int) -> ExactNumber? {
+        @inline(__always) func isSpace(_ b: UInt8) -> Bool { b == 32 || b == 9 || b == 13 || b == 10 }
         var i = from
-        while i < count, base[i] == 32 { i += 1 }
+        while i < count, isSpace(base[i]) { i += 1 }
         guard i < count, base[i] == UInt8(ascii: ":") else { return nil }
         i += 1
-        while i < count, base[i] == 32 { i += 1 }
+        while i < count, isSpace(base[i]) { i += 1 }
         let start = i
         while i < count, (base[i] >= 48 && base[i] <= 57) || base[i] == UInt8(ascii: "-") || base[i] == UInt8(ascii: ".")
                 || base[i] == UInt8(ascii: "e") || base[i] == UInt8(ascii: "E") || base[i] == UInt8(ascii: "+") {

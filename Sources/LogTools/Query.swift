@@ -42,18 +42,19 @@ public struct Query: Sendable {
 
     public var isEmpty: Bool { expression == .all }
 
-    /// Whether a parsed record matches. Only a JSON object can match (the empty query keeps anything).
+    /// Whether a parsed record matches. Only a JSON object is a record and can match, even the
+    /// empty query's: an unreadable line is never counted, printed or exported.
     public func matches(_ record: JSON) -> Bool {
+        guard case .object = record else { return false }
         if isEmpty { return true }
         return evaluator.matches(record)
     }
 
-    /// Parses `line` and matches it; a line that is not JSON passes only the empty query.
+    /// Parses `line` and matches it; a line that is not a JSON object never matches.
     public func matches(line: [UInt8]) -> Bool {
-        if isEmpty { return true }
         guard prefilter.mayMatch(line) else { return false }
         guard let record = try? JSONParser.parse(line, allowFragments: false) else { return false }
-        return evaluator.matches(record)
+        return matches(record)
     }
 
     public static func currentTime() -> Double {

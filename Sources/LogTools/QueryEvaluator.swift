@@ -71,6 +71,19 @@ struct QueryEvaluator: @unchecked Sendable {
 
     /// `type=`: a serializer name (`json`, `string`, `data`…), a MIME subtype or `+suffix` of the
     /// response type (`json` also keeps `application/problem+json`), or a full type (`text/*`).
+    /// A glob as `type=`: against the serializer, the full type, the subtype or a `+suffix`.
+    static func typeMatches(_ glob: Glob, _ view: RecordView) -> Bool {
+        if let serializer = view.serializer, glob.matches(serializer) { return true }
+        guard let mime = view.mimeType?.lowercased() else { return false }
+        let essence = mime.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? mime
+        if glob.matches(essence) { return true }
+        guard let slash = essence.firstIndex(of: "/") else { return false }
+        let subtype = String(essence[essence.index(after: slash)...])
+        if glob.matches(subtype) { return true }
+        guard let plus = subtype.lastIndex(of: "+") else { return false }
+        return glob.matches(String(subtype[subtype.index(after: plus)...]))
+    }
+
     static func typeMatches(_ wanted: String, _ view: RecordView) -> Bool {
         if let serializer = view.serializer, serializer.lowercased() == wanted { return true }
         guard let mime = view.mimeType?.lowercased() else { return false }
@@ -108,6 +121,9 @@ struct QueryEvaluator: @unchecked Sendable {
             return [value]
         }
         func string(_ text: String?) -> [JSON] { text.map { [.string($0)] } ?? [] }
+        /// The first of `candidates` present and not null: a written `null` falls through to the
+        /// next source as a missing member does.
+        func first(_ candidates: JSON?...) -> [JSON] { one(candidates.first { $0 != nil && $0 != .null } ?? nil) }
         switch field {
         case .id: return one(json[member: "id"])
         case .kind: return [.string(view.kind)]
@@ -125,19 +141,19 @@ struct QueryEvaluator: @unchecked Sendable {
         case .client: return one(json[member: "client"])
         case .upstream: return one(json[path: "metrics", "upstream"])
         case .duration:
-            return one(json[path: "timeline", "requestDuration"] ?? json[path: "timeline", "totalDuration"] ?? json[member: "duration"])
+            return first(json[path: "timeline", "requestDuration"], json[path: "timeline", "totalDuration"], json[member: "duration"])
         case .latency: return one(json[path: "timeline", "latency"])
         case .wait: return one(json[path: "metrics", "wait"])
         case .size:
             // Tunnels and WebSockets: the bytes relayed, not the upgrade response's empty body.
             if view.kind == "tunnel" || view.kind == "websocket" { return one(json[member: "bytesFromUpstream"]) }
             guard let response = view.response else { return [] }
-            return one(json[path: "data", "size"] ?? response[member: "bodySize"])
+            return first(json[path: "data", "size"], response[member: "bodySize"])
         case .requestSize:
             if view.kind == "tunnel" || view.kind == "websocket" { return one(json[member: "bytesFromClient"]) }
             return one(view.request?[member: "bodySize"])
         case .time:
-            return one(json[path: "timeline", "requestStartTime"] ?? json[member: "startTime"] ?? json[member: "time"])
+            return first(json[path: "timeline", "requestStartTime"], json[member: "startTime"], json[member: "time"])
         case .requestHeader(let name):
             guard let request = view.request else { return [] }
             return view.headers(of: request).filter { $0.0.lowercased() == name }.map { .string($0.1) }
@@ -172,6 +188,11 @@ struct QueryEvaluator: @unchecked Sendable {
                 let normalize: (String) -> String = field == .method ? { $0.uppercased() } : { $0.lowercased() }
                 return { view in values(field, view).contains { $0.stringValue.map { wanted.contains(normalize($0)) } ?? false } }
             }
+        case .anyGlob(let globs):
+            if field == .type {
+                return { view in globs.contains { typeMatches($0, view) } }
+            }
+            return { view in values(field, view).contains { value in globs.contains { $0.matches(text(of: value)) } } }
         case .glob(let glob):
             if field == .host, glob.pattern.contains(":") {
                 // A glob with a port (`api.local:8080`) is matched against host:port as written.

@@ -3,11 +3,14 @@
 /// - `(` `)` group; `|` or `or`, `&` or `and`, `!` or `not` combine (the words in any case).
 /// - `FIELD OP VALUE` is one token when a field name is directly followed by an operator:
 ///   `=` `!=` `<` `<=` `>` `>=` `~`. The value is a `"quoted string"` (with `\"` and `\\`) or runs
-///   to the next space or to a `)` that closes a parenthesis opened outside it (so a regex keeps
-///   its own groups: `url~(a|b)`).
+///   to the next space, `|` or `&`, or to a `)` that closes a parenthesis opened outside it (so a
+///   regex keeps its own groups and alternatives inside them: `url~(a|b)`).
 /// - `~x ARG` is a mitmproxy filter: `~` and letters at the start of a token; the codes that take
 ///   an argument take the next word or quoted string with them.
-/// - Anything else is a bare word (up to a space or a parenthesis) or a quoted phrase.
+/// - Anything else is a bare word (up to a space, a parenthesis, `|` or `&`) or a quoted phrase.
+///
+/// So `(` `)` `|` `&` end unquoted text wherever they stand (`secret|admin` is `secret | admin`),
+/// and `!` does at the start of a term; inside quotes every character is literal.
 struct QueryLexer {
     enum Kind: Equatable {
         case openParen
@@ -80,9 +83,16 @@ struct QueryLexer {
         }
         // A field name followed by an operator, or a bare word.
         let nameEnd = fieldNameEnd(from: i)
-        if nameEnd > i, let (op, opLength) = operatorAt(nameEnd) {
+        var opStart = nameEnd
+        if isPointerField(start, nameEnd) {
+            // `json:/POINTER ~REGEX`: spaces, then `~` directly followed by the regex.
+            var k = nameEnd
+            while k < chars.count, chars[k].isWhitespace { k += 1 }
+            if k > nameEnd, k + 1 < chars.count, chars[k] == "~", !chars[k + 1].isWhitespace { opStart = k }
+        }
+        if nameEnd > i, let (op, opLength) = operatorAt(opStart) {
             let field = String(chars[i..<nameEnd])
-            i = nameEnd + opLength
+            i = opStart + opLength
             let valueColumn = i + 1
             var value: String?
             var quoted = false
@@ -90,13 +100,14 @@ struct QueryLexer {
                 value = try self.quoted()
                 quoted = true
             } else {
-                let raw = rawValue()
+                let listsWithPipe = QueryLexer.pipeListFields.contains(field.lowercased()) && (op == .equal || op == .notEqual)
+                let raw = rawValue(pipeMayContinueList: listsWithPipe)
                 value = raw.isEmpty ? nil : raw
             }
             return Token(kind: .comparison(field: field, op: op, value: value, valueColumn: valueColumn, quoted: quoted),
                          column: column, text: String(chars[start..<i]))
         }
-        while i < chars.count, !chars[i].isWhitespace, chars[i] != "(", chars[i] != ")" { i += 1 }
+        while i < chars.count, !chars[i].isWhitespace, !QueryLexer.endsText(chars[i]) { i += 1 }
         let word = String(chars[start..<i])
         switch word.lowercased() {
         case "or": return Token(kind: .or, column: column, text: word)
@@ -105,6 +116,15 @@ struct QueryLexer {
         default: return Token(kind: .word(word), column: column, text: word)
         }
     }
+
+    /// Whether chars[start..<end] is a `json:` or `reqjson:` field.
+    private func isPointerField(_ start: Int, _ end: Int) -> Bool {
+        let name = String(chars[start..<end]).lowercased()
+        return name.hasPrefix("json:") || name.hasPrefix("reqjson:")
+    }
+
+    /// The characters that end unquoted text (besides whitespace).
+    static func endsText(_ c: Character) -> Bool { c == "(" || c == ")" || c == "|" || c == "&" }
 
     /// The end of a field name starting at `from`: letters, digits, `_` `.` `-`, and for the
     /// `json:` / `reqjson:` prefixes the JSON Pointer after them (anything up to an operator or space).
@@ -116,11 +136,10 @@ struct QueryLexer {
             let prefix = String(chars[start..<j]).lowercased()
             guard prefix == "json" || prefix == "reqjson" else { return j }
             j += 1
-            // `~0` and `~1` are the pointer's own escapes, not the regex operator.
-            while j < chars.count, !chars[j].isWhitespace, !"=!<>()".contains(chars[j]) {
-                if chars[j] == "~" && !(j + 1 < chars.count && (chars[j + 1] == "0" || chars[j + 1] == "1")) { break }
-                j += 1
-            }
+            // Every `~` directly in a pointer is the pointer's: `~0` and `~1` are its escapes and
+            // any other is a malformed escape JSONPointer reports with its column. The regex
+            // operator after a pointer is written after a space (`json:/name ~^a`).
+            while j < chars.count, !chars[j].isWhitespace, !"=!<>()|&".contains(chars[j]) { j += 1 }
         }
         return j
     }
@@ -138,8 +157,14 @@ struct QueryLexer {
         }
     }
 
-    /// An unquoted value: up to a space, or a `)` that closes a parenthesis opened before the value.
-    private mutating func rawValue() -> String {
+    /// The older filter words' list fields, where `status=301|404` has always meant either code.
+    static let pipeListFields: Set<String> = ["status", "method", "type", "kind"]
+
+    /// An unquoted value: up to a space, or a `|`, `&` or `)` outside parentheses opened in the value.
+    /// With `pipeMayContinueList`, a `|` directly followed by another list value (not a term of its
+    /// own such as `kind=tunnel`, a parenthesis, `!`, `~x` or a keyword) stays in the value as a list
+    /// separator, so the older filters' `status=301|404` keeps its meaning.
+    private mutating func rawValue(pipeMayContinueList: Bool = false) -> String {
         let start = i
         var depth = 0
         while i < chars.count, !chars[i].isWhitespace {
@@ -149,9 +174,25 @@ struct QueryLexer {
                 if depth == 0 { break }
                 depth -= 1
             }
+            if depth == 0, chars[i] == "|", pipeMayContinueList, pipeContinuesList(at: i) { i += 1; continue }
+            if depth == 0, chars[i] == "|" || chars[i] == "&" { break }
             i += 1
         }
         return String(chars[start..<i])
+    }
+
+    /// Whether the `|` at `k` is followed by a plain list value rather than the start of a term.
+    private func pipeContinuesList(at k: Int) -> Bool {
+        let next = k + 1
+        guard next < chars.count else { return false }
+        let c = chars[next]
+        if c.isWhitespace || "()|&!~\"".contains(c) { return false }
+        let nameEnd = fieldNameEnd(from: next)
+        if nameEnd > next, operatorAt(nameEnd) != nil { return false }
+        var end = next
+        while end < chars.count, !chars[end].isWhitespace, !QueryLexer.endsText(chars[end]) { end += 1 }
+        let word = String(chars[next..<end]).lowercased()
+        return word != "or" && word != "and" && word != "not"
     }
 
     /// A `"…"` string starting at `i`; `\"` and `\\` stand for themselves, other backslashes stay
@@ -192,7 +233,7 @@ struct QueryLexer {
             argumentColumn = i + 1
             if i < chars.count, chars[i] == "\"" {
                 argument = try quoted()
-            } else if i < chars.count, chars[i] != ")" {
+            } else if i < chars.count, !QueryLexer.endsText(chars[i]) {
                 argument = rawValue()
             }
         }

@@ -234,10 +234,11 @@ struct QueryParser {
             guard let argument, !argument.isEmpty else {
                 throw QuerySyntaxError(column: argumentColumn, message: "expected a status code after '~c'")
             }
-            guard argument.allSatisfy({ $0.isASCII && $0.isNumber }), argument.count <= 6, let code = Int(argument) else {
-                throw QuerySyntaxError(column: argumentColumn, message: "expected a status code such as 404 after '~c', found '\(argument)'")
+            // The one status pattern `status=` reads, so both accept the same codes (100-999).
+            guard let pattern = StatusPattern(argument) else {
+                throw QuerySyntaxError(column: argumentColumn, message: "expected \(StatusPattern.expected) after '~c', found '\(argument)'")
             }
-            return .compare(.status, .equal, .statuses([StatusPattern(range: code...code)]))
+            return .compare(.status, .equal, .statuses([pattern]))
         case "d": return .compare(.host, .regex, .regex(try regex()))
         case "m": return .compare(.method, .regex, .regex(try regex()))
         case "u": return .compare(.url, .regex, .regex(try regex()))

@@ -12,6 +12,10 @@ import Glibc
 ///   compared with `=`, a glob's literal runs, a bare word, a JSON Pointer's last key), and only
 ///   the runs of them that the writer copies verbatim (printable ASCII without `"` and `\`);
 ///   ASCII letters compare without case where the field does;
+/// - text the evaluator finds in a value's compact JSON (a bare word in a body, a `json:`
+///   value that is not a string) is split at JSON's structural characters `, : [ ] { }` as
+///   well: another writer may put whitespace next to them (`[1, 2]` for `[1,2]`), while inside
+///   a string or number token no whitespace can appear, so each piece is still verbatim;
 /// - `not`, `!=`, regexes, times and the mitmproxy filters give no needle (every line passes);
 /// - a line with a `\u` or `\/` escape always passes: a foreign writer could spell any
 ///   character that way.
@@ -105,7 +109,7 @@ struct QueryPrefilter: @unchecked Sendable {
         case .or(let terms):
             return simplify(.anyOf(terms.map(requirement)))
         case .text(let text):
-            return literal(text, caseInsensitive: true)
+            return literal(text, caseInsensitive: true, json: true)
         case .exists(let field):
             switch field {
             case .responseJSON(let pointer), .requestJSON(let pointer):
@@ -146,10 +150,13 @@ struct QueryPrefilter: @unchecked Sendable {
             }
         case .text(let text) where op == .equal:
             guard textIsVerbatim(field) else { return .anything }
-            return literal(text, caseInsensitive: QueryValueReader.caseInsensitive(field))
+            return literal(text, caseInsensitive: QueryValueReader.caseInsensitive(field), json: isJSON(field))
+        case .literal(.string(let text)) where op == .equal:
+            guard textIsVerbatim(field) else { return .anything }
+            return literal(text, caseInsensitive: false)
         case .glob(let glob) where op == .equal:
             guard textIsVerbatim(field) else { return .anything }
-            return simplify(.allOf(glob.literals.map { literal($0, caseInsensitive: glob.caseInsensitive) }))
+            return simplify(.allOf(glob.literals.map { literal($0, caseInsensitive: glob.caseInsensitive, json: isJSON(field)) }))
         default:
             return .anything
         }
@@ -172,6 +179,14 @@ struct QueryPrefilter: @unchecked Sendable {
         }
     }
 
+    /// Fields whose non-string values are compared as their compact JSON text.
+    private static func isJSON(_ field: QueryField) -> Bool {
+        switch field {
+        case .responseJSON, .requestJSON: return true
+        default: return false
+        }
+    }
+
     /// The record keys a numeric field's value may sit under.
     private static func numberKeys(_ field: QueryField) -> [String]? {
         switch field {
@@ -189,15 +204,19 @@ struct QueryPrefilter: @unchecked Sendable {
     }
 
     /// The longest run of `text` the writer copies verbatim; `.anything` when it is shorter than
-    /// two bytes (a one-letter needle would only cost time).
-    private static func literal(_ text: String, caseInsensitive: Bool, whole: Bool = false) -> Requirement {
+    /// two bytes (a one-letter needle would only cost time). With `json`, the text may be compact
+    /// JSON the line spells with whitespace, so runs also end at structural characters.
+    private static func literal(_ text: String, caseInsensitive: Bool, whole: Bool = false, json: Bool = false) -> Requirement {
+        // Unicode case folding can turn non-ASCII text into ASCII (`ß` is `ss`, `İ` lowers to
+        // `i` and a combining dot), so a folded non-ASCII needle names no bytes for certain.
+        if caseInsensitive, !text.utf8.allSatisfy({ $0 < 0x80 }) { return .anything }
         if whole {
             return isVerbatim(text) ? .contains(.literal(Array(caseInsensitive ? text.lowercased().utf8 : text.utf8), caseInsensitive: caseInsensitive)) : .anything
         }
         var best: [UInt8] = []
         var run: [UInt8] = []
         for byte in text.utf8 {
-            if isVerbatimByte(byte) {
+            if isVerbatimByte(byte), !(json && isStructural(byte)) {
                 run.append(caseInsensitive ? TextSearch.lower(byte) : byte)
                 if run.count > best.count { best = run }
             } else {
@@ -211,6 +230,12 @@ struct QueryPrefilter: @unchecked Sendable {
     /// A pointer token that may name an array element: its value sits under no key.
     private static func isArrayIndex(_ token: String) -> Bool {
         !token.isEmpty && token.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }
+    }
+
+    /// The bytes JSON allows whitespace around (outside strings).
+    private static func isStructural(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: ",") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+            || byte == UInt8(ascii: "{") || byte == UInt8(ascii: "}")
     }
 
     private static func isVerbatim(_ text: String) -> Bool { text.utf8.allSatisfy(isVerbatimByte) }

@@ -57,10 +57,20 @@ enum QueryValueReader {
                 if let number = ExactNumber(text) { return .number(number) }
             }
             if !quoted, !ordering, text.contains("*") || text.contains("?") { return .glob(Glob(text)) }
+            // Quoted: the JSON string, never a number, array or object spelled that way.
+            if quoted, !ordering { return .literal(.string(text)) }
             return .text(text)
         case .text:
             if ordering { return .text(text) }
+            let isGlob = !quoted && (text.contains("*") || text.contains("?"))
             switch field {
+            case .method where isGlob, .type where isGlob, .kind where isGlob:
+                // `=` with `*` or `?` is a glob for these names too; a list may mix globs and names.
+                let parts = alternatives(text)
+                if let empty = parts.first(where: { $0.0.isEmpty }) {
+                    throw QuerySyntaxError(column: column + empty.1, message: "expected a name or glob between commas")
+                }
+                return .anyGlob(parts.map { Glob($0.0, caseInsensitive: true) })
             case .method:
                 let methods = alternatives(text)
                 for (method, offset) in methods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" || $0 == "_" }) {
@@ -97,7 +107,8 @@ enum QueryValueReader {
         }
     }
 
-    /// `a,b|c` → its parts with their character offsets (the older filter words' lists).
+    /// `a,b,c` (or, as the older filter words wrote it, `a|b|c`) → its parts with their character
+    /// offsets. The lexer leaves a `|` in a value only where it separates list values.
     static func alternatives(_ text: String) -> [(String, Int)] {
         var parts: [(String, Int)] = []
         var current = ""
@@ -148,9 +159,13 @@ enum QueryValueReader {
         return value.scaled(byPowerOfTen: power).multiplied(by: factor)
     }
 
-    /// `-1h`, `-30m`, `-2d`, `-90s`: seconds relative to now (negative: in the past).
+    /// `-1h`, `-30m`, `-2d`, `-90s`: seconds before now. Only `-` and then a plain number: the
+    /// log holds no future, and `--1h` must not quietly mean an hour ahead.
     static func relativeTime(_ text: String) -> Double? {
-        guard text.hasPrefix("-") || text.hasPrefix("+"), let amount = duration(String(text.dropFirst())) else { return nil }
-        return text.hasPrefix("-") ? -amount.doubleValue : amount.doubleValue
+        guard text.hasPrefix("-") else { return nil }
+        let rest = text.dropFirst()
+        guard let first = rest.first, first.isASCII, first.isNumber || first == ".",
+              let amount = duration(String(rest)) else { return nil }
+        return -amount.doubleValue
     }
 }

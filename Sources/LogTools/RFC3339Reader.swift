@@ -13,7 +13,8 @@ enum RFC3339Reader {
             return v
         }
         guard let year = digits(0, 4), c.count >= 10, c[4] == UInt8(ascii: "-"), let month = digits(5, 2),
-              c[7] == UInt8(ascii: "-"), let day = digits(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+              c[7] == UInt8(ascii: "-"), let day = digits(8, 2), (1...12).contains(month),
+              (1...daysIn(month: month, year: year)).contains(day) else { return nil }
         var seconds = Double(daysSince1970(year: year, month: month, day: day)) * 86400
         if c.count == 10 { return seconds }
         guard c.count >= 20, c[10] == UInt8(ascii: "T") || c[10] == UInt8(ascii: "t") || c[10] == UInt8(ascii: " "),
@@ -40,6 +41,15 @@ enum RFC3339Reader {
               c[i + 3] == UInt8(ascii: ":"), let om = digits(i + 4, 2) else { return nil }
         let offset = Double(oh * 3600 + om * 60)
         return c[i] == UInt8(ascii: "+") ? seconds - offset : seconds + offset
+    }
+
+    /// The days of a month in the proleptic Gregorian calendar (February 29 in leap years only).
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).

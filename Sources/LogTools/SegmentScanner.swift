@@ -20,13 +20,7 @@ struct SegmentScanner {
         var line = raw
         if let last = line.last, last == 13 { line = UnsafeBufferPointer(rebasing: line.dropLast()) }
         if line.isEmpty { return nil }
-        if query.isEmpty {
-            switch form {
-            case .countOnly: return []
-            case .json: return Array(line) + [10]
-            case .formatted(let formatter): return Array(formatter.format(line: Array(line)).utf8) + [10]
-            }
-        }
+        // Even the empty query parses each line: one that is not a JSON object is no record.
         guard query.prefilter.mayMatch(line),
               let record = try? JSONParser.parse(UnsafeRawBufferPointer(line), allowFragments: false),
               query.matches(record) else { return nil }

@@ -1,17 +1,24 @@
-/// Case-insensitive substring search; ASCII needles compare byte by byte without copying the text.
+import Foundation
+
+/// Case-insensitive substring search.
+///
+/// An ASCII needle folds ASCII letters only and compares byte by byte without copying the text
+/// (`strasse` does not find `Straße`). A needle with any non-ASCII character is compared with
+/// Foundation's case-insensitive search, which applies Unicode case folding to both sides
+/// (`GRÜSSE` finds `Grüße`, `ÉCOLE` finds `école`).
 struct TextSearch: Sendable {
     let needle: [UInt8]
     let ascii: Bool
-    let lowered: String
+    let original: String
 
     init(_ text: String) {
-        lowered = text.lowercased()
-        needle = Array(lowered.utf8)
-        ascii = needle.allSatisfy { $0 < 0x80 }
+        original = text
+        ascii = text.utf8.allSatisfy { $0 < 0x80 }
+        needle = Array(text.lowercased().utf8)
     }
 
     func found(in text: String) -> Bool {
-        guard ascii else { return text.lowercased().contains(lowered) }
+        guard ascii else { return text.range(of: original, options: [.caseInsensitive]) != nil }
         guard !needle.isEmpty else { return true }
         var copy = text
         return copy.withUTF8 { hay in TextSearch.find(needle, in: hay) }

@@ -68,6 +68,8 @@ enum LogCommandsCLI {
               req.header.NAME res.header.NAME json:/POINTER reqjson:/POINTER
       status=404 4xx 200-299      duration>250ms (us ms s m h)     size>=10KB (B KB MB GB)
       time>=2026-12-02T10:00:00Z  time>=-1h                         json:/user/role=admin
+      json:/user/role ~^adm       a regex after a pointer follows a space (~0 ~1: escapes)
+      ( ) | & end unquoted text: secret|admin is secret | admin; quote a literal "a|b"
       error  failure  json:/x     a bare field: it has a value (error: any failure or loss)
       word "a phrase"             searches URL, header values and decoded bodies (any case)
       mitmproxy: ~c 404 ~d HOST ~b RE ~bq ~bs ~m RE ~u RE ~h RE ~hq ~hs ~t RE ~tq ~ts ~e ~s ~q

@@ -32,6 +32,11 @@ func flags(_ args: ArraySlice<String>, allowed: Set<String>, switches: Set<Strin
     var i = args.startIndex
     while i < args.endIndex {
         let a = args[i]
+        if a == "--" {
+            // The end of options: every later word is positional even when it starts with `-`.
+            positional += args[args.index(after: i)...]
+            break
+        }
         if a == "-h" || a == "--help" {
             print(usageText, terminator: "")
             exit(0)

@@ -111,6 +111,41 @@ final class QueryEndToEndTests: XCTestCase {
         return lines
     }
 
+    /// A hand-written log, spaced as another writer might, with a line that is no record.
+    func testHandWrittenLogAndEndOfOptions() throws {
+        let bin = try tapwireBinary()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-q-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let records = [
+            #"{"id":"1","kind":"http","request":{"method":"GET","url":"http://a.com/secret","headers":[],"bodySize":0},"response":{"status":200,"headers":[],"bodySize":5},"result":{"success":{"r": [1, 2], "greeting": "Grüße"}}}"#,
+            #"{"id":"2","kind":"http","request":{"method":"POST","url":"http://b.com/admin","headers":[],"bodySize":0},"response":{"status":503,"headers":[],"bodySize":7},"data":{"size":null}}"#,
+            "not json",
+            #"{"id":"3","kind":"loss","lost":1,"time":"2026-12-02T10:00:00Z"}"#,
+        ]
+        try Data(records.map { $0 + "\n" }.joined().utf8).write(to: dir.appendingPathComponent("tapwire.jsonl"))
+        func count(_ expression: String) throws -> Int {
+            let r = try runCommand(bin, ["query", "--log-dir", dir.path, "--count", "--", expression])
+            XCTAssertEqual(r.status, 0, "\(expression): \(r.stderr)")
+            return Int(r.text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        XCTAssertEqual(try count(""), 3, "the unreadable line is no record")
+        XCTAssertEqual(try count("id or not id"), 3)
+        XCTAssertEqual(try count("secret|admin"), 2)
+        XCTAssertEqual(try count("host=a.com|host=b.com"), 2)
+        XCTAssertEqual(try count("error&kind=loss"), 1)
+        XCTAssertEqual(try count("json:/r=[1,2]"), 1, "the prefilter must not miss spaced JSON")
+        XCTAssertEqual(try count("\"1,2\""), 1)
+        XCTAssertEqual(try count("size=7"), 1, "data.size null: response.bodySize")
+        let json = try runCommand(bin, ["query", "--log-dir", dir.path, "--json"])
+        XCTAssertFalse(json.text.contains("not json"), json.text)
+        for command in ["tail", "har"] {
+            let r = try runCommand(bin, [command, "--log-dir", dir.path, "--", "kind=http"])
+            XCTAssertEqual(r.status, 0, "\(command) --: \(r.stderr)")
+            XCTAssertTrue(r.text.contains("b.com"), r.text)
+        }
+    }
+
     func testBadExpressionsExitTwoNamingTheColumn() throws {
         let bin = try tapwireBinary()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-q-\(UUID().uuidString.prefix(8))")
@@ -119,7 +154,10 @@ final class QueryEndToEndTests: XCTestCase {
         for (words, message) in [(["status>="], "query:1:9: expected a value after '>='"),
                                  (["kind=http", "duration>fast"], "query:1:20: expected a duration such as 250ms"),
                                  (["colour=red"], "query:1:1: unknown field 'colour' in 'colour=red'"),
-                                 (["(status=500"], "query:1:12: expected ')' to close '(' at column 1")] {
+                                 (["(status=500"], "query:1:12: expected ')' to close '(' at column 1"),
+                                 (["time>=2026-02-31"], "query:1:7: expected a time"),
+                                 (["time>=--1h"], "query:1:7: expected a time"),
+                                 (["json:/price~2x"], "query:1:12: expected a JSON Pointer")] {
             for command in ["query", "tail", "har"] {
                 let r = try runCommand(bin, [command, "--log-dir", dir.path] + words)
                 XCTAssertEqual(r.status, 2, "\(command) \(words)")

@@ -134,6 +134,25 @@ final class QueryScanTests: XCTestCase {
         XCTAssertEqual(try run("kind=http", threads: 2), Array(41...120) + Array(200...205))
     }
 
+    /// The worst rotation: between opening the active file and listing the rotated ones, the
+    /// log rotates and the archiver compresses the rotated file (a .gz with a new inode). The
+    /// snapshot is retaken, so no record is read twice and none is lost.
+    func testARotationAndCompressionBetweenOpeningAndListingRepeatsNothing() throws {
+        directory.write("tapwire.jsonl", lines(1...5))
+        var rotations = 0
+        let snapshot = try LogSnapshot(layout: layout, beforeListing: {
+            rotations += 1
+            guard rotations == 1 else { return }
+            try? FileManager.default.removeItem(atPath: path("tapwire.jsonl"))
+            try? directory.writeGzip("tapwire-20261201T030000.jsonl.gz", lines(1...5))
+            directory.write("tapwire.jsonl", lines(6...7))
+        })
+        XCTAssertEqual(rotations, 2, "taken again after the rotation")
+        var out: [UInt8] = []
+        _ = try QueryRun(snapshot: snapshot, query: Query.parse(""), options: QueryScanOptions(form: .json, chunkSize: 4096)).run { out += $0 }
+        XCTAssertEqual(out.split(separator: 10).map { Fixture.number(ofLine: Array($0)) ?? -1 }, Array(1...7))
+    }
+
     /// `--reverse --limit` stops at the newest records: an old archive it never needs is never
     /// an error, while a query that does need it names the file.
     func testReverseWithALimitStopsBeforeOlderFiles() throws {
@@ -199,11 +218,15 @@ final class QueryScanTests: XCTestCase {
             Fixture.http(64, result: #"{"success":{"user" : {"role":"admin","id" : 100}}}"#),
             Fixture.http(65, status: 503, responseHeaders: #"[["X-Quoted","a \"b\" c"]]"#),
             Fixture.tunnel(66), Fixture.websocket(67), Fixture.loss(3),
+            // Another writer's spacing: whitespace next to structural characters.
+            Fixture.http(68, result: #"{"success":{"r": [1, 2], "o": {"k": "v"}, "user":\#t{"id":\#t7}}}"#),
         ]
         let texts = queries + ["kestrel", "json:/user/role=admin", "json:/user/id=100", "json:/user/id>99",
                                "host=api.local", "url=*/V1/*", "path=/v1/items/62", "res.header.x-quoted=*\"b\"*",
                                "\"a \\\"b\\\" c\"", "status=503", "duration>1s", "reqsize>1000", "json:/user",
-                               "req.header.authorization", "error", "kind=tunnel", "method=CONNECT", "github", "~websocket"]
+                               "req.header.authorization", "error", "kind=tunnel", "method=CONNECT", "github", "~websocket",
+                               "json:/r=[1,2]", "\"1,2\"", "json:/o={\"k\":\"v\"}", "\"k\":\"v\"", "json:/r=*1,2*",
+                               "json:/user/id=7", "reqjson:/x=[1,2]", "[1"]
         var kept = 0
         for text in texts {
             let query = try Query.parse(text)
@@ -218,6 +241,26 @@ final class QueryScanTests: XCTestCase {
         XCTAssertGreaterThan(kept, 300)
         XCTAssertTrue(try Query.parse("kestrel").matches(line: Array(records[60].utf8)), "\\u escapes are decoded")
         XCTAssertTrue(try Query.parse("json:/user/id=100").matches(line: Array(records[62].utf8)), "1e2 = 100")
+        let spaced = Array(records[records.count - 1].utf8)
+        for text in ["json:/r=[1,2]", "\"1,2\"", "json:/o={\"k\":\"v\"}", "json:/user/id=7"] {
+            XCTAssertTrue(try Query.parse(text).matches(line: spaced), "\(text) on a line with spaces")
+        }
+    }
+
+    /// A line that is not a JSON object is no record: not counted, printed or formatted, even
+    /// by the empty query.
+    func testUnreadableLinesAreSkippedEvenByTheEmptyQuery() throws {
+        directory.write("tapwire.jsonl", Fixture.lines([record(1), "not json {", record(2), "[1,2]", "{\"id\":", record(3)]))
+        XCTAssertEqual(try count(""), 3)
+        XCTAssertEqual(try count("id or not id"), 3)
+        XCTAssertEqual(try run(""), [1, 2, 3])
+        XCTAssertEqual(try run("", reverse: true), [3, 2, 1])
+        var out: [UInt8] = []
+        try QueryCommand.run(layout: layout, query: Query.parse(""),
+                             options: QueryScanOptions(form: .formatted(TailFormatter(color: false)), limit: nil, reverse: false,
+                                                       threads: 1, chunkSize: 4096)) { out += $0 }
+        XCTAssertFalse(String(decoding: out, as: UTF8.self).contains("unreadable"))
+        XCTAssertEqual(out.split(separator: 10).count, 3)
     }
 
     /// And it does rule lines out: the point of it.

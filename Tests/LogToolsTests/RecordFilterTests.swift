@@ -56,7 +56,10 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertEqual(try kept(["status=4xx"]), [2])
         XCTAssertEqual(try kept(["status=5XX"]), [3])
         XCTAssertEqual(try kept(["status=200-299"]), [1, 5, 7])
-        XCTAssertEqual(try kept(["status=301|404"]), [2, 6])
+        XCTAssertEqual(try kept(["status=301|404"]), [2, 6], "the older filters' list form keeps its meaning")
+        XCTAssertEqual(try kept(["status=301|status=404"]), [2, 6], "`|` is or, even without spaces")
+        XCTAssertEqual(try kept(["method=GET|post"]), try kept(["method=GET,POST"]))
+        XCTAssertEqual(try kept(["status=301|kind=tunnel"]), try kept(["status=301 or kind=tunnel"]))
         XCTAssertEqual(try kept(["status=3xx,5xx"]), [3, 6])
     }
 
@@ -108,8 +111,11 @@ final class RecordFilterTests: XCTestCase {
         XCTAssertNil(message(["host=a", "status=2xx"]))
     }
 
-    func testUnreadableLinesPassOnlyTheEmptyFilter() throws {
-        XCTAssertTrue(Query.all.matches(line: Array("not json".utf8)))
+    func testUnreadableLinesAreNoRecordsEvenForTheEmptyFilter() throws {
+        XCTAssertFalse(Query.all.matches(line: Array("not json".utf8)))
+        XCTAssertFalse(Query.all.matches(line: Array("[1,2]".utf8)))
+        XCTAssertFalse(Query.all.matches(try JSONParser.parse("42")))
         XCTAssertFalse(try Query.parse(["error"]).matches(line: Array("not json".utf8)))
+        XCTAssertTrue(Query.all.matches(line: Array("{}".utf8)))
     }
 }

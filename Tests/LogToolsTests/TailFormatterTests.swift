@@ -126,4 +126,17 @@ final class TailFormatterTests: XCTestCase {
         XCTAssertEqual(String(decoding: text, as: UTF8.self),
                        #"10:11:12.123 GET http://api.local:8080/v1/items/2?x=1 404 1.0 KB 2.1 ms json {"items":[1,2,3]}"# + "\n")
     }
+
+    func testTailWithoutAFilterSkipsUnreadableLines() throws {
+        let directory = try TemporaryLogDirectory()
+        defer { directory.remove() }
+        directory.write("tapwire.jsonl", Fixture.lines([Fixture.http(1), "not json", Fixture.http(2)]))
+        for rawJSON in [true, false] {
+            var out: [UInt8] = []
+            let printed = try TailCommand.run(source: RecordSource(directory: directory.path), filter: .all,
+                                              formatter: plain, rawJSON: rawJSON) { out += $0 }
+            XCTAssertEqual(printed, 2)
+            XCTAssertFalse(String(decoding: out, as: UTF8.self).contains("not json"))
+        }
+    }
 }
