@@ -21,7 +21,7 @@ public struct HTTPRecordOutcome: Sendable {
 
 extension HTTPRecordOutcome {
     /// Delegates to the memberwise initializer, which is built in place: assigning the fields
-    /// one by one left the outcome copied out and the original destroyed, for every record.
+    /// one by one would copy the outcome out and destroy the original, for every record.
     public init(ruleName: String, serializer: SerializerSpec.Kind, result: RecordResult, timeline: Timeline,
                 metrics: ExchangeMetrics, body: ResponseBodySummary, mimeType: String?, charset: String?,
                 requestBody: RequestBodyOutcome? = nil) {
