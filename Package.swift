@@ -29,9 +29,9 @@ let package = Package(
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CJSONScan", "CZlib", "CBrotli", "CZstd"]),
         // The log: pure rules and record encoding, plus the worker, writer and archiver
-        // threads and the log files. LogTools reads the files back (and replays requests).
+        // threads and the log files. LogTools reads the files back (and replays requests, over TLS for https:// records).
         .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
-        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal"]),
+        .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal", "TLSInterception"]),
 
         // I/O: event loops, sockets, upstream pool.
         .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),

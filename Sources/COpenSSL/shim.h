@@ -46,6 +46,10 @@ static inline void tw_SSL_CTX_disable_renegotiation(SSL_CTX *ctx) {
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 }
 
+static inline void tw_SSL_set_ignore_unexpected_eof(SSL *ssl) {
+    SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+}
+
 static inline unsigned long tw_XN_FLAG_RFC2253(void) {
     return XN_FLAG_RFC2253;
 }

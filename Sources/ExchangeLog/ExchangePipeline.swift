@@ -16,8 +16,8 @@ import Synchronization
 /// Workers take what is queued (up to a batch) at once and submit the lines as one batch,
 /// so neither a worker nor the writer is woken per exchange.
 ///
-/// The first worker naps under traffic and picks up what arrived every couple of
-/// milliseconds, so `accept` never has to wake anyone; the others (helpers) sleep until
+/// The first worker naps under traffic and picks up what arrived after each nap of
+/// `napInterval`, so `accept` never has to wake anyone; the others (helpers) sleep until
 /// `backlogForHelpers` exchanges (or a quarter of `maxPendingBytes`) wait, then bring another
 /// core in. Every worker keeps the loops' priority: a napping worker below them would gain
 /// no throughput and leave the work to the helpers' bursts, which raise tail latency.

@@ -2,27 +2,6 @@ import Foundation
 import HTTP1
 import ResponseSerialization
 
-/// What the processor needs from the config.
-public struct ProcessorSettings: Sendable {
-    public static let defaultDecodeLimit = 8 * 1024 * 1024
-
-    public var rules: [Rule]
-    /// Header names whose values are logged as `"[redacted]"` (lower-cased).
-    public var redactHeaders: Set<String>
-    /// JSON member names whose values are logged as `"[redacted]"` at any depth (lower-cased).
-    public var redactJSONKeys: Set<String>
-    /// At most this many bytes are produced when undoing a Content-Encoding.
-    public var decodeLimit: Int
-
-    public init(rules: [Rule] = [], redactHeaders: Set<String> = [], redactJSONKeys: Set<String> = [],
-                decodeLimit: Int = ProcessorSettings.defaultDecodeLimit) {
-        self.rules = rules
-        self.redactHeaders = Set(redactHeaders.map { $0.lowercased() })
-        self.redactJSONKeys = Set(redactJSONKeys.map { $0.lowercased() })
-        self.decodeLimit = decodeLimit
-    }
-}
-
 /// Turns a captured exchange into one log record (see `RecordEncoder` for the
 /// shape). Pure: no I/O, safe to call from any thread.
 ///
@@ -207,7 +186,7 @@ public struct ExchangeProcessor: Sendable {
                                   truncated: summary.truncated)
         let spec = rule?.serializer ?? SerializerSpec(kind: RuleSet.defaultSerializer(contentType, body: decodedBytes))
         // Without select or redact pointers the value is only ever written out: the one-pass
-        // compactor gives the same text without building a tree (the 64 KiB page: 5x faster).
+        // compactor gives the same text without building a tree, which costs far more.
         let needsTree = rule.map { !$0.select.isEmpty || !$0.redact.isEmpty } ?? false
         if compactFastPath && spec.kind == .json && !needsTree && rule?.validate == nil {
             // What `CompletedExchange.serializeCompactJSON` returns, without building the exchange,
@@ -514,7 +493,7 @@ public struct ExchangeProcessor: Sendable {
 
     /// The Content-Encoding fields' values as one, nil without any. Most heads have none:
     /// `contains(name:)` says so taking the name's bytes once, where collecting the values
-    /// took them again for every field, through a closure each.
+    /// would take them again for every field, through a closure each.
     static func contentEncoding(_ headers: borrowing HTTPHeaders) -> String? {
         headers.contains(name: "Content-Encoding") ? joinedValues(headers["Content-Encoding"]) : nil
     }

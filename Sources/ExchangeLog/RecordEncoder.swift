@@ -1,69 +1,6 @@
 import HTTP1
 import ResponseSerialization
 
-/// What a record's `result` holds: the logged value, or the failure's three names.
-public enum RecordResult: Sendable, Equatable {
-    case success(JSON)
-    /// A value already written as compact JSON text (`CompactJSON`).
-    case successText([UInt8])
-    case failure(ErrorLogFields)
-}
-
-/// The `data` block: the response body as decoded for the serializer.
-public struct ResponseBodySummary: Sendable, Equatable {
-    /// Decoded size in bytes; nil when the Content-Encoding could not be undone.
-    public var size: Int?
-    /// Bytes kept from the wire (before decoding), at most `capture.maxBodyBytes`.
-    public var captured: Int
-    /// The serializer saw only a prefix: the capture limit or the decode limit cut it.
-    public var truncated: Bool
-    /// The response's Content-Encoding header as sent, nil without one.
-    public var contentEncoding: String?
-
-    public init(size: Int?, captured: Int, truncated: Bool, contentEncoding: String?) {
-        self.size = size; self.captured = captured; self.truncated = truncated; self.contentEncoding = contentEncoding
-    }
-}
-
-/// What a captured request body became: the value of the default serializer for
-/// its Content-Type (after undoing its Content-Encoding), or why it could not be read.
-public enum RequestBodyOutcome: Sendable, Equatable {
-    case value(JSON)
-    /// A value already written as compact JSON text (`CompactJSON`).
-    case valueText([UInt8])
-    case failure(ErrorLogFields)
-}
-
-/// Everything an `http` record says beyond the captured exchange itself; worked
-/// out by `ExchangeProcessor`.
-public struct HTTPRecordOutcome: Sendable {
-    // `result` is declared first so that the synthesized memberwise initializer has a signature
-    // of its own, for the public one below to delegate to (see `CapturedExchange`'s).
-    public var result: RecordResult
-    public var ruleName: String
-    public var serializer: SerializerSpec.Kind
-    public var timeline: Timeline
-    public var metrics: ExchangeMetrics
-    public var body: ResponseBodySummary
-    /// The `response.mimeType` field.
-    public var mimeType: String?
-    /// The `response.charset` field.
-    public var charset: String?
-    /// nil when no request body was captured.
-    public var requestBody: RequestBodyOutcome?
-}
-
-extension HTTPRecordOutcome {
-    /// Delegates to the memberwise initializer, which is built in place: assigning the fields
-    /// one by one left the outcome copied out and the original destroyed, for every record.
-    public init(ruleName: String, serializer: SerializerSpec.Kind, result: RecordResult, timeline: Timeline,
-                metrics: ExchangeMetrics, body: ResponseBodySummary, mimeType: String?, charset: String?,
-                requestBody: RequestBodyOutcome? = nil) {
-        self.init(result: result, ruleName: ruleName, serializer: serializer, timeline: timeline, metrics: metrics,
-                  body: body, mimeType: mimeType, charset: charset, requestBody: requestBody)
-    }
-}
-
 /// Writes log records as compact JSON straight into bytes: one record per line,
 /// keys always in the order below, no trailing newline (the writer adds it).
 /// No Codable or JSONSerialization: this runs for every exchange.

@@ -79,17 +79,18 @@ public struct CapturedTunnel: Sendable {
     public var bytesFromUpstream: UInt64
     public var start: Double
     public var end: Double
-    /// What ended the tunnel; the raw value is the record's `closedBy`.
+    /// What ended the tunnel; the raw value is the record's `closedBy`. A reset counts as
+    /// its side closing: the side that closed first is recorded, and the reset goes in `error`.
     public enum ClosedBy: String, Sendable {
-        /// The client closed first (or both directions finished cleanly).
+        /// The client closed (or reset) first, or both directions finished cleanly.
         case client
-        /// The upstream closed first.
+        /// The upstream closed (or reset) first.
         case upstream
         /// Neither side sent a byte within `limits.tunnelIdleTimeout`.
         case timeout
         /// The proxy stopped.
         case shutdown
-        /// The tunnel failed: a reset, or its upstream never connected.
+        /// The upstream never connected.
         case error
     }
 

@@ -15,20 +15,15 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public init(_ kind: Kind, _ reason: String) { self.kind = kind; self.reason = reason }
 
     /// The status a proxy sends a client whose *request* failed this way.
-    public var status: Int {
+    public var answerStatus: ProxyStatus {
         switch kind {
-        case .malformed: return 400
-        case .headTooLarge: return 431
-        case .unsupportedTransferCoding: return 501
+        case .malformed: return .badRequest
+        case .headTooLarge: return .requestHeaderFieldsTooLarge
+        case .unsupportedTransferCoding: return .notImplemented
         }
     }
+    public var status: Int { answerStatus.code }
     /// The reason phrase of `status`, for the status line of that answer.
-    public var reasonPhrase: String {
-        switch kind {
-        case .malformed: return "Bad Request"
-        case .headTooLarge: return "Request Header Fields Too Large"
-        case .unsupportedTransferCoding: return "Not Implemented"
-        }
-    }
+    public var reasonPhrase: String { answerStatus.reasonPhrase }
     public var description: String { reason }
 }

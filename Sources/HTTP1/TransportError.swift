@@ -35,11 +35,11 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
 
         /// The status (and its reason phrase) a proxy answers a client with when the
         /// exchange failed this way before any response head reached it.
-        public var statusForClient: (status: Int, reason: String) {
+        public var statusForClient: ProxyStatus {
             switch self {
-            case .upstreamTimeout: return (504, "Gateway Timeout")
-            case .loopDetected: return (508, "Loop Detected")
-            default: return (502, "Bad Gateway")
+            case .upstreamTimeout: return .gatewayTimeout
+            case .loopDetected: return .loopDetected
+            default: return .badGateway
             }
         }
     }

@@ -110,19 +110,18 @@ final class ClientSession {
             case .deliverToExchange:
                 guard let ex = exchange else { break }
                 ex.clientReadable()
-                // Pipelined bytes wait for the current answer; past a head's worth, stop reading.
                 // `input` is re-read: clientReadable may have closed the session and freed its
                 // bufferevent (libevent 2.1 delays that free past this callback, a guarantee
                 // this line should not lean on).
-                if !closed, let input = self.input, ex.isRequestComplete && evbuffer_get_length(input) > config.maxHeaderBytes {
-                    pauseReading()
-                }
+                guard let input = self.input else { break }
+                perform(machine.exchangeTookInput(requestComplete: ex.isRequestComplete, buffered: evbuffer_get_length(input),
+                                                  maxHeaderBytes: config.maxHeaderBytes))
             case .parseHeads:
                 if let input { parseNextHead(input) }
             case .inspectFirstByte:
                 if let input { firstBytesAfterConnect(input) }
             case .respondRequestTimeout:
-                respondError(408, "Request Timeout", "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+                respondError(.requestTimeout, "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
             case .recordInterceptionFailure(let failure):
                 guard let authority = machine.interceptionAuthority else { break }
                 let why: String
@@ -140,6 +139,23 @@ final class ClientSession {
                     : "the client closed the connection mid-exchange"))
             case .answerBufferedThenClose:
                 answerBufferedThenClose()
+            case .answerBufferedThenCloseNextTurn:
+                loop.execute { [weak self] in self?.answerBufferedThenClose() }
+            case .parseHeadsNextTurn:
+                loop.execute { [weak self] in
+                    guard let self, let input = self.input else { return }
+                    self.parseNextHead(input)
+                }
+            case .resumeReading:
+                reader?.setEnabled(true)
+            case .armHeadTimer:
+                armHeadTimer()
+            case .closeAfterFlush:
+                closeAfterFlush()
+            case .refuseHeldForShutdown:
+                engine.metrics.heldClients.sub()
+                loop.heldSessions[ObjectIdentifier(self)] = nil
+                respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
             case .close:
                 close()
             }
@@ -164,7 +180,7 @@ final class ClientSession {
             do {
                 result = try requestHeadParser.parseRequestHead(UnsafeRawBufferPointer(start: p, count: n), maxHeadBytes: config.maxHeaderBytes)
             } catch {
-                respondError(error.status, error.reasonPhrase, error.reason, close: true)
+                respondError(error.answerStatus, error.reason, close: true)
                 return
             }
             guard case .complete(let head, let length) = result else { return }
@@ -182,7 +198,7 @@ final class ClientSession {
             form = try head.proxyForm()
             framing = try head.bodyFraming()
         } catch {
-            respondError(error.status, error.reasonPhrase, error.reason, close: true)
+            respondError(error.answerStatus, error.reason, close: true)
             return
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
@@ -204,7 +220,7 @@ final class ClientSession {
             ex.begin()
         case .authority(let authority):
             guard framing == .none else {
-                respondError(400, "Bad Request", "CONNECT must not carry a body", close: true)
+                respondError(.badRequest, "CONNECT must not carry a body", close: true)
                 return
             }
             startTunnel(head: head, authority: authority)
@@ -220,7 +236,7 @@ final class ClientSession {
         case .asterisk:
             // Its body is not read: closing keeps the body's bytes from being parsed as the
             // next request (as for the admin endpoints above).
-            respond(status: 200, reason: "OK", body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
+            respond(.ok, body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
                     close: head.wantsClose || framing != .none)
         }
     }
@@ -237,15 +253,6 @@ final class ClientSession {
         loop.heldSessions[ObjectIdentifier(self)] = self
         engine.metrics.heldClients.add()
         engine.metrics.holds.add()
-    }
-
-    /// Forgets a held request without starting it (closing, shutting down); whether there was one.
-    @discardableResult
-    private func dropHeldRequest() -> Bool {
-        guard machine.dropHeld() else { return false }
-        engine.metrics.heldClients.sub()
-        loop.heldSessions[ObjectIdentifier(self)] = nil
-        return true
     }
 
     /// Called by the loop once the sink caught up.
@@ -272,12 +279,12 @@ final class ClientSession {
     private func answerAdmin(head: HTTPRequestHead, path: String, close: Bool) {
         switch AdminEndpoint(target: path) {
         case .health:
-            respond(status: 200, reason: "OK", body: "ok\n", close: close, headOnly: head.method == "HEAD")
+            respond(.ok, body: "ok\n", close: close, headOnly: head.method == "HEAD")
         case .metrics:
-            respond(status: 200, reason: "OK", body: engine.metricsText(),
+            respond(.ok, body: engine.metricsText(),
                     extraHeaders: [("Content-Type", "text/plain; version=0.0.4")], close: close, headOnly: head.method == "HEAD")
         case nil:
-            respond(status: 400, reason: "Bad Request",
+            respond(.badRequest,
                     body: "Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(engine.primaryListenText)). Its own endpoints are /healthz and /metrics.\n",
                     close: close)
         }
@@ -287,7 +294,7 @@ final class ClientSession {
 
     private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
         if isIntercepting {
-            respondError(400, "Bad Request", "CONNECT inside an intercepted tunnel", close: true)
+            respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
         }
         if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
@@ -309,15 +316,14 @@ final class ClientSession {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
-            respondError(502, "Bad Gateway", "cannot make a certificate for \(authority.host): \(error)", close: true)
+            respondError(.badGateway, "cannot make a certificate for \(authority.host): \(error)", close: true)
             recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
-        write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+        write(Array(ProxyStatus.connectionEstablishedHead.utf8))
         flush()
-        machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl))
-        armHeadTimer()
-        if let input, evbuffer_get_length(input) > 0 { firstBytesAfterConnect(input) }
+        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl),
+                                         inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     private func firstBytesAfterConnect(_ input: OpaquePointer) {
@@ -351,15 +357,16 @@ final class ClientSession {
         // The filter reads the socket through the plain bufferevent.
         reader?.detach(buffereventReads: true)
         bev = filter
-        machine.tlsStarted(HTTPAuthority(scheme: "https", host: authority.host, port: authority.port))
+        let actions = machine.tlsStarted(HTTPAuthority(scheme: "https", host: authority.host, port: authority.port))
         installCallbacks(filter)
         reader = SocketReader(loop: loop, bev: filter, enabled: true)
-        armHeadTimer()
+        perform(actions)
     }
 
     /// A client that refuses our certificate (pinning, an untrusted CA) leaves a record saying so.
     private func recordInterceptionFailure(_ authority: HTTPAuthority, _ error: TransportError) {
         let now = Date().timeIntervalSince1970
+        engine.metrics.recordTransportError(error.code)
         engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: peerText, target: authority.description,
                                                    status: 200, bytesFromClient: 0, bytesFromUpstream: 0,
                                                    start: interceptStart, end: max(interceptStart, now),
@@ -418,10 +425,10 @@ final class ClientSession {
     /// Where response bytes go until the next `flush()`.
     var clientOutput: OpaquePointer? { bev.map { staged.buffer(for: $0) } }
 
-    func respond(status: Int, reason: String, body: String, extraHeaders: [(String, String)] = [],
+    func respond(_ status: ProxyStatus, body: String, extraHeaders: [(String, String)] = [],
                  close: Bool, headOnly: Bool = false) {
         let bytes = Array(body.utf8)
-        var head = "HTTP/1.1 \(status) \(reason)\r\n"
+        var head = status.statusLine
         for (n, v) in extraHeaders { head += "\(n): \(v)\r\n" }
         if !extraHeaders.contains(where: { $0.0 == "Content-Type" }) { head += "Content-Type: text/plain; charset=utf-8\r\n" }
         head += "Content-Length: \(bytes.count)\r\n"
@@ -434,8 +441,8 @@ final class ClientSession {
     }
 
     /// A short error answer naming the cause, as nginx and HAProxy do.
-    func respondError(_ status: Int, _ reason: String, _ detail: String, close: Bool) {
-        respond(status: status, reason: reason, body: "\(status) \(reason): \(detail)\n", close: close)
+    func respondError(_ status: ProxyStatus, _ detail: String, close: Bool) {
+        respond(status, body: "\(status.code) \(status.reasonPhrase): \(detail)\n", close: close)
     }
 
     // MARK: flow control, called by the exchange
@@ -454,28 +461,12 @@ final class ClientSession {
         reader?.setTimeout(seconds)
     }
 
-    /// The exchange is over; keep the connection for the next request or close it.
+    /// The exchange is over; the machine decides between the next request and the close.
     func exchangeFinished(keepAlive: Bool) {
         exchange = nil
-        let wasPaused = machine.exchangeFinished()
         setClientReadTimeout(nil)
-        guard keepAlive, !engine.isDraining else { closeAfterFlush(); return }
-        guard let input else { return }
-        if machine.inputEnded {
-            // Nothing more will arrive: answer what is buffered, then close.
-            guard evbuffer_get_length(input) > 0 else { closeAfterFlush(); return }
-            loop.execute { [weak self] in self?.answerBufferedThenClose() }
-            return
-        }
-        if wasPaused { reader?.setEnabled(true) }
-        armHeadTimer()
-        if evbuffer_get_length(input) > 0 {
-            // A pipelined request is already buffered: answer it now.
-            loop.execute { [weak self] in
-                guard let self, let input = self.input else { return }
-                self.parseNextHead(input)
-            }
-        }
+        perform(machine.exchangeFinished(keepAlive: keepAlive, draining: engine.isDraining,
+                                         inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     /// The client half-closed and nothing of another request is buffered: the answer
@@ -487,7 +478,7 @@ final class ClientSession {
     private func answerBufferedThenClose() {
         guard !closed, let input else { return }
         parseNextHead(input)
-        if !machine.hasExchange && !machine.isHeld && !machine.isClosingAfterFlush && !closed { closeAfterFlush() }
+        perform(machine.bufferedHeadsParsed())
     }
 
     func closeAfterFlush() {
@@ -564,11 +555,7 @@ final class ClientSession {
 
     /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
     func drain() {
-        if dropHeldRequest() {
-            respondError(503, "Service Unavailable", "Tapwire is shutting down", close: true)
-            return
-        }
-        if exchange == nil { closeAfterFlush(); if bev != nil && outputLength == 0 { close() } }
+        perform(machine.drain())
     }
 }
 

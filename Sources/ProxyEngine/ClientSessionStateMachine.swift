@@ -79,6 +79,18 @@ struct ClientSessionStateMachine {
         /// End the exchange with this cause (`clientTimeout`, `clientAborted`).
         case failExchange(TransportError.Code)
         case answerBufferedThenClose
+        /// As `answerBufferedThenClose`, on the next loop turn (after the answer's write returns).
+        case answerBufferedThenCloseNextTurn
+        /// A pipelined head is buffered: parse it on the next loop turn.
+        case parseHeadsNextTurn
+        /// Reading was paused for the exchange that just ended: turn it back on.
+        case resumeReading
+        /// Waiting for a head again: (re)start the head timer.
+        case armHeadTimer
+        /// Stop reading, close once the output is written (see `closeAfterFlush()`).
+        case closeAfterFlush
+        /// Shutting down with a request held: forget it and answer 503.
+        case refuseHeldForShutdown
         case close
     }
 
@@ -144,23 +156,64 @@ struct ClientSessionStateMachine {
         return head
     }
 
-    /// The held request is forgotten (closing, shutting down); whether there was one.
-    mutating func dropHeld() -> Bool {
-        guard case .held = phase else { return false }
-        phase = .readingHead
-        return true
-    }
-
-    /// The exchange is over; whether reading was paused for it (it is not any more). What
-    /// to do next is the driver's (see `ClientSession.exchangeFinished`).
-    mutating func exchangeFinished() -> Bool {
+    /// The exchange is over (or Tapwire answered a request itself). `keepAlive`: the answer
+    /// allows another request; `draining`: Tapwire is shutting down; `inputBuffered`: bytes
+    /// of a further (pipelined) request wait in the input.
+    ///
+    /// Keep-alive goes back to reading heads, starting at once on what is buffered; a
+    /// closing answer or a drain closes after the flush; after a half-close, what is
+    /// buffered is answered and then the connection closes.
+    mutating func exchangeFinished(keepAlive: Bool, draining: Bool, inputBuffered: Bool) -> ActionList<Action> {
         switch phase {
         case .exchanging: phase = .readingHead
         case .closingAfterFlush(exchangeKept: true): phase = .closingAfterFlush(exchangeKept: false)
         default: break
         }
-        defer { readingPaused = false }
-        return readingPaused
+        let wasPaused = readingPaused
+        readingPaused = false
+        guard keepAlive, !draining else { return ActionList(.closeAfterFlush) }
+        // Closing or closed already: nothing more is read.
+        guard case .readingHead = phase else { return ActionList() }
+        if inputEnded {
+            // Nothing more will arrive: answer what is buffered, then close.
+            return inputBuffered ? ActionList(.answerBufferedThenCloseNextTurn) : ActionList(.closeAfterFlush)
+        }
+        var actions = ActionList<Action>()
+        if wasPaused { actions.append(.resumeReading) }
+        actions.append(.armHeadTimer)
+        if inputBuffered { actions.append(.parseHeadsNextTurn) }
+        return actions
+    }
+
+    /// After a half-close, the buffered heads were parsed (`answerBufferedThenClose`): when
+    /// no request was started or held from them, nothing is left to answer.
+    mutating func bufferedHeadsParsed() -> ActionList<Action> {
+        switch phase {
+        case .readingHead, .awaitingClientHello: return ActionList(.closeAfterFlush)
+        case .held, .exchanging, .closingAfterFlush, .closed: return ActionList()
+        }
+    }
+
+    /// Tapwire is shutting down: an idle connection closes (after what is being written),
+    /// a held request is refused with 503, an exchange in flight finishes first.
+    mutating func drain() -> ActionList<Action> {
+        switch phase {
+        case .held:
+            phase = .readingHead
+            return ActionList(.refuseHeldForShutdown)
+        case .readingHead, .awaitingClientHello, .closingAfterFlush(exchangeKept: false):
+            return ActionList(.closeAfterFlush)
+        case .exchanging, .closingAfterFlush(exchangeKept: true), .closed:
+            return ActionList()
+        }
+    }
+
+    /// The exchange took what the client sent; `requestComplete`: its request is whole, so
+    /// `buffered` bytes are pipelined ones, which wait for the answer: past a head's worth
+    /// (`maxHeaderBytes`), reading stops.
+    mutating func exchangeTookInput(requestComplete: Bool, buffered: Int, maxHeaderBytes: Int) -> ActionList<Action> {
+        guard hasExchange, requestComplete, buffered > maxHeaderBytes else { return ActionList() }
+        return ActionList(.pauseReading)
     }
 
     /// The exchange asks for reading to stop (backpressure); whether it was on.
@@ -184,8 +237,12 @@ struct ClientSessionStateMachine {
 
     // MARK: interception
 
-    mutating func awaitClientHello(_ wait: ClientHelloWait) {
-        if canReadHead { phase = .awaitingClientHello(wait) }
+    /// An intercepted CONNECT was answered: the client's first byte is awaited within
+    /// `clientIdleTimeout`, or looked at now when it is already buffered.
+    mutating func awaitClientHello(_ wait: ClientHelloWait, inputBuffered: Bool) -> ActionList<Action> {
+        guard canReadHead else { return ActionList() }
+        phase = .awaitingClientHello(wait)
+        return inputBuffered ? ActionList(.armHeadTimer, .inspectFirstByte) : ActionList(.armHeadTimer)
     }
 
     /// The first byte after the CONNECT answer arrived: the wait, to be resolved by the driver.
@@ -196,8 +253,10 @@ struct ClientSessionStateMachine {
     }
 
     /// The client speaks TLS: the handshake with the intercepted origin's certificate starts.
-    mutating func tlsStarted(_ authority: HTTPAuthority) {
+    /// The handshake must complete within `clientIdleTimeout` (the head timer, see `headTimerFired`).
+    mutating func tlsStarted(_ authority: HTTPAuthority) -> ActionList<Action> {
         security = .handshaking(authority)
+        return ActionList(.armHeadTimer)
     }
 
     // MARK: socket events

@@ -1,3 +1,4 @@
+import HTTP1
 import Synchronization
 
 /// Process-wide counters, updated by every loop without locks and read by
@@ -29,8 +30,23 @@ public final class EngineMetrics: Sendable {
     public static let latencyBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
     let latencyCounts: [Counter] = (0...EngineMetrics.latencyBuckets.count).map { _ in Counter() }
     let latencySumMicros = Counter()
+    /// Transport failures recorded (exchanges and tunnels), one counter per
+    /// `TransportError.Code`, in `allCases` order, so every series exists from the start.
+    let transportErrors: [Counter] = TransportError.Code.allCases.map { _ in Counter() }
 
     public init() {}
+
+    /// An exchange or tunnel record carries this failure.
+    func recordTransportError(_ code: TransportError.Code) {
+        // A linear search over a dozen cases, on the failure path only.
+        guard let i = TransportError.Code.allCases.firstIndex(of: code) else { return }
+        transportErrors[i].add()
+    }
+
+    /// How many records carried `code` so far.
+    public func transportErrorCount(_ code: TransportError.Code) -> Int {
+        TransportError.Code.allCases.firstIndex(of: code).map { transportErrors[$0].value } ?? 0
+    }
 
     func recordExchange(status: Int?, duration: Double) {
         exchanges.add()
@@ -51,6 +67,10 @@ public final class EngineMetrics: Sendable {
         s += "# HELP tapwire_exchanges_total HTTP exchanges finished, by response status class.\n# TYPE tapwire_exchanges_total counter\n"
         for (i, label) in ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].enumerated() {
             s += "tapwire_exchanges_total{status_class=\"\(label)\"} \(v(byStatusClass[i]))\n"
+        }
+        s += "# HELP tapwire_transport_errors_total Exchanges and tunnels that ended with a transport failure, by error code.\n# TYPE tapwire_transport_errors_total counter\n"
+        for (i, code) in TransportError.Code.allCases.enumerated() {
+            s += "tapwire_transport_errors_total{code=\"\(code.rawValue)\"} \(v(transportErrors[i]))\n"
         }
         gauge("tapwire_client_connections", "Open client connections.", v(activeClients))
         gauge("tapwire_upstream_connections", "Open upstream connections (in use or pooled).", v(activeUpstreams))

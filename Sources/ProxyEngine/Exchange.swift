@@ -131,6 +131,8 @@ final class Exchange: UpstreamOwner {
                 connectNew()
             case .closeUpstream:
                 upstream?.close()
+            case .returnToPool:
+                if let c = upstream { session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout) }
             case .finish(let outcome):
                 finish(outcome)
             case .closeClient:
@@ -152,7 +154,6 @@ final class Exchange: UpstreamOwner {
 
     private func connectNew() {
         clock.connectStart = now()
-        connectionReused = false
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
@@ -176,7 +177,6 @@ final class Exchange: UpstreamOwner {
 
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
-        connectionReused = machine.attempt?.reused ?? false
         upstreamAddressText = c.addressText
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
@@ -368,20 +368,17 @@ final class Exchange: UpstreamOwner {
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
             c.owner = nil
-            let reusable = outcome.upstreamReusable && !(responseHead?.wantsClose ?? true)
-                && responseFramer.map { $0.isComplete } == true && c.bev != nil
-                && c.outputLength == 0 && !engine.isDraining
-            if reusable, let rh = responseHead, rh.status >= 200 {
-                session.loop.pool.put(c, idleTimeout: config.upstreamIdleTimeout)
-            } else {
-                c.close()
-            }
+            let allowsReuse = responseHead.map { $0.status >= 200 && !$0.wantsClose } ?? false
+            perform(machine.releaseUpstream(responseAllowsReuse: allowsReuse,
+                                            responseComplete: responseFramer.map { $0.isComplete } == true,
+                                            connectionIdle: c.bev != nil && c.outputLength == 0,
+                                            draining: engine.isDraining))
             if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
         }
         upstream = nil
         emitRecord(error: failure?.error)
         if let answer = failure?.answer {
-            session.respondError(answer.status, answer.reason, answer.detail, close: outcome.closeClient)
+            session.respondError(answer.status, answer.detail, close: outcome.closeClient)
         } else if failure != nil {
             session.closeAfterFlush()
         } else {
@@ -399,16 +396,15 @@ final class Exchange: UpstreamOwner {
         }
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: responseHead, responseBody: responseBody, error: error, clock: clock,
-                                connectionReused: connectionReused, upstreamAddress: upstreamAddressText)
+                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText)
     }
 
-    /// Whether the upstream of the last attempt came from the pool (kept past the end).
-    private var connectionReused = false
     private var upstreamAddressText: String?
 
     private func emitRecord(error: TransportError?) {
         let duration = (clock.lastResponseByte ?? now()) - clock.requestStart
         engine.metrics.recordExchange(status: responseHead?.status, duration: duration)
+        if let error { engine.metrics.recordTransportError(error.code) }
         engine.sink?.accept(.http(capturedValue(error: error)))
     }
 
@@ -427,13 +423,14 @@ final class Exchange: UpstreamOwner {
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let (status, reason) = ExchangeStateMachine.answer(for: error)
+                let status = ExchangeStateMachine.answer(for: error)
+                self.engine.metrics.recordTransportError(error.code)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
-                    target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
+                    target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, reason, error.message, close: true) }
+                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
             case .success:
-                if !answered { self.session.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) }
+                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

@@ -53,13 +53,26 @@ struct ExchangeStateMachine {
         case idle
         case connecting(Attempt)
         case exchanging(Attempt, Request, Response)
-        case finished
+        /// Ended without a failure. `connectionReused`: the last attempt's upstream came
+        /// from the pool (the record says so).
+        case finished(Outcome, connectionReused: Bool)
+        /// Ended with a failure, which only this state carries. Boxed: its strings are
+        /// copied on this rare path only, and the hot states stay a few plain bytes.
+        indirect case failed(Outcome, connectionReused: Bool, Failure)
+        /// The exchange's sockets went to a tunnel (a WebSocket upgrade), or it was a
+        /// CONNECT whose connect finished: the tunnel's record tells the rest.
+        case tunnelled(connectionReused: Bool)
+    }
+
+    /// Why an exchange failed, and the answer the client gets when its answer had not begun.
+    struct Failure: Equatable {
+        var error: TransportError
+        var answer: ErrorAnswer?
     }
 
     /// A short error answer to the client.
     struct ErrorAnswer: Equatable {
-        var status: Int
-        var reason: String
+        var status: ProxyStatus
         var detail: String
     }
 
@@ -124,6 +137,8 @@ struct ExchangeStateMachine {
         /// Drop the pooled connection the origin had closed and connect again.
         case retry
         case closeUpstream
+        /// The finished exchange's upstream is whole and idle: it goes back to the pool.
+        case returnToPool
         /// The exchange ended; a failure's error and answer are in `failure`.
         case finish(Outcome)
         /// Close the client connection at once (after a stall).
@@ -140,13 +155,28 @@ struct ExchangeStateMachine {
     }
 
     private(set) var state: State = .idle
-    /// Set when the machine returns `.finish` for a failure.
-    private(set) var failure: (error: TransportError, answer: ErrorAnswer?)?
-    private var outcome: Outcome?
-    /// How the exchange ended, once it has.
+    /// How the exchange failed, once it has.
+    var failure: Failure? {
+        if case .failed(_, _, let failure) = state { return failure } else { return nil }
+    }
+    /// How the exchange ended, once it has (not for a tunnel).
     var ending: Ending? {
-        outcome.map { Ending(error: failure?.error, answer: failure?.answer, upstreamReusable: $0.upstreamReusable,
-                             responseWasPaused: $0.responseWasPaused, closeClient: $0.closeClient) }
+        let outcome: Outcome
+        switch state {
+        case .finished(let o, _), .failed(let o, _, _): outcome = o
+        case .idle, .connecting, .exchanging, .tunnelled: return nil
+        }
+        let failure = self.failure
+        return Ending(error: failure?.error, answer: failure?.answer, upstreamReusable: outcome.upstreamReusable,
+                      responseWasPaused: outcome.responseWasPaused, closeClient: outcome.closeClient)
+    }
+    /// Whether the upstream of the last attempt came from the pool (kept past the end).
+    var connectionReused: Bool {
+        switch state {
+        case .idle: return false
+        case .connecting(let a), .exchanging(let a, _, _): return a.reused
+        case .finished(_, let reused), .failed(_, let reused, _), .tunnelled(let reused): return reused
+        }
     }
     let limits: Limits
     let hasBody: Bool
@@ -171,12 +201,17 @@ struct ExchangeStateMachine {
 
     // MARK: queries
 
-    var isFinished: Bool { state == .finished }
+    var isFinished: Bool {
+        switch state {
+        case .finished, .failed, .tunnelled: return true
+        case .idle, .connecting, .exchanging: return false
+        }
+    }
 
     var attempt: Attempt? {
         switch state {
         case .connecting(let a), .exchanging(let a, _, _): return a
-        case .idle, .finished: return nil
+        case .idle, .finished, .failed, .tunnelled: return nil
         }
     }
 
@@ -215,7 +250,7 @@ struct ExchangeStateMachine {
     }
 
     /// The status an exchange that failed before its answer began gets.
-    static func answer(for error: TransportError) -> (status: Int, reason: String) { error.code.statusForClient }
+    static func answer(for error: TransportError) -> ProxyStatus { error.code.statusForClient }
 
     // MARK: starting
 
@@ -262,7 +297,7 @@ struct ExchangeStateMachine {
             closeClientAfter = true
             let error = TransportError(.malformedRequest, e.reason)
             if case .streaming = response { return finish(error: error, answer: nil) }
-            return finish(error: error, answer: ErrorAnswer(status: e.status, reason: e.reasonPhrase, detail: e.reason))
+            return finish(error: error, answer: ErrorAnswer(status: e.answerStatus, detail: e.reason))
         case .partial(let queued):
             var actions = ActionList<Action>()
             if queued >= limits.highWaterBytes {
@@ -327,7 +362,7 @@ struct ExchangeStateMachine {
         guard case .exchanging(let a, let request, .awaitingHead) = state else { return ActionList() }
         if status == 101 {
             guard wantsUpgrade else { return malformedResponse("the origin switched protocols without being asked") }
-            state = .finished
+            state = .tunnelled(connectionReused: a.reused)
             return ActionList(.startWebSocket)
         }
         if status < 200 {
@@ -430,20 +465,32 @@ struct ExchangeStateMachine {
     /// A failure before any response head reached the client: answered with its status.
     private mutating func failBeforeResponse(_ error: TransportError) -> ActionList<Action> {
         if !requestSent { closeClientAfter = true }
-        let (status, reason) = Self.answer(for: error)
-        return finish(error: error, answer: ErrorAnswer(status: status, reason: reason, detail: error.message))
+        return finish(error: error, answer: ErrorAnswer(status: Self.answer(for: error), detail: error.message))
     }
 
     private mutating func finish(error: TransportError?, answer: ErrorAnswer?) -> ActionList<Action> {
         let wasPaused: Bool
         if case .exchanging(_, _, .streaming(_, true)) = state { wasPaused = true } else { wasPaused = false }
         let reusable = error == nil && requestSent && !upstreamEnded
-        state = .finished
-        if let error { failure = (error, answer) }
         let outcome = Outcome(failed: error != nil, upstreamReusable: reusable, responseWasPaused: wasPaused,
                               closeClient: closeClientAfter)
-        self.outcome = outcome
+        if let error {
+            state = .failed(outcome, connectionReused: connectionReused, Failure(error: error, answer: answer))
+        } else {
+            state = .finished(outcome, connectionReused: connectionReused)
+        }
         return ActionList(.finish(outcome))
+    }
+
+    /// The finished exchange lets go of its upstream. The driver reports what it alone
+    /// sees: `responseAllowsReuse`, a final answer without `Connection: close`;
+    /// `responseComplete`, its framing ended; `connectionIdle`, the connection is open with
+    /// nothing left to send; `draining`, Tapwire is shutting down.
+    mutating func releaseUpstream(responseAllowsReuse: Bool, responseComplete: Bool, connectionIdle: Bool,
+                                  draining: Bool) -> ActionList<Action> {
+        guard case .finished(let outcome, _) = state, outcome.upstreamReusable,
+              responseAllowsReuse, responseComplete, connectionIdle, !draining else { return ActionList(.closeUpstream) }
+        return ActionList(.returnToPool)
     }
 
     // MARK: CONNECT
@@ -456,7 +503,7 @@ struct ExchangeStateMachine {
     /// The tunnel's connect finished; whether the exchange was still waiting for it.
     mutating func tunnelConnectFinished() -> Bool {
         guard case .connecting = state else { return false }
-        state = .finished
+        state = .tunnelled(connectionReused: false)
         return true
     }
 }

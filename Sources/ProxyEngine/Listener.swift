@@ -1,4 +1,5 @@
 import CLibevent
+import HTTP1
 import Foundation
 
 /// A listening socket on one loop. Every loop binds the same address with
@@ -86,8 +87,9 @@ final class Listener {
         guard config.allow.contains(where: { $0.contains(peer) }) else {
             engine.metrics.refusedConnections.add()
             // A short answer, written without waiting: the socket is new, so it fits.
-            let body = "403 Forbidden: \(peer.host) is not in access.allow\n"
-            let msg = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            let status = ProxyStatus.forbidden
+            let body = "\(status.code) \(status.reasonPhrase): \(peer.host) is not in access.allow\n"
+            let msg = "\(status.statusLine)Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
             _ = msg.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
             Foundation.close(fd)
             return

@@ -161,6 +161,7 @@ final class Tunnel {
         let record = CapturedTunnel(kind: kind, client: clientText, target: target, status: status,
                                     bytesFromClient: machine.bytesFromClient, bytesFromUpstream: machine.bytesFromUpstream,
                                     start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade)
+        if let error { engine.metrics.recordTransportError(error.code) }
         engine.sink?.accept(.tunnel(record))
         loop.tunnels[ObjectIdentifier(self)] = nil
     }

@@ -104,78 +104,6 @@ public struct DataResponseSerializer<Value>: DataResponseSerializerProtocol {
     }
 }
 
-/// When an empty body is the right answer rather than a failure (check 2 of
-/// every built-in). Version 5 rule: only when the body is nil or empty.
-public struct EmptyResponsePolicy: Sendable, Equatable {
-    /// 204 No Content, 205 Reset Content, 304 Not Modified, as Alamofire.
-    public static let defaultCodes: Set<Int> = [204, 205, 304]
-    /// HEAD, as Alamofire.
-    public static let defaultMethods: Set<String> = ["HEAD"]
-
-    /// Statuses whose empty body is the empty value.
-    public var codes: Set<Int>
-    /// Compared exactly: HTTP methods are case-sensitive.
-    public var methods: Set<String>
-
-    /// - Parameters:
-    ///   - codes: Default 204, 205 and 304.
-    ///   - methods: Default HEAD.
-    public init(codes: Set<Int> = EmptyResponsePolicy.defaultCodes, methods: Set<String> = EmptyResponsePolicy.defaultMethods) {
-        self.codes = codes; self.methods = methods
-    }
-
-    /// Alamofire 5's `emptyResponseAllowed(forRequest:response:)`: the request's method or
-    /// the response's status is one the policy names.
-    /// - Parameters:
-    ///   - request: The request head, nil when there is none.
-    ///   - response: The response head, nil when none arrived.
-    public func allowsEmptyBody(request: HTTPRequestHead?, response: HTTPResponseHead?) -> Bool {
-        allowsEmptyBody(method: request?.method, status: response?.status)
-    }
-
-    /// The same from the method and status alone.
-    /// - Parameters:
-    ///   - method: The request's method, nil when there is no request.
-    ///   - status: The response's status, nil when none arrived.
-    public func allowsEmptyBody(method: String?, status: Int?) -> Bool {
-        if let method, methods.contains(method) { return true }
-        if let status, codes.contains(status) { return true }
-        return false
-    }
-
-    /// The order every built-in serializer follows, written once (Alamofire 5's, whose
-    /// `emptyResponseAllowed` is `allowsEmptyBody` here): an error passed in is the result;
-    /// then a nil or empty body the policy allows is `emptyValue`; then a nil body fails
-    /// (`inputDataNil`, or `inputDataNilOrZeroLength` for a serializer that `requiresBytes`,
-    /// which an empty body fails too); only then is the body parsed.
-    /// - Parameters:
-    ///   - method: The request's method, nil when there is no request.
-    ///   - status: The response's status, nil when there is no response.
-    ///   - body: The body's bytes, nil when none were received.
-    ///   - error: The error the exchange hands the serializer.
-    ///   - emptyValue: The value of an allowed empty response.
-    ///   - requiresBytes: Whether an empty body, not allowed, fails rather than being parsed.
-    ///   - parse: Reads the body.
-    func result<Body: Collection, Value>(method: String?, status: Int?, body: Body?, error: Error?,
-                                         emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
-                                         parse: (Body) -> Result<Value, Error>) -> Result<Value, Error> {
-        if let error { return .failure(error) }
-        if (body?.isEmpty ?? true) && allowsEmptyBody(method: method, status: status) { return .success(emptyValue()) }
-        guard let body, !(requiresBytes && body.isEmpty) else {
-            return .failure(serializationFailure(requiresBytes ? .inputDataNilOrZeroLength : .inputDataNil))
-        }
-        return parse(body)
-    }
-
-    /// `result(method:status:body:…)` for a serializer's four arguments.
-    func result<Value>(_ request: HTTPRequestHead?, _ response: HTTPResponseHead?, _ data: Data?, _ error: Error?,
-                       emptyValue: @autoclosure () -> Value, requiresBytes: Bool,
-                       parse: (Data) -> Result<Value, Error>) -> Result<Value, Error> {
-        result(method: request?.method, status: response?.status, body: data, error: error,
-               emptyValue: emptyValue(), requiresBytes: requiresBytes, parse: parse)
-    }
-}
-
 func serializationFailure(_ reason: TapwireError.ResponseSerializationFailureReason) -> Error {
     TapwireError.responseSerializationFailed(reason: reason)
 }
@@ -278,16 +206,6 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     }
 }
 
-/// A JSON body as the compact text the log writes, validated and written in one pass
-/// (`JSONCompactor`), with `redactingKeys` applied at any depth. The same value as
-/// `json(...)` followed by `JSONWriter`, for a log that needs no `JSON` tree.
-public struct CompactJSON: Sendable, Equatable {
-    /// The value as compact JSON text (UTF-8, no white space outside strings).
-    public var text: [UInt8]
-    /// - Parameter text: Compact JSON text.
-    public init(text: [UInt8]) { self.text = text }
-}
-
 extension DataResponseSerializerProtocol where Self == DataResponseSerializer<CompactJSON> {
     /// `json(...)`'s checks in the same order and with the same errors; the value is its text.
     /// - Parameters:
@@ -311,55 +229,6 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<Co
             return data.withUnsafeBytes {
                 CompactJSON.serialize(method: request?.method, status: response?.status, body: $0, error: error,
                                       allowFragments: allowFragments, maxDepth: maxDepth, redactingKeys: keys, policy: policy)
-            }
-        }
-    }
-}
-
-extension CompactJSON {
-    /// The `compactJSON` serializer's steps on a body's bytes (nil: no data), for callers
-    /// that hold bytes rather than the heads and a `Data` (the log's workers, which skip
-    /// the exchange objects for the common record: see `ExchangeProcessor.outcome`).
-    /// - Parameters:
-    ///   - method: The request's method, nil when there is no request.
-    ///   - status: The response's status, nil when none arrived.
-    ///   - body: The body's bytes, nil when none were received.
-    ///   - error: The exchange's error; when set it is the result.
-    ///   - allowFragments: Accept a scalar at top level.
-    ///   - maxDepth: Nesting deeper than this fails; default 512.
-    ///   - keys: Member names whose values are written as `"[redacted]"` at any depth.
-    ///   - policy: When an empty body is `null` rather than a failure.
-    public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
-                                 allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
-                                 policy: EmptyResponsePolicy) -> Result<CompactJSON, Error> {
-        var storage: [UInt8] = []
-        return serialize(method: method, status: status, body: body, error: error, allowFragments: allowFragments,
-                         maxDepth: maxDepth, redactingKeys: keys, policy: policy, reusing: &storage)
-    }
-
-    /// The same, writing the text into `storage`'s memory (emptied before the text is written)
-    /// and sharing it with the result: a caller that lets go of each result before the next
-    /// call (a log worker, record after record) allocates no array per body.
-    /// - Parameter storage: Memory to reuse; its contents are replaced.
-    public static func serialize(method: String?, status: Int?, body: UnsafeRawBufferPointer?, error: Error?,
-                                 allowFragments: Bool, maxDepth: Int = 512, redactingKeys keys: JSONKeySet,
-                                 policy: EmptyResponsePolicy, reusing storage: inout [UInt8]) -> Result<CompactJSON, Error> {
-        policy.result(method: method, status: status, body: body, error: error,
-                      emptyValue: CompactJSON(text: Array("null".utf8)), requiresBytes: true) { bytes in
-            storage.removeAll(keepingCapacity: true)
-            storage.reserveCapacity(bytes.count + 16)
-            if JSONCompactor.append(bytes, allowFragments: allowFragments, maxDepth: maxDepth, redacting: keys, into: &storage) {
-                return .success(CompactJSON(text: storage))
-            }
-            // Invalid (or refused by the one-pass check): the parser says why, or, should
-            // it accept what the pass refused, its tree gives the text.
-            do {
-                let value = try JSONParser.parse(bytes, allowFragments: allowFragments, maxDepth: maxDepth)
-                storage.removeAll(keepingCapacity: true)
-                JSONWriter.write(keys.redacting(value), into: &storage)
-                return .success(CompactJSON(text: storage))
-            } catch {
-                return .failure(serializationFailure(.jsonSerializationFailed(error: error)))
             }
         }
     }

@@ -68,7 +68,7 @@ public enum PropertyListConversion {
     static let rfc3339Range: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799
 
     /// `date` as RFC 3339 UTC. A binary plist stores a date as a raw double, so a response
-    /// can hold NaN, infinity or 1e300: converting those to `time_t` trapped and took the
+    /// can hold NaN, infinity or 1e300: converting those to `time_t` would trap and take the
     /// whole proxy down. Outside years 1...9999 the value is logged as its seconds since
     /// 1970 in text (`"nan"`, `"inf"`, `"1e+300"`), as the plist's reals are.
     static func rfc3339(_ date: Date) -> String {

@@ -7,7 +7,9 @@ import Darwin
 
 /// The client `SSL_CTX` for connections to origins: TLS 1.2 minimum, ALPN
 /// `http/1.1`, and (unless `insecure`) peer verification against the system
-/// trust store plus an optional extra CA file (`tls.upstreamCAFile`).
+/// trust store plus an optional extra CA file (`tls.upstreamCAFile`); without
+/// `systemTrust`, against that file alone (`tapwire replay` checking the
+/// proxy's leaf against Tapwire's own CA).
 /// Hostname checks are per connection: call `configure(ssl:host:)` on each
 /// `SSL` before the handshake.
 public final class UpstreamTLSContext: @unchecked Sendable {
@@ -18,7 +20,7 @@ public final class UpstreamTLSContext: @unchecked Sendable {
 
     private let context: OpaquePointer
 
-    public init(upstreamCAFile: String? = nil, insecure: Bool = false) throws(TLSSetupError) {
+    public init(upstreamCAFile: String? = nil, insecure: Bool = false, systemTrust: Bool = true) throws(TLSSetupError) {
         guard let method = TLS_client_method(), let context = SSL_CTX_new(method) else {
             throw .openSSL(operation: "SSL_CTX_new(client)", details: drainOpenSSLErrors())
         }
@@ -35,7 +37,9 @@ public final class UpstreamTLSContext: @unchecked Sendable {
         if insecure {
             SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
         } else {
-            try CertificateBuilding.check(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
+            if systemTrust {
+                try CertificateBuilding.check(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
+            }
             if let upstreamCAFile {
                 guard access(upstreamCAFile, R_OK) == 0 else {
                     throw .file(path: upstreamCAFile, reason: errnoText())

@@ -24,6 +24,16 @@ struct HTTPSInterception: TLSInterceptor {
     }
 
     func intercepts(host: String) -> Bool {
+        Self.intercepts(host: host, intercept: intercept, ignore: ignore)
+    }
+
+    /// The same decision without a CA (`tapwire replay` asks it of the config alone).
+    static func intercepts(host: String, config tls: TapwireConfiguration.TLSConfig) -> Bool {
+        intercepts(host: host, intercept: tls.intercept.map { Glob($0, caseInsensitive: true) },
+                   ignore: tls.ignore.map { Glob($0, caseInsensitive: true) })
+    }
+
+    private static func intercepts(host: String, intercept: [Glob], ignore: [Glob]) -> Bool {
         // One trailing dot names the same host (the certificate code drops it too): matched
         // as given, "localhost." escaped tls.ignore ["localhost"] and was decrypted.
         let name = host.hasSuffix(".") ? String(host.dropLast()) : host

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import LogTools
+import TLSInterception
 import ResponseSerialization
 
 /// `tapwire show`, `curl`, `replay` and `diff`: commands about single records, found by id in
@@ -71,7 +72,15 @@ enum RecordCommandsCLI {
             }
             route = r
         }
-        let client = ReplayClient(route: route, timeout: seconds)
+        let tls = config.tls
+        let https = ReplayClient.HTTPS(
+            proxyCAFile: tls.caDirectory + "/" + CertificateAuthority.certificateFileName,
+            upstreamCAFile: tls.upstreamCAFile, insecureUpstream: tls.insecureUpstream,
+            proxyDecrypts: { HTTPSInterception.intercepts(host: $0, config: tls) })
+        let client = ReplayClient(route: route, timeout: seconds, https: https)
+        // A peer closing mid-request must become a "failed" line, not end the command:
+        // OpenSSL's socket writes, like plain ones, would raise SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         let chosen: [(id: String, record: JSON)]
         if let query {
             let parsed: Query
@@ -104,7 +113,7 @@ enum RecordCommandsCLI {
                 refuse("\(error)")
                 continue
             }
-            if let reason = request.replayRefusal { refuse(reason); continue }
+            if let reason = request.replayRefusal ?? client.refusal(request) { refuse(reason); continue }
             do {
                 let response = try client.send(request)
                 write("\(id) \(request.method) \(request.url) → \(response.status) \(response.reason)\n")

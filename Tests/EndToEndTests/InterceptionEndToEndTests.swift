@@ -83,6 +83,81 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("HTTPS interception for 127.0.0.1") })
     }
 
+    /// `tapwire replay` of a decrypted exchange: CONNECT, TLS checked against Tapwire's CA, the
+    /// request inside with the replay field, so the proxy records it; refused when the config
+    /// would tunnel the host blind; `--direct` is TLS to the origin and leaves no record.
+    func testInterceptedHTTPSIsReplayedThroughTheProxyAndDirectly() throws {
+        let tapwireCA = try exportCA()
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate]])
+        let url = "https://127.0.0.1:\(origin.port)/inspect?replay=1"
+        let sent = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "--cacert", tapwireCA.path,
+                                                     "-H", "Content-Type: application/json", "--data-binary", #"{"n":1.50}"#, url])
+        XCTAssertEqual(sent.status, 0, sent.stderr)
+        let first = try parseRecord(try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("replay=1") }))
+        let id = try XCTUnwrap(first["id"] as? String)
+        let bin = try tapwireBinary()
+        let config = proxy.workDirectory.appendingPathComponent("tapwire.json").path
+        let dir = proxy.logDirectory.path
+
+        let replay = try runCommand(bin, ["replay", id, "--config", config, "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(replay.status, 0, replay.stderr)
+        XCTAssertEqual(replay.text, "\(id) POST \(url) → 200 OK\n")
+        let copyLine = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""replayOf":"\#(id)""#) })
+        let copy = try parseRecord(copyLine)
+        XCTAssertEqual((copy["request"] as? [String: Any])?["url"] as? String, url, copyLine)
+        func inspected(_ record: [String: Any]) throws -> (method: String, target: String, headers: [String], body: String?) {
+            let value = try XCTUnwrap((record["result"] as? [String: Any])?["success"] as? [String: Any], "\(record)")
+            let headers = try XCTUnwrap(value["headers"] as? [[String]]).map { "\($0[0].lowercased()): \($0[1])" }.sorted()
+            return (try XCTUnwrap(value["method"] as? String), try XCTUnwrap(value["target"] as? String), headers,
+                    Data(base64Encoded: try XCTUnwrap(value["body"] as? String)).map { String(decoding: $0, as: UTF8.self) })
+        }
+        let now = try inspected(copy), then = try inspected(first)
+        XCTAssertEqual(now.method, "POST")
+        XCTAssertEqual(now.target, then.target)
+        XCTAssertEqual(now.body, #"{"n":1.50}"#)
+        XCTAssertFalse(now.headers.contains { $0.hasPrefix("x-tapwire-replay-of") }, "the origin never sees it: \(now.headers)")
+        XCTAssertEqual(now.headers.filter { !$0.hasPrefix("connection:") }, then.headers.filter { !$0.hasPrefix("connection:") })
+
+        // The proxy's leaf must chain to the config's CA: another CA (a proxy that is not this
+        // Tapwire) fails the handshake before the request is sent.
+        let otherCA = work.appendingPathComponent("other-ca").path
+        let otherConfig = work.appendingPathComponent("other.json")
+        try JSONSerialization.data(withJSONObject: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": otherCA,
+                                                            "upstreamCAFile": pki.caCertificate]]).write(to: otherConfig)
+        XCTAssertEqual(try runCommand(bin, ["ca", "export", "--config", otherConfig.path]).status, 0)
+        let mistrusted = try runCommand(bin, ["replay", id, "--config", otherConfig.path, "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(mistrusted.status, 1, mistrusted.stderr)
+        XCTAssertTrue(mistrusted.stderr.contains("replay \(id) failed") && mistrusted.stderr.contains("certificate not trusted"), mistrusted.stderr)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("clientTLSFailed") }, "the proxy saw the handshake refused")
+        XCTAssertEqual(try logLines(proxy.logDirectory).filter { $0.contains(#""replayOf""#) }.count, 1,
+                       "the request went out although the proxy was not trusted")
+
+        // The same log under a config that tunnels 127.0.0.1 blind: refused, nothing sent.
+        let blindConfig = work.appendingPathComponent("blind.json")
+        try JSONSerialization.data(withJSONObject: ["tls": ["intercept": ["*"], "ignore": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                            "upstreamCAFile": pki.caCertificate]]).write(to: blindConfig)
+        let linesBefore = try logLines(proxy.logDirectory).count
+        let refused = try runCommand(bin, ["replay", id, "--config", blindConfig.path, "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertEqual(refused.text, "")
+        XCTAssertTrue(refused.stderr.hasPrefix("tapwire: replay \(id) refused: the proxy does not decrypt 127.0.0.1"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("--direct"), refused.stderr)
+
+        // Straight to the origin over TLS (it speaks nothing else), trusted through
+        // tls.upstreamCAFile; the proxy sees nothing, so the log does not grow.
+        let direct = try runCommand(bin, ["replay", id, "--direct", "--config", blindConfig.path, "--log-dir", dir])
+        XCTAssertEqual(direct.status, 0, direct.stderr)
+        XCTAssertEqual(direct.text, "\(id) POST \(url) → 200 OK\n")
+        // Without the origin's CA the direct replay fails verification.
+        let untrustedConfig = work.appendingPathComponent("untrusted.json")
+        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: untrustedConfig)
+        let untrusted = try runCommand(bin, ["replay", id, "--direct", "--config", untrustedConfig.path, "--log-dir", dir])
+        XCTAssertEqual(untrusted.status, 1, untrusted.stderr)
+        XCTAssertTrue(untrusted.stderr.contains("replay \(id) failed") && untrusted.stderr.contains("certificate"), untrusted.stderr)
+        XCTAssertEqual(try logLines(proxy.logDirectory).count, linesBefore, "a refused or direct replay went through the proxy")
+    }
+
     func testSecondStartReusesTheCA() throws {
         let first = try String(contentsOf: try exportCA(), encoding: .utf8)
         let second = try String(contentsOf: try exportCA(), encoding: .utf8)

@@ -151,6 +151,25 @@ final class TapwireProcess {
         return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU seconds (user + system) used so far by the event-loop threads alone (those named
+    /// `tapwire-loop-*`), from /proc/PID/task: what the loop spends, without the
+    /// serialization and writer threads whose work is the same however bytes arrived.
+    var loopCPUSeconds: Double {
+        let pid = process.processIdentifier
+        guard let tids = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return 0 }
+        var ticks = 0.0
+        for tid in tids {
+            guard let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8),
+                  comm.hasPrefix("tapwire-loop"),
+                  let s = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
+                  let close = s.lastIndex(of: ")") else { continue }
+            let fields = s[s.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let u = Double(fields[11]), let k = Double(fields[12]) else { continue }
+            ticks += u + k
+        }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Runs `body` while sampling RSS every 20 ms; returns its result and the peak
     /// growth over the RSS before it started.
     func measuringRSSGrowth<T>(_ body: () throws -> T) rethrows -> (T, growth: Int) {

@@ -26,9 +26,20 @@ final class ProxyAnswerStatusTests: XCTestCase {
         }
     }
 
+    func testEveryStatusHasItsStandardPhraseAndStatusLine() {
+        let expected: [Int: String] = [200: "OK", 400: "Bad Request", 403: "Forbidden", 408: "Request Timeout",
+                                       431: "Request Header Fields Too Large", 501: "Not Implemented", 502: "Bad Gateway",
+                                       503: "Service Unavailable", 504: "Gateway Timeout", 508: "Loop Detected"]
+        XCTAssertEqual(Set(ProxyStatus.allCases.map(\.code)), Set(expected.keys))
+        for status in ProxyStatus.allCases {
+            XCTAssertEqual(status.reasonPhrase, expected[status.code])
+            XCTAssertEqual(status.statusLine, "HTTP/1.1 \(status.code) \(expected[status.code] ?? "")\r\n")
+        }
+    }
+
     func testATransportFailureBeforeAnyResponseIsAnsweredAsAGateway() {
         for code in TransportError.Code.allCases {
-            let (status, reason) = code.statusForClient
+            let status = code.statusForClient.code, reason = code.statusForClient.reasonPhrase
             switch code {
             case .upstreamTimeout: XCTAssertEqual([String(status), reason], ["504", "Gateway Timeout"])
             case .loopDetected: XCTAssertEqual([String(status), reason], ["508", "Loop Detected"])

@@ -28,6 +28,12 @@ final class ClientSessionStateMachineTests: XCTestCase {
             case .recordInterceptionFailure(let why): return "record:\(why)"
             case .failExchange(let code): return "failExchange:\(code)"
             case .answerBufferedThenClose: return "answerBufferedThenClose"
+            case .answerBufferedThenCloseNextTurn: return "answerBufferedThenClose(nextTurn)"
+            case .parseHeadsNextTurn: return "parseHeads(nextTurn)"
+            case .resumeReading: return "resumeReading"
+            case .armHeadTimer: return "armHeadTimer"
+            case .closeAfterFlush: return "closeAfterFlush"
+            case .refuseHeldForShutdown: return "refuse503"
             case .close: return "close"
             }
         }
@@ -49,9 +55,78 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertTrue(m.hasExchange)
         // Pipelined bytes go to the exchange, which leaves what is not its body in the input.
         XCTAssertEqual(names(m.readable(buffered: 5000, maxHeaderBytes: 1000)), ["deliverToExchange"])
-        XCTAssertFalse(m.exchangeFinished(), "reading was not paused")
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["armHeadTimer"],
+                       "reading was not paused")
         XCTAssertTrue(m.canReadHead, "keep-alive: the next head is read")
         XCTAssertFalse(m.hasExchange)
+    }
+
+    func testKeepAliveGoesOnToTheNextPipelinedHead() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
+                       ["armHeadTimer", "parseHeads(nextTurn)"])
+        XCTAssertTrue(m.canReadHead)
+        // The pipelined head starts the next exchange, which ends the same way.
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["armHeadTimer"])
+    }
+
+    func testANonKeepAliveAnswerClosesAfterTheFlush() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: false, draining: false, inputBuffered: true)), ["closeAfterFlush"],
+                       "pipelined bytes after a closing answer are not read")
+        XCTAssertFalse(m.hasExchange)
+    }
+
+    func testDrainingClosesAnIdleConnectionButLetsAnExchangeFinish() {
+        var idle = machine()
+        XCTAssertEqual(names(idle.drain()), ["closeAfterFlush"])
+
+        var busy = machine()
+        busy.exchangeStarted()
+        XCTAssertEqual(names(busy.drain()), [], "the exchange in flight finishes first")
+        XCTAssertEqual(names(busy.exchangeFinished(keepAlive: true, draining: true, inputBuffered: true)), ["closeAfterFlush"],
+                       "then the connection closes, keep-alive or not")
+
+        var held = machine()
+        held.hold(head())
+        XCTAssertEqual(names(held.drain()), ["refuse503"])
+        XCTAssertFalse(held.isHeld)
+        XCTAssertNil(held.release(), "the refused request is not started later")
+    }
+
+    func testAHalfClosedClientGetsItsAnswersThenTheClose() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(event(&m, eof: true, complete: true), [], "the answer is still sent")
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["closeAfterFlush"])
+
+        var pipelined = machine()
+        pipelined.exchangeStarted()
+        XCTAssertEqual(event(&pipelined, eof: true, complete: true), [])
+        XCTAssertEqual(names(pipelined.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
+                       ["answerBufferedThenClose(nextTurn)"])
+        // The buffered bytes held a whole request: it is answered, then the same again.
+        pipelined.exchangeStarted()
+        XCTAssertEqual(names(pipelined.bufferedHeadsParsed()), [], "a request was started from them")
+        XCTAssertEqual(names(pipelined.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["closeAfterFlush"])
+
+        var partial = machine()
+        XCTAssertEqual(event(&partial, eof: true, buffered: true), ["answerBufferedThenClose"])
+        XCTAssertEqual(names(partial.bufferedHeadsParsed()), ["closeAfterFlush"], "no whole request was left")
+    }
+
+    func testPipelinedBytesPastAHeadsWorthPauseReadingOnceTheRequestIsWhole() {
+        var m = machine()
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: false, buffered: 5000, maxHeaderBytes: 1000)), [],
+                       "the bytes are still the body")
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 1000, maxHeaderBytes: 1000)), [])
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 1001, maxHeaderBytes: 1000)), ["pauseReading"])
+        _ = m.close()
+        XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 5000, maxHeaderBytes: 1000)), [], "closed")
     }
 
     func testBackpressurePausesReadingOnceAndTheEndOfTheExchangeResumesIt() {
@@ -62,7 +137,8 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertTrue(m.resumeReading())
         XCTAssertFalse(m.resumeReading(), "already on")
         XCTAssertTrue(m.pauseReading())
-        XCTAssertTrue(m.exchangeFinished(), "the driver turns reading back on")
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)),
+                       ["resumeReading", "armHeadTimer"])
         XCTAssertFalse(m.readingPaused)
     }
 
@@ -169,11 +245,12 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAClientHelloStartsTLSAndRequestsGoToTheInterceptedOrigin() throws {
         var m = machine()
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x1000))
-        m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"), authority: origin, ssl: ssl))
+        XCTAssertEqual(names(m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"),
+                                                      authority: origin, ssl: ssl), inputBuffered: false)), ["armHeadTimer"])
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 1, maxHeaderBytes: 1000)), ["inspectFirstByte"])
         XCTAssertEqual(m.firstByteArrived()?.ssl, ssl)
-        m.tlsStarted(origin)
+        XCTAssertEqual(names(m.tlsStarted(origin)), ["armHeadTimer"], "the handshake has clientIdleTimeout")
         XCTAssertEqual(m.interceptedAuthority, origin)
         XCTAssertEqual(event(&m, connected: true), [], "the handshake completed")
         XCTAssertEqual(m.security, .established(origin))
@@ -182,24 +259,28 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testAFailedOrStalledHandshakeIsRecordedAndCloses() {
         var failed = machine()
-        failed.tlsStarted(origin)
+        _ = failed.tlsStarted(origin)
         XCTAssertEqual(event(&failed, eof: true, error: true), ["record:handshakeFailed", "close"])
         XCTAssertEqual(failed.interceptionAuthority, origin, "the record names the origin")
         var stalled = machine()
-        stalled.tlsStarted(origin)
+        _ = stalled.tlsStarted(origin)
         XCTAssertEqual(names(stalled.headTimerFired(inputBuffered: true)), ["record:notCompleted", "close"])
     }
 
     func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
         var gone = machine()
-        gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: true)),
+                       ["armHeadTimer", "inspectFirstByte"], "a ClientHello sent with the CONNECT is looked at now")
+        XCTAssertEqual(gone.firstByteArrived()?.ssl, ssl)
+        gone = machine()
+        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
         XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
         XCTAssertEqual(gone.interceptionAuthority, origin)
         XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
 
         var silent = machine()
-        silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl))
+        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
         XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
     }
 }

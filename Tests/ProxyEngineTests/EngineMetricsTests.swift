@@ -37,6 +37,22 @@ final class EngineMetricsTests: XCTestCase {
         XCTAssertEqual(sample(text, #"tapwire_exchange_duration_seconds_bucket{le="+Inf"}"#), targets.count)
         XCTAssertGreaterThan(sample(text, "tapwire_client_bytes_total") ?? 0, 0)
         XCTAssertGreaterThan(sample(text, "tapwire_upstream_bytes_total") ?? 0, 0)
+        // The refused connection is the one transport failure; every other code is listed at 0.
+        for code in TransportError.Code.allCases {
+            XCTAssertEqual(sample(text, "tapwire_transport_errors_total{code=\"\(code.rawValue)\"}"),
+                           code == .upstreamConnectFailed ? 1 : 0, "\(code)")
+        }
+        XCTAssertEqual(metrics.transportErrorCount(.upstreamConnectFailed), 1)
+    }
+
+    func testEveryTransportErrorCodeHasASeriesFromTheStart() {
+        let text = EngineMetrics().prometheusText()
+        XCTAssertTrue(text.contains("# TYPE tapwire_transport_errors_total counter\n"))
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("tapwire_transport_errors_total{") }
+        XCTAssertEqual(series.count, TransportError.Code.allCases.count)
+        for code in TransportError.Code.allCases {
+            XCTAssertEqual(sample(text, "tapwire_transport_errors_total{code=\"\(code.rawValue)\"}"), 0, "\(code)")
+        }
     }
 
     func testMetricsEndpointServesTheSameText() throws {

@@ -150,7 +150,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = unasked.begin(pooled: true)
         let error = TransportError(.malformedResponse, "the origin switched protocols without being asked")
         XCTAssertEqual(head(&unasked, status: 101, framing: nil),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
     }
 
     // MARK: request bodies, 100-continue, half-close
@@ -181,7 +181,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = m.begin(pooled: true)
         let error = TransportError(.malformedRequest, "bad chunk size")
         XCTAssertEqual(steps(m.requestBodyPumped(.malformed(HTTPParseError(.malformed, "bad chunk size")), clientInputEmpty: false), m),
-                       [ending(error: error, answer: .init(status: 400, reason: "Bad Request", detail: "bad chunk size"), close: true)])
+                       [ending(error: error, answer: .init(status: .badRequest, detail: "bad chunk size"), close: true)])
 
         var late = machine(method: "POST", body: true)
         _ = late.begin(pooled: true)
@@ -244,15 +244,15 @@ final class ExchangeStateMachineTests: XCTestCase {
     // MARK: timeouts and failures
 
     func testConnectFailuresAreAnsweredWithTheirStatus() {
-        for (error, status, reason) in [
-            (TransportError(.upstreamTimeout, "connecting to a:80 timed out"), 504, "Gateway Timeout"),
-            (TransportError(.loopDetected, "a:80 is this proxy's own listener"), 508, "Loop Detected"),
-            (TransportError(.upstreamConnectFailed, "cannot connect"), 502, "Bad Gateway"),
+        for (error, status) in [
+            (TransportError(.upstreamTimeout, "connecting to a:80 timed out"), ProxyStatus.gatewayTimeout),
+            (TransportError(.loopDetected, "a:80 is this proxy's own listener"), .loopDetected),
+            (TransportError(.upstreamConnectFailed, "cannot connect"), .badGateway),
         ] {
             var m = machine()
             _ = m.begin(pooled: false)
             XCTAssertEqual(steps(m.connectFailed(error), m),
-                           [ending(error: error, answer: .init(status: status, reason: reason, detail: error.message), close: true)],
+                           [ending(error: error, answer: .init(status: status, detail: error.message), close: true)],
                            "the request was never sent: the client connection closes")
             XCTAssertEqual(steps(m.connected(), m), [], "a late connection is ignored")
         }
@@ -263,7 +263,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         var before = machine()
         _ = before.begin(pooled: true)
         XCTAssertEqual(steps(before.upstreamTimedOut(), before),
-                       [ending(error: error, answer: .init(status: 504, reason: "Gateway Timeout", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .gatewayTimeout, detail: error.message), close: false)])
         var after = machine()
         _ = after.begin(pooled: true)
         _ = head(&after)
@@ -295,6 +295,57 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(steps(m.responseBodyPumped(.complete), m), [ending(close: false)])
     }
 
+    // MARK: the end state and the pool
+
+    func testTheEndStateCarriesTheOutcomeAndWhetherTheConnectionWasPooled() {
+        var m = machine()
+        _ = m.begin(pooled: true)
+        _ = head(&m)
+        _ = m.responseBodyPumped(.complete)
+        let outcome = M.Outcome(failed: false, upstreamReusable: true, responseWasPaused: false, closeClient: false)
+        XCTAssertEqual(m.state, .finished(outcome, connectionReused: true))
+        XCTAssertTrue(m.connectionReused)
+        XCTAssertNil(m.failure)
+
+        var failed = machine()
+        _ = failed.begin(pooled: false)
+        let error = TransportError(.upstreamConnectFailed, "refused")
+        _ = failed.connectFailed(error)
+        guard case .failed(let o, let reused, let failure) = failed.state else { return XCTFail("\(failed.state)") }
+        XCTAssertTrue(o.failed)
+        XCTAssertFalse(reused)
+        XCTAssertEqual(failure.error, error)
+        XCTAssertEqual(failure.answer?.status, .badGateway)
+    }
+
+    func testAWholeCleanExchangeReturnsItsUpstreamToThePoolUnlessTheDriverSeesAReasonNot() {
+        func finished() -> M {
+            var m = machine()
+            _ = m.begin(pooled: false)
+            _ = m.connected()
+            _ = head(&m)
+            _ = m.responseBodyPumped(.complete)
+            return m
+        }
+        var m = finished()
+        XCTAssertEqual(steps(m.releaseUpstream(responseAllowsReuse: true, responseComplete: true, connectionIdle: true, draining: false), m),
+                       [.act(.returnToPool)])
+        for (allows, complete, idle, draining) in [(false, true, true, false), (true, false, true, false),
+                                                   (true, true, false, false), (true, true, true, true)] {
+            var m = finished()
+            XCTAssertEqual(steps(m.releaseUpstream(responseAllowsReuse: allows, responseComplete: complete,
+                                                   connectionIdle: idle, draining: draining), m), [.closeUpstream],
+                           "wantsClose/incomplete/busy/draining: \(allows) \(complete) \(idle) \(draining)")
+        }
+        // A failed exchange never pools.
+        var failed = machine()
+        _ = failed.begin(pooled: false)
+        _ = failed.connected()
+        _ = failed.upstreamTimedOut()
+        XCTAssertEqual(steps(failed.releaseUpstream(responseAllowsReuse: true, responseComplete: true, connectionIdle: true, draining: false), failed),
+                       [.closeUpstream])
+    }
+
     // MARK: retry on a dropped pooled connection
 
     func testADroppedPooledConnectionIsRetriedOnceForABodylessIdempotentRequest() {
@@ -306,29 +357,37 @@ final class ExchangeStateMachineTests: XCTestCase {
         // The new connection fails the same way: answered, not retried again.
         let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
         XCTAssertEqual(steps(m.upstreamClosed(reset: true, cleanEndOfBody: false, idempotent: true), m),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
     }
 
     func testNoRetryForANewConnectionABodyANonIdempotentMethodOrAfterBytes() {
+        let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
+        let answer = M.ErrorAnswer(status: .badGateway, detail: error.message)
+
         var fresh = machine()
         _ = fresh.begin(pooled: false)
         _ = fresh.connected()
-        XCTAssertNotEqual(steps(fresh.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), fresh), [.retry])
+        XCTAssertEqual(steps(fresh.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), fresh),
+                       [ending(error: error, answer: answer, close: false)], "a new connection is not retried")
 
         var post = machine(method: "POST")
         _ = post.begin(pooled: true)
-        XCTAssertNotEqual(steps(post.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: M.isIdempotent("POST")), post), [.retry])
+        XCTAssertEqual(steps(post.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: M.isIdempotent("POST")), post),
+                       [ending(error: error, answer: answer, close: false)], "POST may not be sent twice")
 
         var withBody = machine(method: "PUT", body: true)
         _ = withBody.begin(pooled: true)
-        XCTAssertNotEqual(steps(withBody.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), withBody), [.retry])
+        XCTAssertEqual(steps(withBody.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), withBody),
+                       [ending(error: error, answer: answer, close: true)],
+                       "a body partly sent is not sent again, and the client connection closes (its body is unread)")
 
         var seen = machine()
         _ = seen.begin(pooled: true)
         _ = seen.upstreamBytesArrived()
-        let error = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
+        let malformed = TransportError(.malformedResponse, "the origin closed the connection inside the response head")
         XCTAssertEqual(steps(seen.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), seen),
-                       [ending(error: error, answer: .init(status: 502, reason: "Bad Gateway", detail: error.message), close: false)])
+                       [ending(error: malformed, answer: .init(status: .badGateway, detail: malformed.message), close: false)],
+                       "bytes of an answer arrived: not retried")
     }
 
     func testIdempotentMethods() {

@@ -118,4 +118,16 @@ final class ActionListTests: XCTestCase {
         XCTAssertEqual(Array(other), [7, 8, 9])
         XCTAssertEqual(other.count, 3)
     }
+
+    func testAFifthActionIsReportedAndTakesTheLastSlotInsteadOfCrashing() {
+        var reports = 0
+        let report = ActionListOverflow.report
+        ActionListOverflow.report = { reports += 1 }
+        defer { ActionListOverflow.report = report }
+        var list = ActionList<Int>()
+        for i in 1...6 { list.append(i) }
+        XCTAssertEqual(reports, 2, "each overflow is reported (a debug build stops at the first)")
+        XCTAssertEqual(Array(list), [1, 2, 3, 6], "the newest, ending action is kept")
+        XCTAssertEqual(list.count, 4)
+    }
 }
