@@ -80,6 +80,39 @@ final class RecordCommandsEndToEndTests: XCTestCase {
         }
     }
 
+    func testARequestBodyAnsweredWithoutContentTypeIsResentAsItsTextNeverAsAFile() throws {
+        // 204 without a Content-Type: the record's serializer (the response's) is data, while
+        // the text request body was logged whole. It starts with `@`, which curl's
+        // --data-binary takes for a file name.
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let url = "\(origin.base)/status?code=204"
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-H", "Content-Type: text/plain",
+                                              "--data-raw", "@/etc/hostname", url])
+        let logged = try records(proxy.logDirectory, count: 1)
+        XCTAssertEqual(logged[0]["serializer"] as? String, "data")
+        let id = try XCTUnwrap(logged[0]["id"] as? String)
+        let bin = try tapwireBinary()
+        let dir = proxy.logDirectory.path
+
+        let curl = try runCommand(bin, ["curl", id, "--log-dir", dir])
+        XCTAssertEqual(curl.status, 0, curl.stderr)
+        XCTAssertTrue(curl.text.contains("--data-raw '@/etc/hostname'"), curl.text)
+        var env = ProcessInfo.processInfo.environment
+        for k in ["NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"] { env[k] = nil }
+        env["http_proxy"] = proxy.proxyURL
+        let resent = try runCommand("sh", ["-c", curl.text], environment: env)
+        XCTAssertEqual(resent.status, 0, resent.stderr + curl.text)
+        let replay = try runCommand(bin, ["replay", id, "--log-dir", dir, "--proxy", "127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(replay.status, 0, replay.stderr)
+
+        let all = try records(proxy.logDirectory, count: 3)
+        XCTAssertEqual(all.count, 3)
+        for record in all {
+            XCTAssertEqual((record["request"] as? [String: Any])?["body"] as? String, "@/etc/hostname", "\(record)")
+        }
+    }
+
     func testReplayIsRecordedWithReplayOfAndRefusesWhatTheLogDoesNotHoldWhole() throws {
         let origin = try OriginServer()
         let proxy = try TapwireProcess(config: ["capture": ["maxBodyBytes": 1024]])
