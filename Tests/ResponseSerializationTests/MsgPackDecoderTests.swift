@@ -179,6 +179,14 @@ final class MsgPackDecoderTests: XCTestCase {
     /// A rule may set `maxDepth` up to 1024 (`SerializerSpec.maxDepthLimit`): that deep a
     /// body decodes on a thread with a quarter of the 8 MiB a worker thread gets by default,
     /// in this debug build whose frames are larger than a release build's.
+    /// Whether this process runs under the address or thread sanitizer (their runtimes define
+    /// these symbols).
+    static let underSanitizer: Bool = {
+        let handle = dlopen(nil, RTLD_NOW)
+        defer { if let handle { dlclose(handle) } }
+        return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil
+    }()
+
     func testTheLargestConfigurableDepthFitsASmallStack() {
         let depth = 1024
         let arrays: [UInt8] = Array(repeating: 0x91, count: depth) + [0x00]
@@ -198,7 +206,9 @@ final class MsgPackDecoderTests: XCTestCase {
             }
             done.signal()
         }
-        thread.stackSize = 2 << 20
+        // Sanitizers widen every frame (TSan several times over): the margin is for the
+        // product's frames, so an instrumented build gets a proportionally larger stack.
+        thread.stackSize = (MsgPackDecoderTests.underSanitizer ? 8 : 2) << 20
         thread.start()
         done.wait()
         XCTAssertEqual(Array(decoded), [true, true, true])
