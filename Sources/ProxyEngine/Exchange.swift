@@ -93,7 +93,7 @@ final class Exchange: UpstreamOwner {
                 armStallTimer(after: config.upstreamReadTimeout)
             case .resumeRequestBody:
                 guard let bev = upstream?.bev else { break }
-                stallTimer?.cancel()
+                keepStallTimerForPausedSide()
                 bufferevent_setwatermark(bev, Int16(EV_WRITE), 0, 0)
                 session.resumeReading()
             case .noteFirstResponseByte:
@@ -117,7 +117,7 @@ final class Exchange: UpstreamOwner {
                 armStallTimer(after: config.clientIdleTimeout)
             case .resumeResponseBody:
                 guard let c = upstream, let cbev = session.bev else { break }
-                stallTimer?.cancel()
+                keepStallTimerForPausedSide()
                 bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
                 c.setReading(true)
             case .startWebSocket:
@@ -323,6 +323,17 @@ final class Exchange: UpstreamOwner {
             progress = .malformed(error)
         }
         perform(machine.responseBodyPumped(progress))
+    }
+
+    /// A resumed direction cancels the stall timer unless the other is still paused: then the
+    /// timer runs on with that side's limit, counted again from now, or the exchange could
+    /// wait for good.
+    private func keepStallTimerForPausedSide() {
+        switch machine.stalledSide {
+        case .request?: armStallTimer(after: config.upstreamReadTimeout)
+        case .response?: armStallTimer(after: config.clientIdleTimeout)
+        case nil: stallTimer?.cancel()
+        }
     }
 
     private func armStallTimer(after seconds: Double) {

@@ -189,7 +189,7 @@ struct ExchangeStateMachine {
     private(set) var upstreamEnded = false
     /// Which direction paused last: its stall is the one reported.
     private var lastPaused: StallSide?
-    private enum StallSide { case request, response }
+    enum StallSide { case request, response }
 
     init(limits: Limits, hasBody: Bool, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool) {
         self.limits = limits
@@ -318,7 +318,17 @@ struct ExchangeStateMachine {
     mutating func upstreamDrained() -> ActionList<Action> {
         guard case .exchanging(let a, .sending(paused: true), let response) = state else { return ActionList() }
         state = .exchanging(a, .sending(paused: false), response)
+        if stalledSide == .response { lastPaused = .response }
         return ActionList(.resumeRequestBody, .pumpRequest)
+    }
+
+    /// The direction still paused, if any: its stall timer must keep running when the other
+    /// direction resumes (one timer serves both, and a paused side has no read timeout).
+    var stalledSide: StallSide? {
+        guard case .exchanging(_, let request, let response) = state else { return nil }
+        if case .streaming(_, true) = response { return .response }
+        if request == .sending(paused: true) { return .request }
+        return nil
     }
 
     /// The client half-closed while this request was held, before the exchange could read
@@ -401,6 +411,7 @@ struct ExchangeStateMachine {
     mutating func clientDrained() -> ActionList<Action> {
         guard case .exchanging(let a, let request, .streaming(let dechunk, paused: true)) = state else { return ActionList() }
         state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
+        if stalledSide == .request { lastPaused = .request }
         return ActionList(.resumeResponseBody, .pumpResponse)
     }
 

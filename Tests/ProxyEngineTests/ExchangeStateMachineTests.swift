@@ -228,6 +228,35 @@ final class ExchangeStateMachineTests: XCTestCase {
         XCTAssertEqual(steps(m.stallTimerFired(), m), [ending(error: error, close: true), .closeClient])
     }
 
+    func testTheStallTimerKeepsRunningForTheDirectionStillPaused() {
+        // An early answer: the origin stops taking the body and answers, the client reads slowly.
+        var m = machine(method: "PUT", body: true)
+        _ = m.begin(pooled: true)
+        _ = m.requestBodyPumped(.partial(queued: 5000), clientInputEmpty: false)
+        XCTAssertEqual(m.stalledSide, .request)
+        _ = head(&m, framing: .contentLength(1 << 20))
+        _ = m.responseBodyPumped(.partial(queued: 5000))
+        XCTAssertEqual(m.stalledSide, .response)
+        // The client drains: the request is still paused, so its stall must go on and be reported.
+        XCTAssertEqual(steps(m.clientDrained(), m), [.act(.resumeResponseBody), .act(.pumpResponse)])
+        XCTAssertEqual(m.stalledSide, .request, "the driver re-arms the timer for the request")
+        let fired = Array(m.stallTimerFired())
+        XCTAssertEqual(fired.last, .closeClient)
+        XCTAssertEqual(m.ending?.error?.code, .upstreamTimeout, "the request's stall is the one reported")
+        XCTAssertEqual(steps(m.upstreamDrained(), m), [], "the exchange has ended")
+
+        // And the other way round: the origin drains while the client is still paused.
+        var n = machine(method: "PUT", body: true)
+        _ = n.begin(pooled: true)
+        _ = head(&n, framing: .contentLength(1 << 20))
+        _ = n.responseBodyPumped(.partial(queued: 5000))
+        _ = n.requestBodyPumped(.partial(queued: 5000), clientInputEmpty: false)
+        XCTAssertEqual(steps(n.upstreamDrained(), n), [.act(.resumeRequestBody), .act(.pumpRequest)])
+        XCTAssertEqual(n.stalledSide, .response)
+        _ = n.stallTimerFired()
+        XCTAssertEqual(n.ending?.error?.code, .clientTimeout)
+    }
+
     func testAnAnswerPausesForASlowClientAndAClientThatReadsNothingStalls() {
         var m = machine()
         _ = m.begin(pooled: true)
