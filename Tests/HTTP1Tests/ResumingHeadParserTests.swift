@@ -55,26 +55,27 @@ final class ResumingHeadParserTests: XCTestCase {
     }
 
     func testRequestHeadInOneByteReadsExaminesAtMostTwiceWhatOneReadDoes() {
-        let bytes = Self.head(startLine: "GET http://example.com/ HTTP/1.1", size: Self.limit)
-        let (whole, wholeLength) = Self.feed(bytes, step: bytes.count, Self.request)
-        let (trickled, trickledLength) = Self.feed(bytes, step: 1, Self.request)
-        XCTAssertEqual(wholeLength, bytes.count)
-        XCTAssertEqual(trickledLength, bytes.count)
-        // Each byte is looked at by the line search and again by the parse of the complete head.
-        XCTAssertGreaterThanOrEqual(whole.bytesExamined, bytes.count)
-        XCTAssertLessThanOrEqual(Double(trickled.bytesExamined) / Double(whole.bytesExamined), 2,
-                                 "one-byte reads: \(trickled.bytesExamined) bytes examined, one read: \(whole.bytesExamined)")
+        assertOneByteReadsExamineAtMostTwice(startLine: "GET http://example.com/ HTTP/1.1", Self.request)
     }
 
     func testResponseHeadInOneByteReadsExaminesAtMostTwiceWhatOneReadDoes() {
-        let bytes = Self.head(startLine: "HTTP/1.1 200 OK", size: Self.limit)
-        let (whole, wholeLength) = Self.feed(bytes, step: bytes.count, Self.response)
-        let (trickled, trickledLength) = Self.feed(bytes, step: 1, Self.response)
-        XCTAssertEqual(wholeLength, bytes.count)
-        XCTAssertEqual(trickledLength, bytes.count)
-        XCTAssertGreaterThanOrEqual(whole.bytesExamined, bytes.count)
+        assertOneByteReadsExamineAtMostTwice(startLine: "HTTP/1.1 200 OK", Self.response)
+    }
+
+    private func assertOneByteReadsExamineAtMostTwice(
+        startLine: String, _ parse: (inout HTTPHeadParser, UnsafeRawBufferPointer) throws(HTTPParseError) -> Int?,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let bytes = Self.head(startLine: startLine, size: Self.limit)
+        let (whole, wholeLength) = Self.feed(bytes, step: bytes.count, parse)
+        let (trickled, trickledLength) = Self.feed(bytes, step: 1, parse)
+        XCTAssertEqual(wholeLength, bytes.count, file: file, line: line)
+        XCTAssertEqual(trickledLength, bytes.count, file: file, line: line)
+        // Each byte is looked at by the line search and again by the parse of the complete head.
+        XCTAssertGreaterThanOrEqual(whole.bytesExamined, bytes.count, file: file, line: line)
         XCTAssertLessThanOrEqual(Double(trickled.bytesExamined) / Double(whole.bytesExamined), 2,
-                                 "one-byte reads: \(trickled.bytesExamined) bytes examined, one read: \(whole.bytesExamined)")
+                                 "one-byte reads: \(trickled.bytesExamined) bytes examined, one read: \(whole.bytesExamined)",
+                                 file: file, line: line)
     }
 
     /// The counter can fail the tests above: scanning from byte 0 at every read (what

@@ -12,27 +12,30 @@ enum Wire {
     /// included) checks that resuming changes no result.
     static func parseRequest(_ bytes: [UInt8], max: Int = 65536,
                              file: StaticString = #filePath, line: UInt = #line) throws(HTTPParseError) -> HeadParseResult<HTTPRequestHead> {
-        let oneShot: Outcome<HTTPRequestHead> = outcome(bytes) { buffer throws(HTTPParseError) in
-            try HTTPHeadParser.parseRequestHead(buffer, maxHeadBytes: max)
+        try parseBothWays(bytes, file: file, line: line) { parser, buffer throws(HTTPParseError) in
+            try parser.parseRequestHead(buffer, maxHeadBytes: max)
         }
-        for step in [1, 5] {
-            let resumed: Outcome<HTTPRequestHead> = fedInReads(bytes, step: step) { parser, buffer throws(HTTPParseError) in
-                try parser.parseRequestHead(buffer, maxHeadBytes: max)
-            }
-            assertSameOutcome(oneShot, resumed, step: step, file: file, line: line)
-        }
-        return try oneShot.get()
     }
 
     static func parseResponse(_ bytes: [UInt8], max: Int = 65536,
                               file: StaticString = #filePath, line: UInt = #line) throws(HTTPParseError) -> HeadParseResult<HTTPResponseHead> {
-        let oneShot: Outcome<HTTPResponseHead> = outcome(bytes) { buffer throws(HTTPParseError) in
-            try HTTPHeadParser.parseResponseHead(buffer, maxHeadBytes: max)
+        try parseBothWays(bytes, file: file, line: line) { parser, buffer throws(HTTPParseError) in
+            try parser.parseResponseHead(buffer, maxHeadBytes: max)
+        }
+    }
+
+    /// `parse` with a fresh parser on the whole input (the one-shot answer), then resumed in
+    /// reads of 1 and of 5 bytes, which must give the same outcome.
+    private static func parseBothWays<Head: Equatable & Sendable>(
+        _ bytes: [UInt8], file: StaticString, line: UInt,
+        _ parse: (inout HTTPHeadParser, UnsafeRawBufferPointer) throws(HTTPParseError) -> HeadParseResult<Head>
+    ) throws(HTTPParseError) -> HeadParseResult<Head> {
+        let oneShot: Outcome<Head> = outcome(bytes) { buffer throws(HTTPParseError) in
+            var fresh = HTTPHeadParser()
+            return try parse(&fresh, buffer)
         }
         for step in [1, 5] {
-            let resumed: Outcome<HTTPResponseHead> = fedInReads(bytes, step: step) { parser, buffer throws(HTTPParseError) in
-                try parser.parseResponseHead(buffer, maxHeadBytes: max)
-            }
+            let resumed: Outcome<Head> = fedInReads(bytes, step: step, parse)
             assertSameOutcome(oneShot, resumed, step: step, file: file, line: line)
         }
         return try oneShot.get()
