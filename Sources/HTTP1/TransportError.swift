@@ -30,6 +30,11 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case clientTLSFailed
         /// The proxy stopped while the exchange was in flight.
         case shuttingDown
+        /// The parent proxy (`upstream.proxy`) could not be reached, broke its protocol, or
+        /// refused to open the tunnel (its own answer, if any, is passed on).
+        case upstreamProxyFailed
+        /// The parent proxy asked for credentials or refused them (HTTP 407, SOCKS5 auth).
+        case upstreamProxyAuthFailed
 
         public var description: String { rawValue }
 
