@@ -156,6 +156,7 @@ final class Exchange: UpstreamOwner {
         clock.connectStart = now()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
+        via = c.parent?.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
             switch phase {
@@ -167,7 +168,9 @@ final class Exchange: UpstreamOwner {
             guard let self, !self.machine.isFinished else { return }
             switch result {
             case .success:
-                if self.clock.connected == nil { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
+                // Through a parent, `connected` (TCP with the parent) is also reported for plain
+                // HTTP: without TLS with the origin, connecting ends here, handshakes included.
+                if self.clock.connected == nil || self.authority.scheme != "https" { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
                 self.perform(self.machine.connected())
             case .failure(let error):
                 self.perform(self.machine.connectFailed(error))
@@ -178,13 +181,19 @@ final class Exchange: UpstreamOwner {
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
         upstreamAddressText = c.addressText
+        via = c.parent?.via
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
-                c.stage(capacity: $0, bev, $1)
+            if let parent = c.parent, c.forwardsAbsoluteForm {
+                ParentRequestHead.write(head, authority: authority, originTarget: originTarget, parent: parent,
+                                        keepUpgrade: machine.wantsUpgrade) { c.stage(capacity: $0, bev, $1) }
+            } else {
+                head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
+                    c.stage(capacity: $0, bev, $1)
+                }
             }
         }
         if !bodyFollows {
@@ -282,6 +291,12 @@ final class Exchange: UpstreamOwner {
                 return
             }
             guard case .complete(let rh, let length) = parsed else { return }
+            if rh.status == 407, c.forwardsAbsoluteForm, let parent = c.parent {
+                let why = parent.credentials == nil ? "asks for credentials and none are set" : "refused the credentials"
+                perform(machine.parentRefused(TransportError(.upstreamProxyAuthFailed,
+                    "the parent proxy \(parent.via) \(why) (407 \(rh.reason))")))
+                return
+            }
             evbuffer_drain(input, length)
             engine.metrics.bytesFromUpstreams.add(length)
             var framing: BodyFraming?
@@ -407,10 +422,12 @@ final class Exchange: UpstreamOwner {
         }
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: responseHead, responseBody: responseBody, error: error, clock: clock,
-                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText)
+                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText, via: via)
     }
 
     private var upstreamAddressText: String?
+    /// The parent proxy used (`metrics.via`), set with the upstream connection.
+    private var via: String?
 
     private func emitRecord(error: TransportError?) {
         let duration = (clock.lastResponseByte ?? now()) - clock.requestStart
@@ -429,17 +446,28 @@ final class Exchange: UpstreamOwner {
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         let start = now()
+        let via = c.parent?.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { _ in }) { [weak self] result in
             guard let self, self.machine.tunnelConnectFinished() else { return }
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let status = ExchangeStateMachine.answer(for: error)
+                // A parent's refusal (its error page) goes to the client as the parent sent it.
+                let parentAnswer = answered ? nil : c.parentAnswer
+                let status = parentAnswer.flatMap(ParentAnswer.status) ?? ExchangeStateMachine.answer(for: error).code
                 self.engine.metrics.recordTransportError(error.code)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
-                    target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
-                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
+                    target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
+                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil, via: via)))
+                if answered {
+                    self.session.close()
+                } else if let parentAnswer {
+                    self.session.write(parentAnswer)
+                    self.session.flush()
+                    self.session.closeAfterFlush()
+                } else {
+                    self.session.respondError(ExchangeStateMachine.answer(for: error), error.message, close: true)
+                }
             case .success:
                 if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
@@ -448,7 +476,7 @@ final class Exchange: UpstreamOwner {
                 session.handOver { clientSocket in
                     Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientSocket,
                                  upstream: upstreamSocket, clientText: session.peerText, target: self.authority.description,
-                                 status: 200, start: tunnelStart, upgrade: nil)
+                                 status: 200, start: tunnelStart, upgrade: nil, via: via)
                 }
             }
         }

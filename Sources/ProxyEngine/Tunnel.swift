@@ -27,13 +27,15 @@ final class Tunnel {
     let status: Int
     let start: Double
     let upgrade: CapturedExchange?
+    /// The parent proxy the upstream side goes through (the record's `via`).
+    let via: String?
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
     @exclusivity(unchecked) private var machine: TunnelStateMachine
     private var idleTimer: LoopTimer?
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
-                 clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
-        self.loop = loop; self.engine = engine; self.kind = kind
+                 clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?, via: String?) {
+        self.loop = loop; self.engine = engine; self.kind = kind; self.via = via
         self.client = Side(client); self.upstream = Side(upstream)
         self.clientText = clientText; self.target = target; self.status = status; self.start = start
         self.upgrade = upgrade
@@ -42,9 +44,10 @@ final class Tunnel {
     }
 
     static func start(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
-                      clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
+                      clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?,
+                      via: String? = nil) {
         let t = Tunnel(loop: loop, engine: engine, kind: kind, client: client, upstream: upstream, clientText: clientText,
-                       target: target, status: status, start: start, upgrade: upgrade)
+                       target: target, status: status, start: start, upgrade: upgrade, via: via)
         loop.tunnels[ObjectIdentifier(t)] = t
         engine.metrics.activeTunnels.add()
         // The session that handed its socket over stopped counting it.
@@ -160,7 +163,8 @@ final class Tunnel {
         let wall = Date().timeIntervalSince1970
         let record = CapturedTunnel(kind: kind, client: clientText, target: target, status: status,
                                     bytesFromClient: machine.bytesFromClient, bytesFromUpstream: machine.bytesFromUpstream,
-                                    start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade)
+                                    start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade,
+                                    via: via)
         if let error { engine.metrics.recordTransportError(error.code) }
         engine.sink?.accept(.tunnel(record))
         loop.tunnels[ObjectIdentifier(self)] = nil

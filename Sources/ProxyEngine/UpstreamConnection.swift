@@ -17,9 +17,19 @@ final class UpstreamConnection {
     let loop: EventLoop
     let authority: HTTPAuthority
     private(set) var bev: OpaquePointer?
-    private(set) var address: SocketAddress? { didSet { addressText = address?.description } }
-    /// Formatted once per connection: records name it on every exchange.
+    /// The address connected to: the parent's, through one.
+    private(set) var address: SocketAddress? { didSet { if parent == nil { addressText = address?.description } } }
+    /// Formatted once per connection: records name it on every exchange (`metrics.upstream`):
+    /// the origin's address, or, through a parent that resolves names itself, the origin
+    /// as named.
     private(set) var addressText: String?
+    /// The parent proxy this connection goes through (`metrics.via`); nil for direct.
+    let parent: ParentProxy?
+    /// The pool's routing generation this connection was made under.
+    let routingGeneration: Int
+    /// The parent's own answer when it refused to open a tunnel (its error page).
+    private(set) var parentAnswer: [UInt8]?
+    private var parentHandshake: ParentHandshake?
     /// Strong while lent out (cleared when the exchange ends or the connection closes);
     /// a weak reference would give every exchange a side table and slow-path refcounts.
     var owner: UpstreamOwner?
@@ -38,9 +48,16 @@ final class UpstreamConnection {
     init(loop: EventLoop, authority: HTTPAuthority) {
         self.loop = loop
         self.authority = authority
-        machine = UpstreamConnectionStateMachine(authority: authority)
+        parent = loop.pool.routing.parent(forHost: authority.host)
+        routingGeneration = loop.pool.routingGeneration
+        if parent != nil { addressText = authority.description }
+        machine = UpstreamConnectionStateMachine(authority: authority, parent: parent)
         loop.engine?.metrics.activeUpstreams.add()
     }
+
+    /// Whether requests go to the parent in absolute-form with its credentials (plain HTTP
+    /// through an HTTP(S) parent) rather than in origin-form through a tunnel.
+    var forwardsAbsoluteForm: Bool { parent.map { $0.forwardsAbsoluteForm(to: authority) } ?? false }
 
     deinit { close() }
 
@@ -72,7 +89,8 @@ final class UpstreamConnection {
                 timer.schedule(after: connectTimeout)
                 deadline = timer
             case .resolve:
-                Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result, lookedUp in
+                let dialed = machine.dialed
+                Resolver.resolve(host: dialed.host, port: dialed.port, on: loop) { [weak self] result, lookedUp in
                     guard let self else { return }
                     let own = (try? result.get())?.first(where: { self.isOwnListener?($0) ?? false })
                     self.perform(self.machine.resolved(result, lookedUp: lookedUp, ownListener: own))
@@ -83,6 +101,10 @@ final class UpstreamConnection {
                 if let addr = machine.addressToTry { tryAddress(addr) }
             case .startTLS:
                 startTLS()
+            case .startParentTLS:
+                startParentTLS()
+            case .negotiate:
+                negotiate()
             case .finishConnect:
                 finishConnect(machine.connectError)
             case .armIdleTimer(let seconds):
@@ -150,8 +172,8 @@ final class UpstreamConnection {
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
             // Bytes that come with the end of a TLS handshake wait for the exchange
-            // (it reads what is buffered when it attaches).
-            if c.isConnecting { return }
+            // (it reads what is buffered when it attaches); a parent's handshake reads its own.
+            if c.isConnecting { c.negotiationReadable(closed: false); return }
             if let o = c.owner { o.upstreamReadable(c) } else { c.perform(c.machine.eventWhileIdle()) }
         }, { _, ctx in
             guard let ctx else { return }
@@ -185,6 +207,23 @@ final class UpstreamConnection {
                 let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
                 perform(machine.tlsFailed("TLS with \(authority) failed: \(why)"))
             }
+        case .parentHandshaking:
+            if Int32(events) & BEV_EVENT_CONNECTED != 0 {
+                perform(machine.tlsConnected())
+            } else {
+                let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
+                let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
+                let why = loop.pool.routing.parentTLS?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+                perform(machine.tlsFailed("TLS with the parent proxy \(parent?.via ?? "") failed: \(why)"))
+            }
+        case .negotiating:
+            if Int32(events) & BEV_EVENT_EOF != 0 {
+                negotiationReadable(closed: true)
+            } else {
+                let err = errno
+                perform(machine.parentHandshakeFailed(TransportError(.upstreamProxyFailed,
+                    "the parent proxy \(parent?.via ?? "") failed during the handshake: \(err != 0 ? String(cString: strerror(err)) : "connection error")")))
+            }
         case .created, .resolving, .closed:
             return
         case .lent, .pooled:
@@ -213,6 +252,70 @@ final class UpstreamConnection {
         bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
         bev = filter
         installCallbacks()
+    }
+
+    /// TLS with an `https` parent, verified as an origin would be (`tls.upstreamCAFile`,
+    /// `tls.insecureUpstream`).
+    private func startParentTLS() {
+        guard let tcp = bev, let parent, let tls = loop.pool.routing.parentTLS else {
+            perform(machine.tlsFailed("TLS with the parent proxy \(parent?.via ?? "") is not available"))
+            return
+        }
+        let ssl: OpaquePointer
+        do { ssl = try tls.clientSSL(forHost: parent.host) } catch {
+            perform(machine.tlsFailed("TLS setup for the parent proxy \(parent.via) failed: \(error)"))
+            return
+        }
+        guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                          Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            perform(machine.tlsFailed("cannot start TLS with the parent proxy \(parent.via)"))
+            return
+        }
+        bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
+        bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
+        bev = filter
+        installCallbacks()
+    }
+
+    /// Sends the parent's handshake its opening bytes; `negotiationReadable` does the rest.
+    private func negotiate() {
+        guard let parent, let bev else { return }
+        let handshake = ParentHandshake(target: authority, parent: parent,
+                                        maxAnswerBytes: loop.engine?.configuration.maxHeaderBytes ?? 65536)
+        parentHandshake = handshake
+        _ = handshake.opening.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+    }
+
+    /// Feeds what the parent sent to its handshake and performs the steps.
+    private func negotiationReadable(closed: Bool) {
+        guard case .negotiating = machine.state, var handshake = parentHandshake, let bev else { return }
+        let input = bufferevent_get_input(bev)
+        while true {
+            let length = evbuffer_get_length(input)
+            if length == 0 && !closed { return }
+            let base = length > 0 ? evbuffer_pullup(input, -1) : nil
+            let bytes = UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : length)
+            let step = closed ? handshake.closed(bytes) : handshake.received(bytes)
+            parentHandshake = handshake
+            switch step {
+            case .needMore:
+                return
+            case .send(let consumed, let reply):
+                evbuffer_drain(input, consumed)
+                _ = reply.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+                if evbuffer_get_length(input) == 0 { return }
+            case .established(let consumed):
+                evbuffer_drain(input, consumed)
+                parentHandshake = nil
+                perform(machine.parentTunnelOpened())
+                return
+            case .failed(let error, let answer):
+                parentHandshake = nil
+                parentAnswer = answer
+                perform(machine.parentHandshakeFailed(error))
+                return
+            }
+        }
     }
 
     // MARK: the pool
