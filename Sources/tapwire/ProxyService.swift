@@ -5,6 +5,7 @@ import HTTP1
 import ProxyEngine
 import Synchronization
 import Systemd
+import TLSInterception
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
 /// that order, answers signals, and stops them in reverse order so every
@@ -16,6 +17,8 @@ final class ProxyService: @unchecked Sendable {
     /// What the engine started with: settings that change only at a restart keep these values.
     private let started: TapwireConfiguration
     private let notifier = SystemdNotifier()
+    /// TLS for an `https` parent, made at start (the `tls` keys apply only at a restart).
+    private var parentTLS: ParentTLS?
 
     init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?) {
         self.current = Mutex(configuration)
@@ -72,8 +75,23 @@ final class ProxyService: @unchecked Sendable {
             writer.flushAndStop()
             return 1
         }
+        // The interception's origin trust serves an https parent too; without interception
+        // it is made here, also for a parent a reload may bring.
+        let parentTLS = interception.map { ParentTLS(context: $0.upstream) }
+            ?? (try? UpstreamTLSContext(upstreamCAFile: config.tls.upstreamCAFile, insecure: config.tls.insecureUpstream)).map(ParentTLS.init)
+        if config.parentProxy.parent?.kind == .https && parentTLS == nil {
+            Self.log("upstream.proxy is an https parent, but TLS with it cannot be set up: check tls.upstreamCAFile")
+            writer.flushAndStop()
+            return 1
+        }
+        self.parentTLS = parentTLS
+        if let parent = config.parentProxy.parent {
+            Self.log("upstream connections go through the parent proxy \(parent.via)"
+                     + (parent.credentials == nil ? "" : " with credentials")
+                     + (config.parentProxy.noProxy.isEmpty ? "" : ", except to \(config.parentProxy.noProxy.joined(separator: ", "))"))
+        }
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
-                                 tlsInterceptor: interception)
+                                 tlsInterceptor: interception, routing: config.parentProxy.routing(parentTLS: parentTLS))
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()
@@ -193,7 +211,7 @@ final class ProxyService: @unchecked Sendable {
         let reloads = DispatchQueue(label: "tapwire.reload")
         engine.onSignal(SIGHUP) { [self] in
             let serving = engine.boundAddresses.map(\.description)
-            reloads.async { self.reload(pipeline: pipeline, writer: writer, serving: serving) }
+            reloads.async { self.reload(engine: engine, pipeline: pipeline, writer: writer, serving: serving) }
         }
     }
 
@@ -201,7 +219,7 @@ final class ProxyService: @unchecked Sendable {
     /// The log files are reopened either way: logrotate's `postrotate` reload follows a
     /// rename, whether or not the config file has a broken edit pending.
     /// - Parameter serving: the addresses the engine listens on (listeners change only at a restart).
-    private func reload(pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
+    private func reload(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
         notifier?.reloading()
         defer { notifier?.ready() }
         guard let path = configPath else {
@@ -227,6 +245,11 @@ final class ProxyService: @unchecked Sendable {
             // a restart, so the running writer would switch to the new location either way;
             // a dormant writer (started with logging off) never writes, so there is nothing to check.
             let running = current.withLock { $0.log }
+            let runningParent = current.withLock { $0.parentProxy }
+            if fresh.parentProxy.parent?.kind == .https && parentTLS == nil {
+                refuse(["upstream.proxy: an https parent needs TLS, which could not be set up at start (tls.upstreamCAFile)"])
+                return
+            }
             if started.logEnabled && (fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName) {
                 do { try RotatingFile.checkCanOpen(fresh.log, lockHeld: writer.holdsLock(for: fresh.log)) } catch {
                     refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
@@ -239,6 +262,10 @@ final class ProxyService: @unchecked Sendable {
             pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
                            whenBehind: fresh.log.whenBehind)
             writer.reopen()
+            if fresh.parentProxy != runningParent {
+                engine.apply(routing: fresh.parentProxy.routing(parentTLS: parentTLS))
+                Self.log("SIGHUP: new upstream connections go " + (fresh.parentProxy.parent.map { "through the parent proxy \($0.via)" } ?? "direct"))
+            }
             // Named one by one: a reload that says "config reloaded" must not leave a narrowed
             // access.allow or a tightened tls.insecureUpstream silently unapplied. Compared with
             // what runs (the start-up values), not the previous file: a second reload still
