@@ -59,6 +59,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
     private static var socks: ParentProcess?
     private static var squidOpenPort = 0
     private static var squidAuthPort = 0
+    private static var squidTLSPort = 0
     private static var socksPort = 0
     private static var pki: TestPKI!
     private static var origin: OriginServer?
@@ -76,6 +77,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
             tlsOrigin = try OriginServer(tls: (pki.certificate, pki.key))
             squidOpenPort = try unusedLoopbackPort()
             squidAuthPort = try unusedLoopbackPort()
+            squidTLSPort = try unusedLoopbackPort()
             socksPort = try unusedLoopbackPort()
             squid = try startSquid()
             socks = try ParentProcess("/usr/bin/microsocks", ["-i", "127.0.0.1", "-p", String(socksPort), "-u", user, "-P", password],
@@ -105,9 +107,12 @@ final class ParentProxyEndToEndTests: XCTestCase {
         let passwd = work.appendingPathComponent("squid.passwd")
         try Data("\(user):\(hash.text.trimmingCharacters(in: .whitespacesAndNewlines))\n".utf8).write(to: passwd)
         chmod(passwd.path, 0o644)
+        // The https port shows the origin's certificate (for 127.0.0.1), readable by squid's user.
+        chmod(pki.key, 0o644)
         let conf = """
         http_port 127.0.0.1:\(squidOpenPort)
         http_port 127.0.0.1:\(squidAuthPort)
+        https_port 127.0.0.1:\(squidTLSPort) tls-cert=\(pki.certificate) tls-key=\(pki.key)
         pid_filename \(d)/squid.pid
         access_log stdio:\(d)/squid-access.log
         buffered_logs off
@@ -244,6 +249,33 @@ final class ParentProxyEndToEndTests: XCTestCase {
             XCTAssertEqual(errorCode(try record(proxy) { $0.contains("auth=tls") }), "upstreamProxyAuthFailed")
             try assertNoCredentials(proxy)
         }
+    }
+
+    func testAnHTTPSParentIsVerifiedAsAnOriginAndCarriesEverything() throws {
+        let via = "https://127.0.0.1:\(Self.squidTLSPort)"
+        // tls.upstreamCAFile (the test PKI's CA) vouches for the parent as for the origin.
+        let proxy = try tapwire(proxy: via, intercept: true)
+        let plain = try curlViaProxy(proxy.proxyURL, ["http://127.0.0.1:\(originPort)/json?tlsparent=plain"])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertEqual(metrics(try record(proxy) { $0.contains("tlsparent=plain") })["via"] as? String, via)
+        // TLS with the origin inside TLS with the parent.
+        let intercepted = try curlViaProxy(proxy.proxyURL, ["--cacert", tapwireCA, "https://127.0.0.1:\(tlsOriginPort)/json?tlsparent=tls"])
+        XCTAssertEqual(intercepted.status, 0, intercepted.stderr)
+        XCTAssertTrue(intercepted.text.contains("hunter2"), intercepted.text)
+        XCTAssertEqual(metrics(try record(proxy) { $0.contains("tlsparent=tls") })["via"] as? String, via)
+        let tunnelled = try curlViaProxy(proxy.proxyURL, ["-p", "http://localhost:\(originPort)/json?tlsparent=tunnel"])
+        XCTAssertEqual(tunnelled.status, 0, tunnelled.stderr)
+        XCTAssertEqual(try record(proxy) { $0.contains("\"target\":\"localhost:\(self.originPort)\"") }["via"] as? String, via)
+
+        // Without the test CA the parent's certificate is refused: the parent's failure.
+        let untrusting = try tapwire(proxy: via)
+        let refused = try curlViaProxy(untrusting.proxyURL, ["-o", "/dev/null", "-w", "%{http_code}",
+                                                             "http://127.0.0.1:\(originPort)/json?tlsparent=untrusted"])
+        XCTAssertEqual(refused.text, "502")
+        let failed = try record(untrusting) { $0.contains("tlsparent=untrusted") }
+        XCTAssertEqual(errorCode(failed), "upstreamProxyFailed")
+        let message = (failed["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("TLS with the parent proxy \(via) failed"), message)
     }
 
     // MARK: parent down, noProxy, reload
