@@ -112,4 +112,6 @@ public protocol ClientTLS: Sendable {
     func clientSSL(forHost host: String) throws -> OpaquePointer
     /// Why a handshake failed: the verification result or the OpenSSL error text.
     func failureDescription(ssl: OpaquePointer?, error: UInt) -> String
+    /// Frees an `SSL *` this made that was never given to a bufferevent.
+    func free(ssl: OpaquePointer)
 }

@@ -127,13 +127,9 @@ public final class ProxyEngine: @unchecked Sendable {
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
         sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
-        if let base = loops.first?.base {
-            // Also for an https parent, which a reload may add: any TLS context will do.
-            if let interceptor = tlsInterceptor {
-                Self.buildOpenSSLFilterMethods(base: base) { try interceptor.clientSSL(forHost: "localhost") }
-            } else if let tls = routing.parentTLS {
-                Self.buildOpenSSLFilterMethods(base: base) { try tls.clientSSL(forHost: "localhost") }
-            }
+        // Also for an https parent, which a reload may bring: any client TLS will do.
+        if let tls = tlsInterceptor ?? routing.parentTLS, let base = loops.first?.base {
+            Self.buildOpenSSLFilterMethods(base: base, tls: tls)
         }
         for loop in loops { loop.start() }
     }
@@ -160,11 +156,9 @@ public final class ProxyEngine: @unchecked Sendable {
     /// libevent_openssl builds its BIO method table on the first filter, without a lock
     /// (2.1.12): two loops starting their first TLS filters at once could race on it. One
     /// filter made and freed here, before the loops run, builds it. No I/O: the socket is -1.
-    private static func buildOpenSSLFilterMethods(base: OpaquePointer, makeSSL: () throws -> OpaquePointer) {
-        guard let ssl = try? makeSSL() else { return }
-        // Without a bufferevent to own it the SSL object is freed with the filter below;
-        // when even the socket bufferevent cannot be made, it is leaked once, at start.
-        guard let tcp = bufferevent_socket_new(base, -1, 0) else { return }
+    private static func buildOpenSSLFilterMethods(base: OpaquePointer, tls: ClientTLS) {
+        guard let ssl = try? tls.clientSSL(forHost: "localhost") else { return }
+        guard let tcp = bufferevent_socket_new(base, -1, 0) else { tls.free(ssl: ssl); return }
         // With BEV_OPT_CLOSE_ON_FREE the filter owns `tcp` and `ssl`, even when it fails.
         if let filter = bufferevent_openssl_filter_new(base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
                                                        Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) {

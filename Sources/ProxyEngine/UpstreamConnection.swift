@@ -99,10 +99,8 @@ final class UpstreamConnection {
                 phase?(p)
             case .tryAddress:
                 if let addr = machine.addressToTry { tryAddress(addr) }
-            case .startTLS:
+            case .startTLS, .startParentTLS:
                 startTLS()
-            case .startParentTLS:
-                startParentTLS()
             case .negotiate:
                 negotiate()
             case .finishConnect:
@@ -197,24 +195,16 @@ final class UpstreamConnection {
                 let err = errno
                 perform(machine.attemptFailed(err != 0 ? String(cString: strerror(err)) : "connection failed"))
             }
-        case .handshaking:
+        case .handshaking, .parentHandshaking:
             if Int32(events) & BEV_EVENT_CONNECTED != 0 {
                 perform(machine.tlsConnected())
             } else {
                 // A certificate or protocol failure: another address would not fix it.
+                let peer = tlsPeer
                 let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
                 let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-                let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-                perform(machine.tlsFailed("TLS with \(authority) failed: \(why)"))
-            }
-        case .parentHandshaking:
-            if Int32(events) & BEV_EVENT_CONNECTED != 0 {
-                perform(machine.tlsConnected())
-            } else {
-                let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
-                let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-                let why = loop.pool.routing.parentTLS?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-                perform(machine.tlsFailed("TLS with the parent proxy \(parent?.via ?? "") failed: \(why)"))
+                let why = peer.tls?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+                perform(machine.tlsFailed("TLS with \(peer.name) failed: \(why)"))
             }
         case .negotiating:
             if Int32(events) & BEV_EVENT_EOF != 0 {
@@ -231,48 +221,35 @@ final class UpstreamConnection {
         }
     }
 
-    /// Wraps the connected socket in an OpenSSL filter; `BEV_EVENT_CONNECTED` on the
-    /// filter means the handshake (and the origin's certificate check) succeeded.
-    private func startTLS() {
-        guard let tcp = bev, let interceptor = loop.engine?.tlsInterceptor else {
-            perform(machine.tlsFailed("HTTPS to \(authority) without TLS support"))
-            return
+    /// Who TLS is being spoken with now: an `https` parent, else the origin.
+    private var tlsPeer: (tls: ClientTLS?, host: String, name: String) {
+        if machine.state == .parentHandshaking, let parent {
+            return (loop.pool.routing.parentTLS, parent.host, "the parent proxy \(parent.via)")
         }
-        let ssl: OpaquePointer
-        do { ssl = try interceptor.clientSSL(forHost: authority.host) } catch {
-            perform(machine.tlsFailed("TLS setup for \(authority) failed: \(error)"))
-            return
-        }
-        guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                                          Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            perform(machine.tlsFailed("cannot start TLS with \(authority)"))
-            return
-        }
-        bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
-        bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
-        bev = filter
-        installCallbacks()
+        return (loop.engine?.tlsInterceptor, authority.host, authority.description)
     }
 
-    /// TLS with an `https` parent, verified as an origin would be (`tls.upstreamCAFile`,
-    /// `tls.insecureUpstream`).
-    private func startParentTLS() {
-        guard let tcp = bev, let parent, let tls = loop.pool.routing.parentTLS else {
-            perform(machine.tlsFailed("TLS with the parent proxy \(parent?.via ?? "") is not available"))
+    /// Wraps the connected socket (or the TLS with the parent) in an OpenSSL filter for
+    /// `tlsPeer`; `BEV_EVENT_CONNECTED` on the filter means the handshake (and the peer's
+    /// certificate check) succeeded.
+    private func startTLS() {
+        let peer = tlsPeer
+        guard let below = bev, let tls = peer.tls else {
+            perform(machine.tlsFailed("TLS with \(peer.name) is not available"))
             return
         }
         let ssl: OpaquePointer
-        do { ssl = try tls.clientSSL(forHost: parent.host) } catch {
-            perform(machine.tlsFailed("TLS setup for the parent proxy \(parent.via) failed: \(error)"))
+        do { ssl = try tls.clientSSL(forHost: peer.host) } catch {
+            perform(machine.tlsFailed("TLS setup for \(peer.name) failed: \(error)"))
             return
         }
-        guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+        guard let filter = bufferevent_openssl_filter_new(loop.base, below, ssl, BUFFEREVENT_SSL_CONNECTING,
                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            perform(machine.tlsFailed("cannot start TLS with the parent proxy \(parent.via)"))
+            perform(machine.tlsFailed("cannot start TLS with \(peer.name)"))
             return
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
-        bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
+        bufferevent_setwatermark(below, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
         bev = filter
         installCallbacks()
     }

@@ -15,6 +15,8 @@ struct ParentTLS: ClientTLS {
         Self.describeFailure(ssl: ssl, error: error)
     }
 
+    func free(ssl: OpaquePointer) { SSL_free(ssl) }
+
     /// The certificate verification result, else OpenSSL's text for `error`.
     static func describeFailure(ssl: OpaquePointer?, error: UInt) -> String {
         if let ssl {
