@@ -78,12 +78,12 @@ public struct ParentProxySettings: Sendable, Equatable {
         return .success(ParentProxy(kind: kind, host: host, port: port, credentials: credentials))
     }
 
-    /// The value as an error message may quote it: credentials replaced.
+    /// The value as an error message may quote it: whatever stands before the last `@`
+    /// (after the scheme, when there is one) replaced, scheme or not.
     static func quoted(_ text: String) -> String {
-        guard let schemeEnd = text.range(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else {
-            return "\"\(text)\""
-        }
-        return "\"\(text[..<schemeEnd.upperBound])[credentials]\(text[at...])\""
+        guard let at = text.lastIndex(of: "@") else { return "\"\(text)\"" }
+        let start = text.range(of: "://").map(\.upperBound).flatMap { $0 <= at ? $0 : nil } ?? text.startIndex
+        return "\"\(text[..<start])[credentials]\(text[at...])\""
     }
 
     /// Reads a `user:pass` credentials file, refusing one that group or others may read.

@@ -39,6 +39,8 @@ final class ParentProxyConfigurationTests: XCTestCase {
             ("http://squid:3128/path", "upstream.proxy: a parent proxy is HOST:PORT without a path, found \"http://squid:3128/path\""),
             ("http://secret-user:secret-pass@squid", "upstream.proxy: the port is missing (HOST:PORT), found \"http://[credentials]@squid\""),
             ("http://secret-only@squid:3128", "upstream.proxy: the credentials before @ must be user:password (percent-encoded where needed), found \"http://[credentials]@squid:3128\""),
+            ("user:secret@squid:3128", "upstream.proxy: expected http://HOST:PORT, https://HOST:PORT or socks5://HOST:PORT (user:password@ optional), found \"[credentials]@squid:3128\""),
+            ("socks5://u:secret@x:1080/p@th", "upstream.proxy: the port is missing (HOST:PORT), found \"socks5://[credentials]@th\""),
         ]
         for (value, expected) in cases {
             let found = errors(#"{"upstream": {"proxy": "\#(value)"}}"#)
