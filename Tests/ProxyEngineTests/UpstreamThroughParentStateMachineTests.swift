@@ -82,4 +82,21 @@ final class UpstreamThroughParentStateMachineTests: XCTestCase {
         XCTAssertEqual(slow.connectError, TransportError(.upstreamTimeout,
             "connecting to origin.test:443 through the parent proxy http://squid.corp:3128 timed out"))
     }
+
+    /// A 407 from an HTTP parent to a plain request ends the exchange as a 502, once, and
+    /// the connection (its answer unread) is not pooled.
+    func testAParentsRefusalOfAPlainRequestEndsTheExchangeWith502() {
+        var m = ExchangeStateMachine(limits: .init(highWaterBytes: 1000, upstreamReadTimeout: 60, clientIdleTimeout: 30),
+                                     hasBody: false, isHTTP10: false, wantsUpgrade: false, clientWantsClose: false)
+        _ = m.begin(pooled: false)
+        _ = m.connected()
+        _ = m.upstreamBytesArrived()
+        let error = TransportError(.upstreamProxyAuthFailed, "the parent proxy http://squid.corp:3128 refused the credentials")
+        XCTAssertFalse(Array(m.parentRefused(error)).isEmpty)
+        XCTAssertTrue(m.isFinished)
+        XCTAssertEqual(m.ending?.error, error)
+        XCTAssertEqual(m.ending?.answer, .init(status: .badGateway, detail: error.message))
+        XCTAssertEqual(m.ending?.upstreamReusable, false)
+        XCTAssertTrue(Array(m.parentRefused(error)).isEmpty, "ends once")
+    }
 }
