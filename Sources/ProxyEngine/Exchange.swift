@@ -156,7 +156,7 @@ final class Exchange: UpstreamOwner {
         clock.connectStart = now()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
-        via = c.parent?.via
+        via = c.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
             switch phase {
@@ -181,7 +181,7 @@ final class Exchange: UpstreamOwner {
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
         upstreamAddressText = c.addressText
-        via = c.parent?.via
+        via = c.via
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
@@ -446,7 +446,7 @@ final class Exchange: UpstreamOwner {
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         let start = now()
-        let via = c.parent?.via
+        let via = c.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { _ in }) { [weak self] result in
             guard let self, self.machine.tunnelConnectFinished() else { return }
             self.upstream = nil

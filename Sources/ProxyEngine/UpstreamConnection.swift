@@ -23,8 +23,10 @@ final class UpstreamConnection {
     /// the origin's address, or, through a parent that resolves names itself, the origin
     /// as named.
     private(set) var addressText: String?
-    /// The parent proxy this connection goes through (`metrics.via`); nil for direct.
+    /// The parent proxy this connection goes through; nil for direct.
     let parent: ParentProxy?
+    /// `parent.via`, made once: every exchange's record names it (`metrics.via`).
+    let via: String?
     /// The pool's routing generation this connection was made under.
     let routingGeneration: Int
     /// The parent's own answer when it refused to open a tunnel (its error page).
@@ -49,6 +51,7 @@ final class UpstreamConnection {
         self.loop = loop
         self.authority = authority
         parent = loop.pool.routing.parent(forHost: authority.host)
+        via = parent?.via
         routingGeneration = loop.pool.routingGeneration
         if parent != nil { addressText = authority.description }
         machine = UpstreamConnectionStateMachine(authority: authority, parent: parent)
