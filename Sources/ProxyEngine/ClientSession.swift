@@ -18,8 +18,14 @@ final class ClientSession {
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
-    /// The slow-header / idle deadline while waiting for a head.
+    /// The slow-header / idle deadline while waiting for a head (`clientIdleTimeout`).
     private var headTimer: LoopTimer?
+    /// When the head timer's wait ends (monotonic seconds); nil when none is awaited. The
+    /// libevent timer is not moved for every exchange: it fires when it was scheduled to and,
+    /// when the deadline has moved later meanwhile, is scheduled again for the rest.
+    private var headDeadline: Double?
+    /// When the libevent timer fires, while it is scheduled.
+    private var headTimerFiresAt: Double?
     /// Resumes the scan of a head that arrives in pieces; the input only grows until
     /// the head is drained, which is the parser's invariant.
     private var requestHeadParser = HTTPHeadParser()
@@ -79,13 +85,34 @@ final class ClientSession {
     // MARK: reading heads
 
     private func armHeadTimer() {
+        let timeout = config.clientIdleTimeout
+        let deadline = EventLoop.monotonicNow() + timeout
+        headDeadline = deadline
+        // Already due by then: nothing to move (the common case, once per keep-alive exchange).
+        if let firesAt = headTimerFiresAt, firesAt <= deadline { return }
         if headTimer == nil {
-            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimedOut() }
+            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimerLapsed() }
         }
-        headTimer?.schedule(after: config.clientIdleTimeout)
+        headTimer?.schedule(after: timeout)
+        headTimerFiresAt = deadline
     }
 
-    private func headTimedOut() {
+    private func cancelHeadTimer() {
+        headDeadline = nil
+    }
+
+    /// The libevent timer fired: the wait is over, or it goes on for what is left of it.
+    private func headTimerLapsed() {
+        headTimerFiresAt = nil
+        guard let deadline = headDeadline else { return }
+        let remaining = deadline - EventLoop.monotonicNow()
+        // libevent's clock may run a little behind this one: a millisecond short is due.
+        if remaining > 0.001 {
+            headTimer?.schedule(after: remaining)
+            headTimerFiresAt = deadline
+            return
+        }
+        headDeadline = nil
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
@@ -151,7 +178,7 @@ final class ClientSession {
             case .armHeadTimer:
                 armHeadTimer()
             case .cancelHeadTimer:
-                headTimer?.cancel()
+                cancelHeadTimer()
             case .registerHeld:
                 loop.heldSessions[ObjectIdentifier(self)] = self
                 engine.metrics.heldClients.add()
@@ -544,6 +571,8 @@ final class ClientSession {
     private func finishClose() {
         headTimer?.cancel()
         headTimer = nil
+        headDeadline = nil
+        headTimerFiresAt = nil
         engine.metrics.activeClients.sub()
         engine.connectionClosed()
         loop.sessions[ObjectIdentifier(self)] = nil

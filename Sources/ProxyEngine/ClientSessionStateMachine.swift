@@ -20,10 +20,14 @@ import HTTP1
 /// - TLS with the client is `plain`, `handshaking` (requests then go to the intercepted
 ///   origin) or `established`. A handshake that fails, stalls past `clientIdleTimeout`, or
 ///   a connection that closes before the ClientHello leaves a record and closes.
-/// - The head timer (`clientIdleTimeout`) runs while waiting for a head: past it, a client
-///   that sent part of one gets 408, an idle one is closed. Once `closingAfterFlush`, the
-///   answer already given is the last: the timer answers nothing more (the flush poll
-///   closes a client that takes none of it).
+/// - The head timer (`clientIdleTimeout`) is armed whenever a head is awaited: past it, a
+///   client that sent part of one gets 408, an idle one is closed. Starting an exchange
+///   does not cancel it (that would be a timer operation per exchange): while exchanging
+///   it does nothing, and the exchange's end arms it again. Holding a request cancels it.
+///   Once `closingAfterFlush`, the answer already given is the last: the timer answers
+///   nothing more (the flush poll closes a client that takes none of it). After a
+///   half-close (`readingHead(inputEnded: true)`) what is buffered is answered at once
+///   or on the next loop turn, so the timer does nothing there either.
 /// - A half-close (EOF) keeps the connection for the answers to what was sent, pipelined
 ///   requests included (`inputEnded` of `readingHead`, `held` and `exchanging`); the last answer says `Connection: close`, then the connection
 ///   closes. A reset, a read timeout or an EOF that leaves a request incomplete closes at
@@ -106,7 +110,7 @@ struct ClientSessionStateMachine {
         case resumeReading
         /// Waiting for a head again: (re)start the head timer.
         case armHeadTimer
-        /// A head was taken (an exchange starts, or a request is held): the head timer stops.
+        /// A request is held: the head timer stops.
         case cancelHeadTimer
         /// The session waits for the log: the loop releases it once the log caught up.
         case registerHeld
@@ -181,10 +185,11 @@ struct ClientSessionStateMachine {
     // MARK: requests
 
     /// A head was parsed and its exchange created: the driver begins it after these actions.
+    /// None, so far: the head timer runs on and is ignored while exchanging (see the rules).
     mutating func exchangeStarted() -> ActionList<Action> {
         guard case .readingHead(let ended) = phase else { return ActionList() }
         phase = .exchanging(Input(paused: false, ended: ended))
-        return ActionList(.cancelHeadTimer)
+        return ActionList()
     }
 
     /// A request is parsed but must wait for the log.
@@ -339,11 +344,11 @@ struct ClientSessionStateMachine {
     /// The head timer fired; `inputBuffered`: part of a head has arrived.
     mutating func headTimerFired(inputBuffered: Bool) -> ActionList<Action> {
         switch phase {
-        case .exchanging, .closed, .closingAfterFlush(exchangeKept: true):
+        case .exchanging, .closed, .closingAfterFlush(exchangeKept: true), .readingHead(inputEnded: true):
             return ActionList()
         case .awaitingClientHello:
             return ActionList(.recordInterceptionFailure(.nothingSent), .close)
-        case .readingHead, .held, .closingAfterFlush(exchangeKept: false):
+        case .readingHead(inputEnded: false), .held, .closingAfterFlush(exchangeKept: false):
             if case .handshaking = security {
                 // A client that stalls mid-handshake leaves a record too, like one that refuses it.
                 return ActionList(.recordInterceptionFailure(.notCompleted), .close)

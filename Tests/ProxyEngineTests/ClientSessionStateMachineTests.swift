@@ -54,7 +54,8 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testHeadsAreReadOnlyBetweenExchanges() {
         var m = machine()
         XCTAssertEqual(names(m.readable(buffered: 100, maxHeaderBytes: 1000)), ["parseHeads"])
-        XCTAssertEqual(names(m.exchangeStarted()), ["cancelHeadTimer"])
+        XCTAssertEqual(names(m.exchangeStarted()), [], "the head timer runs on, ignored (no timer call per exchange)")
+        XCTAssertTrue(m.isExchanging)
         XCTAssertEqual(names(m.exchangeStarted()), [], "one exchange at a time")
         XCTAssertFalse(m.canReadHead)
         XCTAssertTrue(m.hasExchange)
@@ -178,6 +179,18 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), ["close"])
         _ = m.exchangeStarted()
         XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), [], "not while an exchange runs")
+        // The exchange's end arms it again for the next head.
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["armHeadTimer"])
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), ["respond408"])
+
+        // After a half-close the buffered requests are answered within the turn (or the next):
+        // a timer left running from before does nothing meanwhile.
+        var ended = machine()
+        _ = ended.exchangeStarted()
+        _ = event(&ended, eof: true, complete: true)
+        XCTAssertEqual(names(ended.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
+                       ["answerBufferedThenClose(nextTurn)"])
+        XCTAssertEqual(names(ended.headTimerFired(inputBuffered: true)), [])
     }
 
     func testTheHeadTimerAnswersNothingAfterAClosingAnswer() {
@@ -263,7 +276,7 @@ final class ClientSessionStateMachineTests: XCTestCase {
         var started = machine()
         _ = started.hold(head())
         XCTAssertEqual(started.release().map { names($0.actions) }, ["unregisterHeld"], "reading was never paused")
-        XCTAssertEqual(names(started.exchangeStarted()), ["cancelHeadTimer"])
+        XCTAssertEqual(names(started.exchangeStarted()), [])
         XCTAssertFalse(started.inputEnded)
         XCTAssertEqual(names(started.heldRequestStarted()), [], "the exchange reads on")
 
