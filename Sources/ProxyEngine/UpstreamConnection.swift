@@ -217,7 +217,7 @@ final class UpstreamConnection {
                 perform(machine.parentHandshakeFailed(TransportError(.upstreamProxyFailed,
                     "the parent proxy \(parent?.via ?? "") failed during the handshake: \(err != 0 ? String(cString: strerror(err)) : "connection error")")))
             }
-        case .created, .resolving, .closed:
+        case .created, .resolving, .connectFailed, .closed:
             return
         case .lent, .pooled:
             if let o = owner { o.upstreamEvent(self, events: events) } else { perform(machine.eventWhileIdle()) }

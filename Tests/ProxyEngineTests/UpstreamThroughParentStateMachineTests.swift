@@ -28,7 +28,7 @@ final class UpstreamThroughParentStateMachineTests: XCTestCase {
         XCTAssertFalse(m.tunnelsThroughParent)
         XCTAssertEqual(actions(m.tcpConnected()), [.finishConnect])
         XCTAssertNil(m.connectError)
-        XCTAssertEqual(m.state, .lent)
+        XCTAssertEqual(m.state, .lent(idleTimerRunning: false))
     }
 
     func testHTTPSThroughAnHTTPParentTunnelsThenSpeaksTLSWithTheOrigin() {
