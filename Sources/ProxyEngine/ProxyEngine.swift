@@ -42,6 +42,9 @@ public final class ProxyEngine: @unchecked Sendable {
     /// A changed parent (SIGHUP): each loop's new connections follow it from its next
     /// turn on, and its idle connections made the old way are closed. Safe from any thread.
     public func apply(routing: UpstreamRouting) {
+        // The first https parent without interception: no loop has made a TLS filter yet
+        // (there was nothing to make one with), so the table is built here before any can.
+        if let tls = routing.parentTLS { buildOpenSSLFilterMethods(tls: tls) }
         for loop in loops { loop.execute { loop.pool.apply(routing) } }
     }
 
@@ -127,10 +130,7 @@ public final class ProxyEngine: @unchecked Sendable {
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
         sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
-        // Also for an https parent, which a reload may bring: any client TLS will do.
-        if let tls = tlsInterceptor ?? routing.parentTLS, let base = loops.first?.base {
-            Self.buildOpenSSLFilterMethods(base: base, tls: tls)
-        }
+        if let tls = tlsInterceptor ?? routing.parentTLS { buildOpenSSLFilterMethods(tls: tls) }
         for loop in loops { loop.start() }
     }
 
@@ -155,8 +155,13 @@ public final class ProxyEngine: @unchecked Sendable {
 
     /// libevent_openssl builds its BIO method table on the first filter, without a lock
     /// (2.1.12): two loops starting their first TLS filters at once could race on it. One
-    /// filter made and freed here, before the loops run, builds it. No I/O: the socket is -1.
-    private static func buildOpenSSLFilterMethods(base: OpaquePointer, tls: ClientTLS) {
+    /// filter made and freed on a base of its own, before any loop can make one (at start,
+    /// or at the reload that brings the first TLS), builds it. No I/O: the socket is -1.
+    /// Once per process; not from a loop thread.
+    private func buildOpenSSLFilterMethods(tls: ClientTLS) {
+        guard !filterMethodsBuilt.exchange(true, ordering: .relaxed) else { return }
+        guard let base = event_base_new() else { return }
+        defer { event_base_free(base) }
         guard let ssl = try? tls.clientSSL(forHost: "localhost") else { return }
         guard let tcp = bufferevent_socket_new(base, -1, 0) else { tls.free(ssl: ssl); return }
         // With BEV_OPT_CLOSE_ON_FREE the filter owns `tcp` and `ssl`, even when it fails.
@@ -165,6 +170,7 @@ public final class ProxyEngine: @unchecked Sendable {
             bufferevent_free(filter)
         }
     }
+    private let filterMethodsBuilt = Atomic<Bool>(false)
 
     /// The sink caught up: each loop starts the requests it held.
     private func releaseHeldSessions() {

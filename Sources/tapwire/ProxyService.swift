@@ -17,8 +17,20 @@ final class ProxyService: @unchecked Sendable {
     /// What the engine started with: settings that change only at a restart keep these values.
     private let started: TapwireConfiguration
     private let notifier = SystemdNotifier()
-    /// TLS for an `https` parent, made at start (the `tls` keys apply only at a restart).
-    private var parentTLS: ParentTLS?
+    /// TLS for an `https` parent, made once, from the `tls` keys of the start (they apply
+    /// only at a restart).
+    private let sharedParentTLS = Mutex<ParentTLS?>(nil)
+
+    /// The parent TLS `config` needs: nil unless its parent is https (or interception made one).
+    private func parentTLS(for config: TapwireConfiguration) throws -> ParentTLS? {
+        try sharedParentTLS.withLock { tls in
+            if tls == nil && config.parentProxy.parent?.kind == .https {
+                tls = ParentTLS(context: try UpstreamTLSContext(upstreamCAFile: started.tls.upstreamCAFile,
+                                                                insecure: started.tls.insecureUpstream))
+            }
+            return tls
+        }
+    }
 
     init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?) {
         self.current = Mutex(configuration)
@@ -76,15 +88,15 @@ final class ProxyService: @unchecked Sendable {
             return 1
         }
         // The interception's origin trust serves an https parent too; without interception
-        // it is made here, also for a parent a reload may bring.
-        let parentTLS = interception.map { ParentTLS(context: $0.upstream) }
-            ?? (try? UpstreamTLSContext(upstreamCAFile: config.tls.upstreamCAFile, insecure: config.tls.insecureUpstream)).map(ParentTLS.init)
-        if config.parentProxy.parent?.kind == .https && parentTLS == nil {
-            Self.log("upstream.proxy is an https parent, but TLS with it cannot be set up: check tls.upstreamCAFile")
+        // it is made for an https parent only (loading the system trust store costs time
+        // and memory), at start or at the reload that brings one.
+        if let interception { sharedParentTLS.withLock { $0 = ParentTLS(context: interception.upstream) } }
+        let parentTLS: ParentTLS?
+        do { parentTLS = try self.parentTLS(for: config) } catch {
+            Self.log("upstream.proxy is an https parent, but TLS with it cannot be set up: \(error)")
             writer.flushAndStop()
             return 1
         }
-        self.parentTLS = parentTLS
         if let parent = config.parentProxy.parent {
             Self.log("upstream connections go through the parent proxy \(parent.via)"
                      + (parent.credentials == nil ? "" : " with credentials")
@@ -246,8 +258,9 @@ final class ProxyService: @unchecked Sendable {
             // a dormant writer (started with logging off) never writes, so there is nothing to check.
             let running = current.withLock { $0.log }
             let runningParent = current.withLock { $0.parentProxy }
-            if fresh.parentProxy.parent?.kind == .https && parentTLS == nil {
-                refuse(["upstream.proxy: an https parent needs TLS, which could not be set up at start (tls.upstreamCAFile)"])
+            let parentTLS: ParentTLS?
+            do { parentTLS = try self.parentTLS(for: fresh) } catch {
+                refuse(["upstream.proxy: TLS with an https parent cannot be set up: \(error)"])
                 return
             }
             if started.logEnabled && (fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName) {

@@ -313,6 +313,21 @@ final class ParentProxyEndToEndTests: XCTestCase {
         let up = try curlViaProxy(proxy.proxyURL, ["http://127.0.0.1:\(originPort)/json?reloaded=1"])
         XCTAssertEqual(up.status, 0, up.stderr)
         XCTAssertEqual(metrics(try record(proxy) { $0.contains("reloaded=1") })["via"] as? String, "http://127.0.0.1:\(Self.squidOpenPort)")
+
+        // The first https parent, brought by a reload: TLS with it is set up then, and
+        // verifies it (this Tapwire does not trust the test CA, so the parent is refused).
+        let tlsVia = "https://127.0.0.1:\(Self.squidTLSPort)"
+        config["upstream"] = ["proxy": tlsVia, "noProxy": []]
+        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("through the parent proxy \(tlsVia)") })
+        let untrusted = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(originPort)/json?reloaded=2"])
+        XCTAssertEqual(untrusted.text, "502")
+        let refused = try record(proxy) { $0.contains("reloaded=2") }
+        XCTAssertEqual(errorCode(refused), "upstreamProxyFailed")
+        let message = (refused["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("TLS with the parent proxy \(tlsVia) failed: certificate verify failed")
+                      || message.contains("TLS with the parent proxy \(tlsVia) failed: unable to get local issuer certificate"), message)
     }
 
     // MARK: a SOCKS5 parent
