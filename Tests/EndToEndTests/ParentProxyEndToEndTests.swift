@@ -181,6 +181,18 @@ final class ParentProxyEndToEndTests: XCTestCase {
         }
     }
 
+    /// Rewrites the running proxy's config with `parent` (noProxy empty) and sends SIGHUP;
+    /// returns once the proxy says new connections take it.
+    private func reload(_ proxy: TapwireProcess, parent: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let url = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        var config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        config["upstream"] = ["proxy": parent, "noProxy": []]
+        try JSONSerialization.data(withJSONObject: config).write(to: url)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("new upstream connections go through the parent proxy \(parent)") },
+                        file: file, line: line)
+    }
+
     private func squidLog() -> String {
         (try? String(contentsOf: Self.work.appendingPathComponent("squid-access.log"), encoding: .utf8)) ?? ""
     }
@@ -291,12 +303,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertEqual(viaLocalhost.status, 0, viaLocalhost.stderr)
 
         // Only a host outside noProxy meets the dead parent: 502, the parent named.
-        let configURL = proxy.workDirectory.appendingPathComponent("tapwire.json")
-        var config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: configURL)) as? [String: Any])
-        config["upstream"] = ["proxy": "http://127.0.0.1:\(downPort)", "noProxy": []]
-        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
-        kill(proxy.process.processIdentifier, SIGHUP)
-        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("new upstream connections go through the parent proxy http://127.0.0.1:\(downPort)") })
+        try reload(proxy, parent: "http://127.0.0.1:\(downPort)")
         let down = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(originPort)/json?down=1"])
         XCTAssertEqual(down.text, "502")
         let failed = try record(proxy) { $0.contains("down=1") }
@@ -306,10 +313,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertTrue(tunnel.stderr.contains("HTTP/1.1 502"), tunnel.stderr)
 
         // A parent that works, applied by SIGHUP to new connections.
-        config["upstream"] = ["proxy": "http://127.0.0.1:\(Self.squidOpenPort)", "noProxy": []]
-        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
-        kill(proxy.process.processIdentifier, SIGHUP)
-        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("through the parent proxy http://127.0.0.1:\(Self.squidOpenPort)") })
+        try reload(proxy, parent: "http://127.0.0.1:\(Self.squidOpenPort)")
         let up = try curlViaProxy(proxy.proxyURL, ["http://127.0.0.1:\(originPort)/json?reloaded=1"])
         XCTAssertEqual(up.status, 0, up.stderr)
         XCTAssertEqual(metrics(try record(proxy) { $0.contains("reloaded=1") })["via"] as? String, "http://127.0.0.1:\(Self.squidOpenPort)")
@@ -317,10 +321,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
         // The first https parent, brought by a reload: TLS with it is set up then, and
         // verifies it (this Tapwire does not trust the test CA, so the parent is refused).
         let tlsVia = "https://127.0.0.1:\(Self.squidTLSPort)"
-        config["upstream"] = ["proxy": tlsVia, "noProxy": []]
-        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
-        kill(proxy.process.processIdentifier, SIGHUP)
-        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("through the parent proxy \(tlsVia)") })
+        try reload(proxy, parent: tlsVia)
         let untrusted = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(originPort)/json?reloaded=2"])
         XCTAssertEqual(untrusted.text, "502")
         let refused = try record(proxy) { $0.contains("reloaded=2") }
