@@ -8,9 +8,10 @@ import HTTP1
 ///   origin's (RFC 9110 §9.3.6: a 2xx CONNECT answer has no body).
 /// - 407 is `upstreamProxyAuthFailed`: credentials missing or refused. It is not passed
 ///   on to the client: a client's own `Proxy-Authorization` is for Tapwire, never the parent.
-/// - Any other answer is `upstreamProxyFailed`, carrying the parent's answer (head plus
-///   what of its body arrived, at most `maxAnswerBytes` in all) to pass on as it is. The
-///   body is waited for only while its Content-Length says more is coming and it fits.
+/// - Any other answer is `upstreamProxyFailed`, carrying the parent's answer (head and
+///   body, at most `maxAnswerBytes` in all) to pass on as it is. Its body is waited for
+///   until its framing ends it: the Content-Length, a chunked body's last chunk, or (with
+///   neither) the parent's close; past `maxAnswerBytes` it is cut there.
 /// - A head larger than `maxAnswerBytes`, or bytes that are no HTTP/1 response, fail with
 ///   `upstreamProxyFailed` and no answer; so does the parent closing before a whole head.
 struct HTTPConnectHandshake {
@@ -18,7 +19,7 @@ struct HTTPConnectHandshake {
     let parent: ParentProxy
     /// `limits.maxHeaderBytes`.
     let maxAnswerBytes: Int
-    private var refused: (head: HTTPResponseHead, headLength: Int, bodyLength: Int)?
+    private var refused: (head: HTTPResponseHead, headLength: Int, body: BodyFraming)?
 
     init(target: HTTPAuthority, parent: ParentProxy, maxAnswerBytes: Int) {
         self.target = target
@@ -37,9 +38,17 @@ struct HTTPConnectHandshake {
     /// Everything the parent sent so far (the input is only drained once this is done).
     mutating func received(_ bytes: UnsafeRawBufferPointer) -> ParentHandshakeStep {
         if let refused {
-            let have = bytes.count - refused.headLength
-            if have < refused.bodyLength && bytes.count < maxAnswerBytes { return .needMore }
-            return refusal(bytes, refused.head, length: min(bytes.count, refused.headLength + refused.bodyLength, maxAnswerBytes))
+            let whole: Int?
+            switch refused.body {
+            case .none: whole = refused.headLength
+            case .contentLength(let n): whole = refused.headLength + Int(clamping: n)
+            // The last chunk with no trailer fields, as parents send their pages.
+            case .chunked: whole = bytes.count - refused.headLength >= 5 && bytes.suffix(5).elementsEqual("0\r\n\r\n".utf8) ? bytes.count : nil
+            case .closeDelimited: whole = nil
+            }
+            if let whole, whole <= bytes.count { return refusal(bytes, refused.head, length: min(whole, maxAnswerBytes)) }
+            if bytes.count >= maxAnswerBytes { return refusal(bytes, refused.head, length: maxAnswerBytes) }
+            return .needMore
         }
         let parsed: HeadParseResult<HTTPResponseHead>
         do {
@@ -61,13 +70,8 @@ struct HTTPConnectHandshake {
             return .failed(TransportError(.upstreamProxyFailed,
                 "the parent proxy \(parent.via) answered CONNECT \(target) with \(head.status)"), answer: nil)
         default:
-            let body: Int
-            if case .contentLength(let n)? = try? head.bodyFraming(requestMethod: "CONNECT") {
-                body = Int(clamping: n)
-            } else {
-                body = 0
-            }
-            refused = (head, length, body)
+            // Framing the page cannot be read by is taken as ending at the close.
+            refused = (head, length, (try? head.bodyFraming(requestMethod: "CONNECT")) ?? .closeDelimited)
             return received(bytes)
         }
     }

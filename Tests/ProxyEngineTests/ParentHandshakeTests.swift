@@ -66,12 +66,23 @@ final class ParentHandshakeTests: XCTestCase {
             "the parent proxy http://squid.corp:3128 refused CONNECT api.example:443: 403 Forbidden"), answer: Array(whole.utf8)))
     }
 
-    func testARefusalWithoutLengthEndsAtTheCloseAndStaysWithinTheBound() {
+    func testARefusalWithoutLengthEndsAtTheCloseOrTheLastChunkAndStaysWithinTheBound() {
         var h = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 64)
         let head = "HTTP/1.1 502 Bad Gateway\r\n\r\n"
-        guard case .failed(let error, let answer?) = http(&h, head) else { return XCTFail() }
+        XCTAssertEqual(http(&h, head + "down"), .needMore, "no length: the page ends at the close")
+        guard case .failed(let error, let answer?) = feed(&h, Array((head + "down").utf8), { $0.closed($1) }) else { return XCTFail() }
         XCTAssertEqual(error.code, .upstreamProxyFailed)
-        XCTAssertEqual(answer, Array(head.utf8))
+        XCTAssertEqual(answer, Array((head + "down").utf8))
+        var chunked = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 128)
+        let chunkedHead = "HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\n\r\n"
+        XCTAssertEqual(http(&chunked, chunkedHead + "2\r\nno\r\n"), .needMore)
+        let page = chunkedHead + "2\r\nno\r\n0\r\n\r\n"
+        guard case .failed(_, let whole?) = http(&chunked, page) else { return XCTFail() }
+        XCTAssertEqual(whole, Array(page.utf8))
+        var empty = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 128)
+        let bareHead = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+        guard case .failed(_, let bare?) = http(&empty, bareHead + "x") else { return XCTFail() }
+        XCTAssertEqual(bare, Array(bareHead.utf8), "nothing after the page's end")
         var long = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 64)
         let big = "HTTP/1.1 503 Unavailable\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "x", count: 100)
         guard case .failed(_, let cut?) = http(&long, big) else { return XCTFail() }
