@@ -177,6 +177,7 @@ final class Exchange: UpstreamOwner {
                 if self.clock.connected == nil || self.authority.scheme != "https" { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
                 self.perform(self.machine.connected())
             case .failure(let error):
+                self.parentPage = c.parentAnswer
                 self.perform(self.machine.connectFailed(error))
             }
         }
@@ -399,8 +400,15 @@ final class Exchange: UpstreamOwner {
             if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
         }
         upstream = nil
+        // The parent's own page answers in Tapwire's place, and the record shows its head.
+        let page = failure?.answer != nil ? parentPage : nil
+        if let page { responseHead = ParentAnswer.head(page) }
         emitRecord(error: failure?.error)
-        if let answer = failure?.answer {
+        if let page {
+            session.write(page)
+            session.flush()
+            session.closeAfterFlush()
+        } else if let answer = failure?.answer {
             session.respondError(answer.status, answer.detail, close: outcome.closeClient)
         } else if failure != nil {
             session.closeAfterFlush()
@@ -423,6 +431,8 @@ final class Exchange: UpstreamOwner {
     }
 
     private var upstreamAddressText: String?
+    /// The parent proxy's answer when it refused the tunnel to the origin (intercepted HTTPS).
+    private var parentPage: [UInt8]?
     /// The parent proxy used (`metrics.via`), set with the upstream connection.
     private var via: String?
 
@@ -451,7 +461,7 @@ final class Exchange: UpstreamOwner {
             case .failure(let error):
                 // A parent's refusal (its error page) goes to the client as the parent sent it.
                 let parentAnswer = answered ? nil : c.parentAnswer
-                let status = parentAnswer.flatMap(ParentAnswer.status) ?? ExchangeStateMachine.answer(for: error).code
+                let status = parentAnswer.flatMap(ParentAnswer.head)?.status ?? ExchangeStateMachine.answer(for: error).code
                 self.engine.metrics.recordTransportError(error.code)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,

@@ -52,11 +52,11 @@ enum ParentHandshake {
 
 /// A parent's own answer to CONNECT, passed on to the client as it came.
 enum ParentAnswer {
-    /// Its status code, for the tunnel record.
-    static func status(_ answer: [UInt8]) -> Int? {
+    /// Its head, for the record.
+    static func head(_ answer: [UInt8]) -> HTTPResponseHead? {
         answer.withUnsafeBytes { raw in
             guard case .complete(let head, _)? = try? HTTPHeadParser.parseResponseHead(raw, maxHeadBytes: raw.count) else { return nil }
-            return head.status
+            return head
         }
     }
 }

@@ -242,6 +242,15 @@ final class ParentProxyEndToEndTests: XCTestCase {
         let refusal = try record(proxy) { $0.contains("127.0.0.1:\(closedPort)") }
         XCTAssertEqual(refusal["status"] as? Int, 503)
         XCTAssertEqual(errorCode(refusal), "upstreamProxyFailed")
+
+        // The same inside an intercepted TLS stream: the page answers the request.
+        let intercepting = try tapwire(proxy: "http://127.0.0.1:\(Self.squidOpenPort)", intercept: true)
+        let inside = try curlViaProxy(intercepting.proxyURL, ["--cacert", tapwireCA, "-i", "https://127.0.0.1:\(closedPort)/json?refused=tls"])
+        XCTAssertTrue(inside.text.contains("\r\n\r\nHTTP/1.1 503 Service Unavailable\r\n"), inside.text)  // after our 200 to CONNECT
+        XCTAssertTrue(inside.text.contains("X-Squid-Error"), inside.text)
+        let insideRecord = try record(intercepting) { $0.contains("refused=tls") }
+        XCTAssertEqual((insideRecord["response"] as? [String: Any])?["status"] as? Int, 503)
+        XCTAssertEqual(errorCode(insideRecord), "upstreamProxyFailed")
     }
 
     func testWrongOrMissingCredentialsAre502WithUpstreamProxyAuthFailed() throws {
