@@ -166,10 +166,14 @@ final class ParentProxyEndToEndTests: XCTestCase {
     private func metrics(_ record: [String: Any]) -> [String: Any] { record["metrics"] as? [String: Any] ?? [:] }
     private func errorCode(_ record: [String: Any]) -> String? { (record["error"] as? [String: Any])?["code"] as? String }
 
-    /// The credentials appear nowhere the proxy writes: no log file, stdout or stderr line.
+    /// The credentials appear nowhere the proxy writes: not in /metrics, no log file,
+    /// stdout or stderr line.
     private func assertNoCredentials(_ proxy: TapwireProcess, file: StaticString = #filePath, line: UInt = #line) throws {
+        let metricsText = try runCommand("curl", ["-sS", "--noproxy", "*", "\(proxy.proxyURL)/metrics"]).text
+        XCTAssertTrue(metricsText.contains("tapwire_transport_errors_total{code=\"upstreamProxyAuthFailed\"}"), metricsText,
+                      file: file, line: line)
         proxy.stop()
-        var texts = proxy.stdout.all + proxy.stderr.all
+        var texts = proxy.stdout.all + proxy.stderr.all + [metricsText]
         for name in try FileManager.default.contentsOfDirectory(atPath: proxy.logDirectory.path) {
             let url = proxy.logDirectory.appendingPathComponent(name)
             texts.append(String(decoding: try logFileContents(url), as: UTF8.self))
