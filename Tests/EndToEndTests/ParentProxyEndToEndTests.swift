@@ -347,18 +347,8 @@ final class ParentProxyEndToEndTests: XCTestCase {
     /// A parent that takes the connection and never answers: `upstream.connectTimeout`
     /// covers its handshake too, and the client gets 504.
     func testASilentParentRunsOutTheConnectTimeout() throws {
-        // Listening, never accepting: the kernel completes the TCP handshake, nobody answers.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Foundation.close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound)
-        let silentPort = Int(UInt16(bigEndian: addr.sin_port))
+        let silent = try SilentListener()
+        let silentPort = silent.port
         for parent in ["http://127.0.0.1:\(silentPort)", "socks5://127.0.0.1:\(silentPort)"] {
             let proxy = try TapwireProcess(config: ["upstream": ["proxy": parent, "noProxy": [], "connectTimeout": 0.3]])
             let answer = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "-w", "%{http_code}", "-p", "http://127.0.0.1:\(originPort)/"])
