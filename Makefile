@@ -44,10 +44,12 @@ deps:
 PIP_TEST     := jsonschema prometheus_client msgpack
 DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
 # DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
-# AnalyticsEndToEndTests runs; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON
-# names another interpreter).
+# AnalyticsEndToEndTests runs, and the `websockets` client and server WebSocketEndToEndTests
+# run through the proxy; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON and
+# TAPWIRE_WS_PYTHON name other interpreters).
 TEST_VENV    := .venv-test
 PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
+PIP_WS       := 'websockets>=15'
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
@@ -62,6 +64,9 @@ test-deps: deps
 	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
 	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
 	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_ANALYTICS); }
+	@$(TEST_VENV)/bin/python -c "import websockets" 2>/dev/null || { \
+	  echo "installing $(PIP_WS) into $(TEST_VENV)"; \
+	  $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_WS); }
 
 build: deps
 	$(SWIFT) build -j $(JOBS)

@@ -53,12 +53,12 @@ final class Exchange: UpstreamOwner {
         wall0 = Date().timeIntervalSince1970
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
-        // Upgrades inside an intercepted TLS stream are not tunnelled (the tunnel code
-        // works on plain sockets): the request goes on without its Upgrade fields. So does
-        // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
-        // reach the origin as an HTTP/1.1 upgrade request.
+        // Upgrades are forwarded in plain HTTP and inside an intercepted TLS stream alike (the
+        // tunnel after the 101 moves bytes between bufferevents, TLS filters included). An
+        // HTTP/1.0 request's Upgrade must be ignored (RFC 9110 §7.8): it goes on without it,
+        // or it would reach the origin as an HTTP/1.1 upgrade request.
         let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && !session.isIntercepting && head.version != .http1_0
+            && head.version != .http1_0
         let config = session.config
         machine = ExchangeStateMachine(
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,

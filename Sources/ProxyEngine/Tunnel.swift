@@ -30,6 +30,8 @@ final class Tunnel {
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
     @exclusivity(unchecked) private var machine: TunnelStateMachine
     private var idleTimer: LoopTimer?
+    /// Waits for a TLS side's ciphertext to be written before its half-close (`shutdownWrite`).
+    private var shutdownPoll: LoopTimer?
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
                  clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
@@ -132,13 +134,28 @@ final class Tunnel {
             case .forward(let s):
                 forward(from: s)
             case .shutdownWrite(let s):
-                _ = Foundation.shutdown(bufferevent_getfd(side(s).bev), Int32(SHUT_WR))
+                shutdownWrite(side(s))
             case .end(let closedBy, let resetBy):
                 close(closedBy: closedBy, error: resetBy.map {
                     TransportError($0 == .client ? .clientAborted : .upstreamReset, "connection reset")
                 })
             }
         }
+    }
+
+    /// Passes a half-close on. A TLS filter (an intercepted client, an HTTPS origin) may
+    /// still hold ciphertext in the socket's bufferevent below it, which a shutdown now
+    /// would cut: the socket is shut once that is written, polled (the filter owns the
+    /// lower bufferevent's callbacks) from 5 ms up to 250 ms apart.
+    private func shutdownWrite(_ side: Side, interval: Double = 0.005) {
+        guard machine.isOpen else { return }
+        if let below = bufferevent_get_underlying(side.bev), evbuffer_get_length(bufferevent_get_output(below)) > 0 {
+            let timer = LoopTimer(loop: loop) { [weak self] in self?.shutdownWrite(side, interval: min(interval * 2, 0.25)) }
+            timer.schedule(after: interval)
+            shutdownPoll = timer
+            return
+        }
+        _ = Foundation.shutdown(bufferevent_getfd(side.bev), Int32(SHUT_WR))
     }
 
     /// At shutdown: closes both sides and records the tunnel.
@@ -150,6 +167,8 @@ final class Tunnel {
     private func close(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
         idleTimer?.cancel()
         idleTimer = nil
+        shutdownPoll?.cancel()
+        shutdownPoll = nil
         client.reader?.detach()
         upstream.reader?.detach()
         bufferevent_free(client.bev)
