@@ -423,7 +423,9 @@ final class Exchange: UpstreamOwner {
 
     /// - Parameter answered: the client already got its 200 (an intercepted CONNECT that
     ///   turned out not to speak TLS): none is sent, and a failure can only close.
-    func beginConnectTunnel(answered: Bool = false) {
+    /// - Parameter inspectFirstBytes: once connected and answered, the session looks at the
+    ///   client's first bytes before anything is relayed (`ConnectPayloadStateMachine`).
+    func beginConnectTunnel(answered: Bool = false, inspectFirstBytes: Bool = false) {
         session.pauseReading()
         machine.beginTunnel()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
@@ -445,6 +447,11 @@ final class Exchange: UpstreamOwner {
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start
+                if inspectFirstBytes {
+                    session.flush()
+                    session.awaitFirstBytes(head: self.head, authority: self.authority, upstream: upstreamSocket, start: tunnelStart)
+                    return
+                }
                 session.handOver { clientSocket in
                     Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientSocket,
                                  upstream: upstreamSocket, clientText: session.peerText, target: self.authority.description,

@@ -73,7 +73,8 @@ final class ProxyService: @unchecked Sendable {
             return 1
         }
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
-                                 tlsInterceptor: interception)
+                                 tlsInterceptor: interception,
+                                 blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels))
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()

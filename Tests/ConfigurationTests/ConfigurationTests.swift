@@ -254,6 +254,18 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(errors(#"{"log": {"syncInterval": "1s"}}"#).first?.hasPrefix("log.syncInterval: expected a number of seconds"), true)
     }
 
+    func testWebSocketMessagesAndBlindTunnels() throws {
+        let defaults = try parse("{}").get()
+        XCTAssertTrue(defaults.engine.captureWebSocketMessages)
+        XCTAssertEqual(defaults.blindTunnels, [])
+        let set = try parse(#"{"capture": {"websocketMessages": false, "blindTunnels": ["*.corp.test", "10.0.0.1"]}}"#).get()
+        XCTAssertFalse(set.engine.captureWebSocketMessages)
+        XCTAssertEqual(set.blindTunnels, ["*.corp.test", "10.0.0.1"])
+        XCTAssertEqual(errors(#"{"capture": {"websocketMessages": 1}}"#),
+                       ["capture.websocketMessages: expected true or false, found the number 1"])
+        XCTAssertEqual(errors(#"{"capture": {"blindTunnels": "*"}}"#).first?.hasPrefix("capture.blindTunnels: expected"), true)
+    }
+
     func testWrongTypesNameWhatWasFound() {
         XCTAssertEqual(errors(#"{"capture": {"requestBodies": "yes"}}"#),
                        [#"capture.requestBodies: expected true or false, found the string "yes""#])

@@ -186,9 +186,9 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""code":"tlsFailed""#), line)
     }
 
-    /// Not every CONNECT carries TLS (plain HTTP to port 80, SSH): a client whose first byte
-    /// is not a ClientHello gets a blind tunnel instead of a failed handshake.
-    func testPlainTrafficThroughAnInterceptedConnectIsTunnelled() throws {
+    /// Not every CONNECT carries TLS (plain HTTP to port 80, SSH): plain HTTP is decoded as
+    /// exchanges to http://host:port, anything else is a blind tunnel, never a failed handshake.
+    func testPlainTrafficThroughAnInterceptedConnectIsDecodedOrTunnelled() throws {
         let plain = try OriginServer()
         _ = try exportCA()
         let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory]])
@@ -200,8 +200,18 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 OK"), answer)
         XCTAssertTrue(answer.contains("hunter2"), answer)
         c.shutdownWrite()
-        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
-        XCTAssertFalse(line.contains("clientTLSFailed"), line)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"http""#) })
+        XCTAssertTrue(line.contains(#""url":"http://127.0.0.1:\#(plain.port)/json""#), line)
+
+        let ssh = try RawClient(port: proxy.port)
+        ssh.send("CONNECT 127.0.0.1:\(plain.port) HTTP/1.1\r\nHost: 127.0.0.1:\(plain.port)\r\n\r\n")
+        XCTAssertTrue(ssh.read(timeout: 5) { $0.contains("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))
+        ssh.send("SSH-2.0-test\r\n")
+        ssh.shutdownWrite()
+        _ = ssh.read(timeout: 5)
+        let tunnel = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertFalse(tunnel.contains("clientTLSFailed"), tunnel)
+        XCTAssertTrue(tunnel.contains(#""bytesFromClient":14"#), tunnel)
     }
 
     /// A trailing dot names the same host, so it must not escape `tls.ignore`.

@@ -96,4 +96,22 @@ final class WebSocketEndToEndTests: XCTestCase {
         XCTAssertEqual(record["status"] as? Int, 101, line)
         XCTAssertEqual((record["request"] as? [String: Any])?["url"] as? String, "https://127.0.0.1:\(origin.port)/echo", line)
     }
+
+    /// ws:// through a proxy is a CONNECT with the upgrade inside (RFC 6455 §4.1): the plain
+    /// HTTP in it is decoded, so the upgrade is an exchange and the connection a `websocket`
+    /// record; a `capture.blindTunnels` host stays a blind `tunnel`.
+    func testWebSocketThroughConnectIsDecodedUnlessTheHostIsBlind() throws {
+        let origin = try WebSocketOrigin()
+        let proxy = try TapwireProcess()
+        let out = try webSocketClient(proxy: proxy.proxyURL, uri: "ws://127.0.0.1:\(origin.port)/echo", scenario: "text")
+        XCTAssertEqual((out["received"] as? [Any])?.count, 2, "\(out)")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"websocket""#) })
+        XCTAssertTrue(line.contains(#""url":"http://127.0.0.1:\#(origin.port)/echo""#), line)
+
+        let blind = try TapwireProcess(config: ["capture": ["blindTunnels": ["127.0.0.1"]]])
+        _ = try webSocketClient(proxy: blind.proxyURL, uri: "ws://127.0.0.1:\(origin.port)/echo", scenario: "text")
+        let tunnel = try XCTUnwrap(waitForRecord(blind.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertTrue(tunnel.contains(#""target":"127.0.0.1:\#(origin.port)""#), tunnel)
+        XCTAssertNil(try waitForRecord(blind.logDirectory, timeout: 0.5) { $0.contains(#""kind":"websocket""#) })
+    }
 }

@@ -72,13 +72,18 @@ final class CollectingSink: ExchangeSink, @unchecked Sendable {
 }
 
 /// A started engine with its sink; stopped (drained) on `stop()` or deinit.
+struct EveryHostBlind: BlindTunnelPolicy {
+    func keepsBlind(host: String) -> Bool { true }
+}
+
 final class RunningEngine {
     let engine: ProxyEngine
     let sink = CollectingSink()
     let port: Int
     private var stopped = false
 
-    init(loops: Int = 2, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
+    /// `blindTunnels`: every CONNECT is relayed unread, as `capture.blindTunnels: ["*"]` does.
+    init(loops: Int = 2, blindTunnels: Bool = false, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
          beforeStart: (ProxyEngine) -> Void = { _ in }) throws {
         var config = EngineConfiguration()
         config.listen = ["127.0.0.1:0"]
@@ -86,7 +91,7 @@ final class RunningEngine {
         // A test that leaves a request hanging must not hold the next one up for the default 10 s.
         config.drainTimeout = 3
         adjust(&config)
-        engine = ProxyEngine(configuration: config, sink: sink)
+        engine = ProxyEngine(configuration: config, sink: sink, blindTunnels: blindTunnels ? EveryHostBlind() : nil)
         beforeStart(engine)
         try engine.start()
         guard let bound = engine.boundAddresses.first, bound.port != 0 else {

@@ -7,7 +7,8 @@ import XCTest
 final class TunnelCaptureTests: XCTestCase {
     func testConnectTunnelIsCapturedWithByteCounts() throws {
         let origin = try origin()
-        let proxy = try RunningEngine()
+        // Blind whatever it carries: plain HTTP would otherwise be decoded (below).
+        let proxy = try RunningEngine(blindTunnels: true)
         let client = try RawClient(port: proxy.port)
         client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
@@ -58,11 +59,61 @@ final class TunnelCaptureTests: XCTestCase {
     }
 }
 
+/// After a CONNECT the client's first bytes decide (`ConnectPayloadStateMachine`): plain
+/// HTTP/1 is decoded as exchanges, anything else relayed blind.
+final class ConnectPayloadTests: XCTestCase {
+    func testPlainHTTPThroughAConnectIsRecordedAsExchanges() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("GET /json?first=1 HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let first = client.readResponses(1)
+        XCTAssertTrue(first.first?.head.hasPrefix("HTTP/1.1 200") ?? false, first.first?.head ?? "no answer")
+        client.send("GET /json?second=1 HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).count, 1)
+        let exchanges = proxy.sink.exchanges(2)
+        XCTAssertEqual(exchanges.map(\.url), [origin.url("/json?first=1"), origin.url("/json?second=1")])
+        XCTAssertEqual(exchanges.first?.response?.status, 200)
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeClients.value == 0 })
+        XCTAssertTrue(proxy.sink.events.allSatisfy { if case .http = $0 { return true } else { return false } },
+                      "no tunnel record besides the exchanges")
+    }
+
+    func testOtherBytesThroughAConnectAreRelayedBlind() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("SSH-2.0-test\r\n")
+        client.shutdownWrite()
+        _ = client.read()
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.status, 200)
+        XCTAssertEqual(t.bytesFromClient, 14)
+    }
+
+    func testAConnectStillWaitingForItsFirstBytesIsATunnelAtShutdown() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        proxy.stop()
+        let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
+        XCTAssertEqual(tunnels.map(\.closedBy), [.shutdown])
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+    }
+}
+
 /// Tunnels have no "in flight" end: shutdown closes them after the drain and still reports them.
 final class TunnelShutdownTests: XCTestCase {
     func testShutdownEndsAnOpenTunnelAndReportsIt() throws {
         let origin = try origin()
-        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let proxy = try RunningEngine(blindTunnels: true) { $0.drainTimeout = 0.2 }
         let client = try RawClient(port: proxy.port)
         client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
