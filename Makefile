@@ -193,8 +193,8 @@ uninstall:
 	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
 	fi
 
-# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers, the JSON parser/writer and the
-# MessagePack decoder.
+# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers, the JSON parser/writer, the
+# MessagePack decoder and the WebSocket frame parser.
 # Each runs FUZZ_SECONDS (default 60); FUZZ_RUNS=N runs N inputs each instead.
 # Crashing inputs land in Fuzz/.build/crashes/. A single process per target, no -jobs.
 FUZZ_SECONDS ?= 60
@@ -204,10 +204,11 @@ FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 .PHONY: fuzz fuzz-deps
 
 fuzz:
-	Fuzz/build.sh http1 json msgpack
+	Fuzz/build.sh http1 json msgpack websocket
 	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh msgpack $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh websocket $(FUZZ_LIMIT) -rss_limit_mb=2048
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.

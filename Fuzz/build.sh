@@ -3,7 +3,7 @@
 # clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
 # Each target is compiled into one module together with the sources it tests, so
 # internal API is reachable and no SwiftPM build is involved.
-#   Fuzz/build.sh [http1|json|msgpack]...   (default: all)   → Fuzz/.build/<target>-fuzz
+#   Fuzz/build.sh [http1|json|msgpack|websocket]...   (default: all)   → Fuzz/.build/<target>-fuzz
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -39,13 +39,20 @@ build_msgpack() {
         "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
 }
 
-targets=${*:-http1 json msgpack}
+build_websocket() {
+    # The frame and message parsers and the inflater; zlib through CZlib's module map.
+    $SWIFTC $flags -module-name WebSocketFuzz -o "$out/websocket-fuzz" -I "$root/Sources/CZlib" \
+        "$root"/Sources/WebSocket/*.swift "$here/WebSocketFuzz/WebSocketFuzzTarget.swift" -lz
+}
+
+targets=${*:-http1 json msgpack websocket}
 for t in $targets; do
     case $t in
     http1) build_http1 ;;
     json) build_json ;;
     msgpack) build_msgpack ;;
-    *) echo "unknown fuzz target: $t (http1, json, msgpack)" >&2; exit 2 ;;
+    websocket) build_websocket ;;
+    *) echo "unknown fuzz target: $t (http1, json, msgpack, websocket)" >&2; exit 2 ;;
     esac
     echo "built $out/$t-fuzz"
 done
