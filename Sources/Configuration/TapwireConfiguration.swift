@@ -228,8 +228,10 @@ public struct TapwireConfiguration: Sendable {
             name = ""
         }
         var match = RuleMatch()
-        if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers"]) {
+        if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers",
+                                                                   "websocket"]) {
             let mp = "\(path).match"
+            if let w = r.bool(m["websocket"], "\(mp).websocket") { match.websocket = w }
             // Patterns that could never match are refused, not kept silently: a host is matched
             // without its port (or IPv6 brackets), a path without its query.
             if let h = r.string(m["host"], "\(mp).host") {

@@ -110,4 +110,6 @@ public struct CapturedTunnel: Sendable {
 public enum CapturedEvent: Sendable {
     case http(CapturedExchange)
     case tunnel(CapturedTunnel)
+    /// Bytes of an upgraded connection, or its end, for the log to parse into message records.
+    case webSocket(CapturedWebSocketPiece)
 }

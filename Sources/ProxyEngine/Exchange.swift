@@ -474,10 +474,13 @@ final class Exchange: UpstreamOwner {
         let session = self.session
         let start = clock.requestStart
         let target = url
+        // Only a WebSocket's frames are parsed (any other protocol switch is relayed blind).
+        let webSocket = config.captureWebSocketMessages && engine.sink != nil
+            && rh.headers.listContains(name: "upgrade", token: "websocket") ? WebSocketCapture(upgrade: upgrade) : nil
         session.handOver { clientSocket in
             Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientSocket,
                          upstream: upstreamSocket, clientText: session.peerText, target: target,
-                         status: 101, start: start, upgrade: upgrade)
+                         status: 101, start: start, upgrade: upgrade, webSocket: webSocket)
         }
     }
 }

@@ -30,7 +30,8 @@ final class ProxyService: @unchecked Sendable {
 
     static func processor(for c: TapwireConfiguration) -> ExchangeProcessor {
         ExchangeProcessor(settings: ProcessorSettings(rules: c.rules, redactHeaders: Set(c.redactHeaders),
-                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes))
+                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes,
+                                                      messageKeepBytes: c.engine.captureMaxBodyBytes))
     }
 
     func run() -> Int32 {

@@ -64,10 +64,27 @@ final class CollectingSink: ExchangeSink, @unchecked Sendable {
         return all
     }
 
+    /// The first `count` tunnel records, a WebSocket's end (the record it carries) included.
     func tunnels(_ count: Int, file: StaticString = #filePath, line: UInt = #line) -> [CapturedTunnel] {
-        let all = waitForCount(count).compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
-        XCTAssertGreaterThanOrEqual(all.count, count, "captured tunnels", file: file, line: line)
-        return all
+        func all() -> [CapturedTunnel] {
+            events.compactMap { event -> CapturedTunnel? in
+                switch event {
+                case .tunnel(let t): return t
+                case .webSocket(let piece): if case .end(let t) = piece.content { return t } else { return nil }
+                case .http: return nil
+                }
+            }
+        }
+        let deadline = Date().addingTimeInterval(15)
+        while all().count < count && Date() < deadline { _ = waitForCount(events.count + 1, timeout: 0.05) }
+        let found = all()
+        XCTAssertGreaterThanOrEqual(found.count, count, "captured tunnels", file: file, line: line)
+        return found
+    }
+
+    /// The pieces a WebSocket's tunnel handed over, in the order accepted.
+    var webSocketPieces: [CapturedWebSocketPiece] {
+        events.compactMap { if case .webSocket(let piece) = $0 { return piece } else { return nil } }
     }
 }
 

@@ -154,5 +154,32 @@ final class WebSocketCaptureTests: XCTestCase {
         XCTAssertEqual(t.upgrade?.response?.status, 101)
         XCTAssertEqual(t.upgrade?.url, origin.url("/ws"))
         XCTAssertEqual(proxy.engine.metrics.exchanges.value, 1, "the upgrade counts as one exchange")
+
+        // A copy of each direction's bytes went to the log, numbered in order, then the end.
+        let pieces = proxy.sink.webSocketPieces
+        XCTAssertEqual(pieces.map(\.sequence), Array(0..<UInt64(pieces.count)))
+        XCTAssertTrue(pieces.allSatisfy { $0.capture === pieces.first?.capture })
+        var fromClient: [UInt8] = [], fromServer: [UInt8] = []
+        for piece in pieces {
+            if case .bytes(let direction, let bytes, _) = piece.content {
+                if direction == .client { fromClient += bytes } else { fromServer += bytes }
+            }
+        }
+        XCTAssertEqual(String(decoding: fromClient, as: UTF8.self), "ping-through-the-tunnel")
+        XCTAssertEqual(String(decoding: fromServer, as: UTF8.self), "ping-through-the-tunnel")
+        guard case .end? = pieces.last?.content else { return XCTFail("the last piece is not the end") }
+    }
+
+    func testWithoutMessageCaptureNothingIsCopied() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.captureWebSocketMessages = false }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("bytes")
+        _ = client.read { $0.count >= 5 }
+        client.shutdownWrite()
+        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 5)
+        XCTAssertTrue(proxy.sink.webSocketPieces.isEmpty)
     }
 }
