@@ -128,6 +128,10 @@ public struct RecordEncoder: Sendable {
         out.appendTime(t.requestCompletedTime)
         RecordEncoder.ascii(",\"serializationCompletedTime\":", &out)
         out.appendTime(t.serializationCompletedTime)
+        if exchange.clock.eventStream {
+            RecordEncoder.ascii(",\"firstEventTime\":", &out)
+            if let first = exchange.clock.firstEvent { out.appendTime(first) } else { RecordEncoder.ascii("null", &out) }
+        }
         RecordEncoder.ascii(",\"latency\":", &out)
         RecordEncoder.appendSeconds(t.latency, into: &out)
         RecordEncoder.ascii(",\"requestDuration\":", &out)

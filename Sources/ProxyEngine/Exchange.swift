@@ -292,6 +292,9 @@ final class Exchange: UpstreamOwner {
                 }
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
+                // Time to first event: only a plain event stream can be scanned as it comes.
+                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
+                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -316,6 +319,7 @@ final class Exchange: UpstreamOwner {
             responseFramer = framer
             session.flush()
             engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
+            if clock.eventStream && clock.firstEvent == nil { scanForFirstEvent() }
             progress = done ? .complete : .partial(queued: session.bev != nil ? session.queuedOutputLength : 0)
         } catch {
             responseFramer = framer
@@ -323,6 +327,24 @@ final class Exchange: UpstreamOwner {
             progress = .malformed(error)
         }
         perform(machine.responseBodyPumped(progress))
+    }
+
+    /// The event-stream scanner's progress over the captured body (a few bytes of state).
+    private var firstEventScanner = FirstEventScanner()
+
+    /// Looks at the captured bytes not yet scanned for the end of the first event. The scan
+    /// stops there, so it costs the bytes before the first event, once; past the capture
+    /// limit nothing is left to scan, and `firstEventTime` stays null.
+    private func scanForFirstEvent() {
+        let from = firstEventScanner.scanned
+        guard from < responseCapture.bytes.count else { return }
+        let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
+        if found { clock.firstEvent = now() }
+    }
+
+    static func isEventStream(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
