@@ -115,7 +115,8 @@ bench-record: deps
 	  $$($(SWIFT) build -c release --show-bin-path)/RecordBenchmark $(if $(CALLGRIND),0.02,)
 
 # Tapwire against nginx, squid, tinyproxy, mitmproxy and itself with logging off, on loopback
-# (Benchmarks/README.md).
+# (Benchmarks/README.md); then WebSocket echo with message records on and off, and mitmproxy
+# (Benchmarks/ws_bench.py).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
 # exits 1 when a goal fails.
 DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv
@@ -127,11 +128,15 @@ bench-deps: deps
 	@[ -x $(BENCH_VENV)/bin/mitmdump ] || { \
 	  echo "installing mitmproxy into $(BENCH_VENV)"; \
 	  python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q 'mitmproxy>=10'; }
+	@$(BENCH_VENV)/bin/python -c "import websockets" 2>/dev/null || { \
+	  echo "installing websockets into $(BENCH_VENV)"; $(BENCH_VENV)/bin/pip install -q 'websockets>=15'; }
 
 bench: bench-deps
 	$(SWIFT) build -c release -j $(JOBS) --product tapwire
 	python3 Benchmarks/proxy_bench.py \
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
+	$(BENCH_VENV)/bin/python Benchmarks/ws_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(if $(findstring --strict,$(BENCH_ARGS)),--strict,)
 
 # Two builds of Tapwire side by side, each with its own wrk, so that both see the same host:
 # CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;
