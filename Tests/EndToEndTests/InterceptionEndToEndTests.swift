@@ -32,6 +32,20 @@ struct TestPKI {
     }
 }
 
+/// `tapwire ca export` for a CA in `caDirectory` (made on first use), written to
+/// `directory/tapwire-ca.pem` for clients to trust.
+func exportTapwireCA(caDirectory: String, into directory: URL, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    let cfg = directory.appendingPathComponent("export.json")
+    try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
+    let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
+    XCTAssertEqual(r.status, 0, r.stderr, file: file, line: line)
+    XCTAssertTrue(r.text.hasPrefix("-----BEGIN CERTIFICATE-----"), r.text, file: file, line: line)
+    XCTAssertTrue(r.stderr.contains("update-ca-certificates"), r.stderr, file: file, line: line)
+    let pem = directory.appendingPathComponent("tapwire-ca.pem")
+    try r.stdout.write(to: pem)
+    return pem
+}
+
 final class InterceptionEndToEndTests: XCTestCase {
     var work: URL!
     var pki: TestPKI!
@@ -51,17 +65,7 @@ final class InterceptionEndToEndTests: XCTestCase {
 
     private var caDirectory: String { work.appendingPathComponent("tapwire-ca").path }
 
-    private func exportCA() throws -> URL {
-        let cfg = work.appendingPathComponent("export.json")
-        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
-        let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.text.hasPrefix("-----BEGIN CERTIFICATE-----"), r.text)
-        XCTAssertTrue(r.stderr.contains("update-ca-certificates"), r.stderr)
-        let pem = work.appendingPathComponent("tapwire-ca.pem")
-        try r.stdout.write(to: pem)
-        return pem
-    }
+    private func exportCA() throws -> URL { try exportTapwireCA(caDirectory: caDirectory, into: work) }
 
     func testInterceptedHTTPSIsDecodedAndLogged() throws {
         let tapwireCA = try exportCA()

@@ -70,15 +70,7 @@ final class WebSocketEndToEndTests: XCTestCase {
 
     private var caDirectory: String { work.appendingPathComponent("tapwire-ca").path }
 
-    private func exportCA() throws -> URL {
-        let cfg = work.appendingPathComponent("export.json")
-        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
-        let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        let pem = work.appendingPathComponent("tapwire-ca.pem")
-        try r.stdout.write(to: pem)
-        return pem
-    }
+    private func exportCA() throws -> URL { try exportTapwireCA(caDirectory: caDirectory, into: work) }
 
     /// wss:// through an intercepted CONNECT: the upgrade reaches the origin with its
     /// Upgrade fields, the 101 comes back, and the messages pass both ways.

@@ -62,12 +62,18 @@ final class TunnelCaptureTests: XCTestCase {
 /// After a CONNECT the client's first bytes decide (`ConnectPayloadStateMachine`): plain
 /// HTTP/1 is decoded as exchanges, anything else relayed blind.
 final class ConnectPayloadTests: XCTestCase {
-    func testPlainHTTPThroughAConnectIsRecordedAsExchanges() throws {
-        let origin = try origin()
-        let proxy = try RunningEngine()
+    /// A client whose CONNECT to `origin` was answered.
+    func connected(_ proxy: RunningEngine, _ origin: OriginServer) throws -> RawClient {
         let client = try RawClient(port: proxy.port)
         client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        return client
+    }
+
+    func testPlainHTTPThroughAConnectIsRecordedAsExchanges() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try connected(proxy, origin)
         client.send("GET /json?first=1 HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         let first = client.readResponses(1)
         XCTAssertTrue(first.first?.head.hasPrefix("HTTP/1.1 200") ?? false, first.first?.head ?? "no answer")
@@ -84,9 +90,7 @@ final class ConnectPayloadTests: XCTestCase {
     func testOtherBytesThroughAConnectAreRelayedBlind() throws {
         let origin = try origin()
         let proxy = try RunningEngine()
-        let client = try RawClient(port: proxy.port)
-        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
-        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        let client = try connected(proxy, origin)
         client.send("SSH-2.0-test\r\n")
         client.shutdownWrite()
         _ = client.read()
@@ -99,9 +103,7 @@ final class ConnectPayloadTests: XCTestCase {
     func testAConnectStillWaitingForItsFirstBytesIsATunnelAtShutdown() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
-        let client = try RawClient(port: proxy.port)
-        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
-        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        let client = try connected(proxy, origin)
         proxy.stop()
         let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
         XCTAssertEqual(tunnels.map(\.closedBy), [.shutdown])
