@@ -119,6 +119,12 @@ final class Tunnel {
     /// are parsed off the loop, by the log's workers; the originals go on untouched).
     private func copyForParsing(_ input: OpaquePointer, count: Int, from s: TunnelSide, _ webSocket: WebSocketCapture) {
         guard let sink = engine.sink else { return }
+        // With log.whenBehind: wait the queue takes whatever comes, and one connection could
+        // fill memory while the log is behind: its parsing stops instead (the bytes are relayed).
+        if sink.isBehind {
+            webSocket.stopParsing(because: "the log fell behind (log.whenBehind: wait); the rest was relayed unparsed")
+            return
+        }
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             initialized = buffer.baseAddress.map { Int(evbuffer_copyout(input, $0, count)) } ?? 0
         }

@@ -172,6 +172,28 @@ final class WebSocketCaptureTests: XCTestCase {
         guard case .end? = pieces.last?.content else { return XCTFail("the last piece is not the end") }
     }
 
+    func testALogBehindStopsTheCopiesNotTheRelay() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("first")
+        _ = client.read { $0.count >= 5 }
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        client.send("second")
+        XCTAssertEqual(String(decoding: client.read { $0.count >= 6 }.bytes, as: UTF8.self), "second", "still relayed")
+        client.shutdownWrite()
+        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 11)
+        let pieces = proxy.sink.webSocketPieces
+        let copied = pieces.compactMap { piece -> String? in
+            if case .bytes(.client, let bytes, _) = piece.content { return String(decoding: bytes, as: UTF8.self) } else { return nil }
+        }
+        XCTAssertEqual(copied, ["first"])
+        XCTAssertEqual(pieces.first?.capture.stoppedBy?.hasPrefix("the log fell behind"), true)
+        proxy.sink.catchUp()
+    }
+
     func testWithoutMessageCaptureNothingIsCopied() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.captureWebSocketMessages = false }
