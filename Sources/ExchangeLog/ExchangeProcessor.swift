@@ -20,7 +20,7 @@ public struct ExchangeProcessor: Sendable {
     public let ruleSet: RuleSet
     let encoder: RecordEncoder
     private let decoder: ContentDecoder
-    private let keyRedactor: JSONKeySet
+    let keyRedactor: JSONKeySet
     private let clock: @Sendable () -> Double
     /// Whether compact-JSON records skip the exchange objects (see `outcome`); tests turn it
     /// off to hold the two paths to the same bytes.

@@ -176,10 +176,26 @@ extension ExchangeProcessor {
             return run(text ? "text/plain; charset=utf-8" : "application/octet-stream", rule, &scratch)
         }
         guard text else { return run("application/octet-stream", nil, &scratch) }
-        let json = run("application/json", nil, &scratch)
+        let json = compactFastPath ? compactJSONResult(message, method: upgrade.request.method, scratch: &scratch)
+                                   : run("application/json", nil, &scratch)
         if case .failure(let fields) = json, fields.reason == "jsonSerializationFailed" {
             return run("text/plain; charset=utf-8", nil, &scratch)
         }
         return json
+    }
+
+    /// What `outcome` gives a JSON text message without a rule, without what a response
+    /// needs besides (decoding, the exchange value, timeline, metrics): the same error first,
+    /// then the one-pass compactor with `redact.jsonKeys`. Most messages take this path;
+    /// `WebSocketRecorderTests` holds it to the other.
+    func compactJSONResult(_ message: WebSocketMessage, method: String, scratch: inout [UInt8]) -> RecordResult {
+        let capture = BodyCapture(captured: message.payload.count, total: Int(clamping: message.size), truncated: message.truncated)
+        let error = CompletedExchange.serializerError(nil, capture: capture, acceptsTruncatedInput: false)
+        let spec = SerializerSpec(kind: .json)
+        let result = message.payload.withUnsafeBytes { raw in
+            CompactJSON.serialize(method: method, status: 200, body: raw, error: error, allowFragments: spec.allowFragments,
+                                  redactingKeys: keyRedactor, policy: spec.emptyResponsePolicy, reusing: &scratch)
+        }
+        return RecordResult(compact: result)
     }
 }

@@ -2,6 +2,7 @@
 import Foundation
 import HTTP1
 import ResponseSerialization
+import WebSocket
 import XCTest
 
 /// Pieces of an upgraded connection through the pipeline: `wsMessage` records as messages
@@ -143,5 +144,23 @@ final class WebSocketRecorderTests: XCTestCase {
         }
         XCTAssertEqual(records.map { $0["kind"] as? String }, ["wsMessage", "websocket"])
         XCTAssertEqual(records[1]["frameError"] as? String, "the log fell behind")
+    }
+
+    /// The compact path for JSON text without a rule gives what the full one does.
+    func testTheCompactPathForJSONTextIsTheFullOne() {
+        let fast = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["token"]))
+        var full = fast
+        full.compactFastPath = false
+        let texts = [#"{"a": 1, "token": "x"}"#, #"  [1, 2.50]  "#, "not json", "", #"{"cut": tr"#, "7"]
+        for (i, text) in texts.enumerated() {
+            let bytes = Array(text.utf8)
+            let cut = i == 4
+            let message = WebSocketMessage(opcode: .text, payload: bytes, size: UInt64(bytes.count) + (cut ? 10 : 0),
+                                           truncated: cut, compressed: false)
+            var scratch: [UInt8] = []
+            let a = fast.messageResult(message, upgrade: Self.upgrade(), rule: nil, scratch: &scratch)
+            let b = full.messageResult(message, upgrade: Self.upgrade(), rule: nil, scratch: &scratch)
+            XCTAssertEqual(a, b, text)
+        }
     }
 }
