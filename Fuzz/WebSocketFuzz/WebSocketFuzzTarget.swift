@@ -3,16 +3,6 @@
 // The first byte picks the direction, permessage-deflate and the chunk size; the rest is the
 // byte stream. Any broken invariant aborts; a crash or an ASan report is a failure in itself.
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 /// Parses `stream` in chunks of `chunk` bytes; the messages and the error, if any.
 func run(_ stream: [UInt8], fromClient: Bool, deflate: PerMessageDeflate?, chunk: Int, keep: Int,
          maxDecoded: Int) -> (messages: [WebSocketMessage], failed: Bool, parser: WebSocketMessageParser) {
