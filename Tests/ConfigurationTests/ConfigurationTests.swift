@@ -24,7 +24,9 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.engine.captureMaxBodyBytes, 1_048_576)
         XCTAssertEqual(config.log.directory, "logs")
         XCTAssertEqual(config.rules.map(\.name), ["github-api", "problem-details", "legacy-text", "openai-chat-stream: assembled completion text, first 100 events",
-                                               "server-events", "binary-downloads"])
+                                               "server-events", "binary-downloads",
+                                               "socket-messages: the app at /socket sends MessagePack over WebSocket"])
+        XCTAssertTrue(config.rules[6].match.websocket)
         XCTAssertEqual(config.rules[0].select.count, 2)
         XCTAssertEqual(config.rules[2].serializer.encoding, "windows-1252")
         XCTAssertEqual(config.rules[3].serializer.assemble?.description, "/choices/0/delta/content")
