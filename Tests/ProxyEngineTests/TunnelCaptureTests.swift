@@ -100,6 +100,45 @@ final class ConnectPayloadTests: XCTestCase {
         XCTAssertEqual(t.bytesFromClient, 14)
     }
 
+    /// SSH, SMTP: the origin speaks first, so the client's first bytes never come before
+    /// the origin's: the tunnel is blind, and the banner reaches the client.
+    func testAnOriginThatSpeaksFirstMakesItBlind() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Foundation.close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
+                _ = bind(listener, sa, len)
+                _ = listen(listener, 1)
+                return getsockname(listener, sa, &len)
+            }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let banner = Array("SSH-2.0-origin\r\n".utf8)
+        Thread {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            _ = banner.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            var scratch = [UInt8](repeating: 0, count: 256)
+            while Foundation.read(fd, &scratch, scratch.count) > 0 {}
+            Foundation.close(fd)
+        }.start()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let got = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("SSH-2.0-origin\r\n") }
+        XCTAssertTrue(String(decoding: got.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        client.send("SSH-2.0-client\r\n")
+        client.shutdownWrite()
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.bytesFromUpstream, UInt64(banner.count))
+        XCTAssertEqual(t.bytesFromClient, 16)
+    }
+
     func testAConnectStillWaitingForItsFirstBytesIsATunnelAtShutdown() throws {
         let origin = try origin()
         let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
