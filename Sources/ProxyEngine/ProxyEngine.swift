@@ -27,16 +27,27 @@ public final class ProxyEngine: @unchecked Sendable {
     private var periodicTimers: [LoopTimer] = []
     private let heartbeatsStarted = Atomic<Bool>(false)
 
+    /// Hosts whose CONNECT stays a blind tunnel whatever it carries (`tls.ignore`,
+    /// `capture.blindTunnels`); nil: none.
+    public let blindTunnels: BlindTunnelPolicy?
     /// How new upstream connections reach origins at start (`upstream.proxy`); each loop
     /// keeps its own copy, replaced by `apply(routing:)`.
     let routing: UpstreamRouting
 
     public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil,
-                routing: UpstreamRouting = .direct) {
+                blindTunnels: BlindTunnelPolicy? = nil, routing: UpstreamRouting = .direct) {
         self.configuration = configuration
         self.sink = sink
         self.tlsInterceptor = tlsInterceptor
+        self.blindTunnels = blindTunnels
         self.routing = routing
+    }
+
+    /// How a CONNECT to `host` is handled before any byte (`ConnectPayloadStateMachine`):
+    /// every inbound path that opens tunnels asks this.
+    public func connectRoute(host: String) -> ConnectPayloadStateMachine.Route {
+        ConnectPayloadStateMachine.route(interceptsTLS: tlsInterceptor?.intercepts(host: host) ?? false,
+                                         keepsBlind: blindTunnels?.keepsBlind(host: host) ?? false)
     }
 
     /// A changed parent (SIGHUP): each loop's new connections follow it from its next

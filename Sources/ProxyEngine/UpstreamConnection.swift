@@ -353,7 +353,7 @@ final class UpstreamConnection {
         reader = nil
         bev = nil
         if machine.close() { loop.engine?.metrics.activeUpstreams.sub() }
-        return b.map { HandedOverSocket(bev: $0, pendingErrno: pending) }
+        return b.map { HandedOverSocket(bev: $0, pendingErrno: pending, via: via) }
     }
 
     func close() {

@@ -45,7 +45,8 @@ final class ProxyService: @unchecked Sendable {
 
     static func processor(for c: TapwireConfiguration) -> ExchangeProcessor {
         ExchangeProcessor(settings: ProcessorSettings(rules: c.rules, redactHeaders: Set(c.redactHeaders),
-                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes))
+                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes,
+                                                      messageKeepBytes: c.engine.captureMaxBodyBytes))
     }
 
     func run() -> Int32 {
@@ -103,7 +104,9 @@ final class ProxyService: @unchecked Sendable {
                      + (config.parentProxy.noProxy.isEmpty ? "" : ", except to \(config.parentProxy.noProxy.joined(separator: ", "))"))
         }
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
-                                 tlsInterceptor: interception, routing: config.parentProxy.routing(parentTLS: parentTLS))
+                                 tlsInterceptor: interception,
+                                 blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels),
+                                 routing: config.parentProxy.routing(parentTLS: parentTLS))
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         do {
             try engine.start()

@@ -238,6 +238,11 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertEqual(tunnel["status"] as? Int, 200)
         XCTAssertGreaterThan(tunnel["bytesFromUpstream"] as? Int ?? 0, 0)
 
+        // Plain HTTP inside a CONNECT is decoded into exchanges, which go through the parent too.
+        let decoded = try curlViaProxy(proxy.proxyURL, ["-p", "http://127.0.0.1:\(originPort)/json?inside=connect"])
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        XCTAssertEqual(metrics(try record(proxy) { $0.contains("inside=connect") })["via"] as? String, "http://127.0.0.1:\(Self.squidOpenPort)")
+
         // Nothing listens there: squid's own 503 page reaches the client as squid sent it.
         let closedPort = try unusedLoopbackPort()
         let refused = try curlViaProxy(proxy.proxyURL, ["-v", "-p", "http://127.0.0.1:\(closedPort)/"])
@@ -266,7 +271,7 @@ final class ParentProxyEndToEndTests: XCTestCase {
             XCTAssertEqual(errorCode(try record(proxy) { $0.contains("auth=plain") }), "upstreamProxyAuthFailed")
             let tunnel = try curlViaProxy(proxy.proxyURL, ["-v", "-p", "http://localhost:\(originPort)/"])
             XCTAssertTrue(tunnel.stderr.contains("HTTP/1.1 502"), tunnel.stderr)
-            XCTAssertFalse(tunnel.stderr.contains("407"), "the parent's 407 is not the client's concern")
+            XCTAssertFalse(tunnel.stderr.contains("HTTP/1.1 407"), "the parent's 407 is not the client's concern")
             XCTAssertEqual(errorCode(try record(proxy) { $0.contains("localhost:\(self.originPort)") }), "upstreamProxyAuthFailed")
             let intercepted = try curlViaProxy(proxy.proxyURL, ["--cacert", tapwireCA, "-o", "/dev/null", "-w", "%{http_code}",
                                                                 "https://127.0.0.1:\(tlsOriginPort)/json?auth=tls"])
@@ -288,9 +293,10 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertEqual(intercepted.status, 0, intercepted.stderr)
         XCTAssertTrue(intercepted.text.contains("hunter2"), intercepted.text)
         XCTAssertEqual(metrics(try record(proxy) { $0.contains("tlsparent=tls") })["via"] as? String, via)
-        let tunnelled = try curlViaProxy(proxy.proxyURL, ["-p", "http://localhost:\(originPort)/json?tlsparent=tunnel"])
+        // TLS to a host not intercepted (localhost): a blind tunnel.
+        let tunnelled = try curlViaProxy(proxy.proxyURL, ["--cacert", Self.pki.caCertificate, "https://localhost:\(tlsOriginPort)/json?tlsparent=tunnel"])
         XCTAssertEqual(tunnelled.status, 0, tunnelled.stderr)
-        XCTAssertEqual(try record(proxy) { $0.contains("\"target\":\"localhost:\(self.originPort)\"") }["via"] as? String, via)
+        XCTAssertEqual(try record(proxy) { $0.contains("\"target\":\"localhost:\(self.tlsOriginPort)\"") }["via"] as? String, via)
 
         // Without the test CA the parent's certificate is refused: the parent's failure.
         let untrusting = try tapwire(proxy: via)
@@ -379,9 +385,9 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertEqual(metrics(try record(proxy) { $0.contains("socks=tls") })["via"] as? String, via)
 
         // A name the parent resolves (socks5h), through a blind tunnel.
-        let tunnelled = try curlViaProxy(proxy.proxyURL, ["-p", "http://localhost:\(originPort)/json?socks=tunnel"])
+        let tunnelled = try curlViaProxy(proxy.proxyURL, ["--cacert", Self.pki.caCertificate, "https://localhost:\(tlsOriginPort)/json?socks=tunnel"])
         XCTAssertEqual(tunnelled.status, 0, tunnelled.stderr)
-        let tunnel = try record(proxy) { $0.contains("\"target\":\"localhost:\(self.originPort)\"") }
+        let tunnel = try record(proxy) { $0.contains("\"target\":\"localhost:\(self.tlsOriginPort)\"") }
         XCTAssertEqual(tunnel["via"] as? String, via)
         XCTAssertEqual(tunnel["status"] as? Int, 200)
 
