@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HTTP1
 import ProxyEngine
 import XCTest
