@@ -266,23 +266,6 @@ final class RawClient {
     deinit { Foundation.close(fd) }
 }
 
-/// A listening loopback socket (the caller accepts and closes it) and its port.
-func loopbackListener() -> (fd: Int32, port: Int) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &addr) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
-            _ = bind(fd, sa, len)
-            _ = listen(fd, 1)
-            return getsockname(fd, sa, &len)
-        }
-    }
-    return (fd, Int(UInt16(bigEndian: addr.sin_port)))
-}
-
 /// A loopback port nobody listens on: bound, then closed again.
 func closedLoopbackPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
