@@ -1,0 +1,180 @@
+import ExchangeLog
+import LogTools
+import ResponseSerialization
+
+/// The JSON API the page uses (docs/viewer.md). Every answer is built from log records through
+/// LogTools: pages of rows (`RecordPager`, `RecordSummary`), one record (`RecordLookup`), `curl`
+/// text (`CurlCommand`), a diff (`ExchangeDiff`), HAR (`HARExport`), the live rows (`LiveFeed`).
+/// A bad query is a 400 naming the column.
+struct ViewerAPI {
+    let server: ViewerServer
+
+    private var layout: LogFileLayout { server.layout }
+    private var source: RecordSource { RecordSource(layout: layout, follow: false, wait: { false }) }
+
+    /// The `q` parameter parsed, or the 400 that names its column.
+    private func query(_ request: ViewerRequest) -> Result<Query, ViewerResponseFailure> {
+        let text = request.parameters["q"] ?? ""
+        do {
+            return .success(try Query.parse(text))
+        } catch {
+            return .failure(ViewerResponseFailure(.error(400, "Bad Request", error.message, column: error.column)))
+        }
+    }
+
+    /// `GET /api/records?q=&before=CURSOR&limit=N`: `{"rows":[…],"next":CURSOR|null}`, newest first.
+    func records(_ request: ViewerRequest) -> ViewerResponse {
+        let query: Query
+        switch self.query(request) {
+        case .success(let q): query = q
+        case .failure(let f): return f.response
+        }
+        var cursor: RecordCursor?
+        if let text = request.parameters["before"], !text.isEmpty {
+            guard let parsed = RecordCursor(text: text) else { return .error(400, "Bad Request", "before: not a cursor this viewer gave") }
+            cursor = parsed
+        }
+        let limit = request.parameters["limit"].flatMap { Int($0) } ?? 500
+        let page: RecordPage
+        do {
+            page = try RecordPager.page(layout: layout, query: query, before: cursor, limit: limit)
+        } catch {
+            return .error(500, "Internal Server Error", "\(error)")
+        }
+        var out = Array("{\"rows\":[".utf8)
+        var first = true
+        for line in page.lines {
+            guard let record = try? JSONParser.parse(line, allowFragments: false) else { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.write(RecordSummary.json(record), into: &out)
+        }
+        out += Array("],\"next\":".utf8)
+        if let next = page.next { JSONWriter.appendQuoted(next.text, into: &out) } else { out += Array("null".utf8) }
+        out.append(UInt8(ascii: "}"))
+        return .json(out)
+    }
+
+    private func lookup(_ ids: [String]) -> Result<[String: JSON], ViewerResponseFailure> {
+        guard !ids.contains(where: \.isEmpty) else { return .failure(ViewerResponseFailure(.error(400, "Bad Request", "an id is missing"))) }
+        do {
+            return .success(try RecordLookup.records(ids, in: source))
+        } catch let error as RecordLookup.LookupError {
+            return .failure(ViewerResponseFailure(.error(404, "Not Found", "\(error)")))
+        } catch {
+            return .failure(ViewerResponseFailure(.error(500, "Internal Server Error", "\(error)")))
+        }
+    }
+
+    /// `GET /api/record?id=ID`: the record as logged (numbers as their text, members in order).
+    func record(_ request: ViewerRequest) -> ViewerResponse {
+        let id = request.parameters["id"] ?? ""
+        switch lookup([id]) {
+        case .failure(let f): return f.response
+        case .success(let found):
+            var out: [UInt8] = []
+            if let record = found[id] { JSONWriter.write(record, into: &out) }
+            return .json(out)
+        }
+    }
+
+    /// `GET /api/curl?id=ID`: `tapwire curl ID`'s text.
+    func curl(_ request: ViewerRequest) -> ViewerResponse {
+        let id = request.parameters["id"] ?? ""
+        switch lookup([id]) {
+        case .failure(let f): return f.response
+        case .success(let found):
+            guard let record = found[id] else { return .error(404, "Not Found", "no record with id \(id)") }
+            do {
+                return .text(CurlCommand.render(try RecordedRequest(record: record)))
+            } catch {
+                return .error(422, "Unprocessable Content", "\(error)")
+            }
+        }
+    }
+
+    /// `GET /api/diff?a=ID&b=ID`: `{"lines":[…]}`, `tapwire diff`'s lines.
+    func diff(_ request: ViewerRequest) -> ViewerResponse {
+        let a = request.parameters["a"] ?? "", b = request.parameters["b"] ?? ""
+        switch lookup([a, b]) {
+        case .failure(let f): return f.response
+        case .success(let found):
+            guard let left = found[a], let right = found[b] else { return .error(404, "Not Found", "no such record") }
+            var out: [UInt8] = []
+            JSONWriter.write(.object([JSON.Member("lines", .array(ExchangeDiff(left, right).lines.map(JSON.string)))]), into: &out)
+            return .json(out)
+        }
+    }
+
+    /// `GET /api/har?q=`: the query's exchanges as one HAR 1.2 document, streamed as written.
+    func har(_ request: ViewerRequest) -> ViewerServer.Answer {
+        let query: Query
+        switch self.query(request) {
+        case .success(let q): query = q
+        case .failure(let f): return .whole(f.response)
+        }
+        let source = self.source
+        return .stream { socket in
+            var head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Disposition: attachment; filename=\"tapwire.har\"\r\n"
+            for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }
+            guard socket.write(Array((head + "Connection: close\r\n\r\n").utf8)) else { return }
+            let writer = HARWriter(output: { bytes in
+                guard socket.write(bytes) else { throw ViewerError("the client went away") }
+            })
+            _ = try? HARExport.run(source: source, filter: query, writer: writer)
+        }
+    }
+
+    /// `GET /api/live?q=`: Server-Sent Events, one `data:` line per new row the query keeps;
+    /// `event: overflow` when the page fell too far behind (it reloads).
+    func live(_ request: ViewerRequest) -> ViewerServer.Answer {
+        let query: Query
+        switch self.query(request) {
+        case .success(let q): query = q
+        case .failure(let f): return .whole(f.response)
+        }
+        let feed = server.live
+        return .stream { socket in
+            let subscriber = feed.subscribe(query)
+            defer { feed.unsubscribe(subscriber) }
+            var head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }
+            guard socket.write(Array((head + "Connection: close\r\n\r\n: live\n\n").utf8)) else { return }
+            while true {
+                let (rows, overflowed) = subscriber.take(timeout: ViewerSettings.heartbeatInterval)
+                var out: [UInt8] = []
+                for row in rows { out += Array("data: ".utf8) + row + [10, 10] }
+                if overflowed { out += Array("event: overflow\ndata: {}\n\n".utf8) }
+                if out.isEmpty { out = Array(": keep-alive\n\n".utf8) }
+                guard socket.write(out), !overflowed else { return }
+            }
+        }
+    }
+
+    /// `POST /api/replay` with `id=ID` (form body): sends the request again through the proxy;
+    /// the new record carries `replayOf`. `{"id","status"}` or an error.
+    func replay(_ request: ViewerRequest) -> ViewerResponse {
+        guard let replayer = server.replayer else {
+            return .error(403, "Forbidden", "tapwire view is read-only: replay from the viewer of tapwire run, or with tapwire replay")
+        }
+        let id = ViewerRequest.form(String(decoding: request.body, as: UTF8.self))["id"] ?? ""
+        switch lookup([id]) {
+        case .failure(let f): return f.response
+        case .success(let found):
+            guard let record = found[id] else { return .error(404, "Not Found", "no record with id \(id)") }
+            do {
+                let status = try replayer(record)
+                var out: [UInt8] = []
+                JSONWriter.write(.object([JSON.Member("id", .string(id)), JSON.Member("status", .string(status))]), into: &out)
+                return .json(out)
+            } catch {
+                return .error(502, "Bad Gateway", "\(error)")
+            }
+        }
+    }
+}
+
+struct ViewerResponseFailure: Error {
+    let response: ViewerResponse
+    init(_ response: ViewerResponse) { self.response = response }
+}
