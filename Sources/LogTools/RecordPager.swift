@@ -113,23 +113,33 @@ public enum RecordPager {
                 }
             } else if let path = segment.path, let reader = try LogSnapshot.open(rotated: path) {
                 defer { reader.close() }
+                // Matches newest first, counted from the file's end: a cursor's position counts
+                // them all, also those an id fallback leaves out, so the next page skips as many.
                 let skip = Int(from ?? 0)
                 let need = limit - lines.count
-                var last: [[UInt8]] = []
+                let trim = olderThan == nil
+                var matches: [[UInt8]] = []
                 try scanner.forward(reader, isActive: false, cancelled: { false }) { rendered in
                     var line = rendered
                     if line.last == 10 { line.removeLast() }
-                    if keep(line) { last.append(line) }
-                    if last.count > 2 * (skip + need) + 64 { last.removeFirst(last.count - (skip + need)) }
+                    matches.append(line)
+                    if trim && matches.count > 2 * (skip + need) + 64 { matches.removeFirst(matches.count - (skip + need + 1)) }
                     return true
                 }
-                let available = last.reversed().dropFirst(skip)
-                let taken = Array(available.prefix(need))
-                lines += taken
-                if lines.count == limit {
+                let newestFirst = Array(matches.reversed())
+                var i = skip
+                var lastTaken: Int?
+                while i < newestFirst.count && lines.count < limit {
+                    if keep(newestFirst[i]) {
+                        lines.append(newestFirst[i])
+                        lastTaken = i
+                    }
+                    i += 1
+                }
+                if lines.count == limit, let lastTaken {
                     let lastID = RecordPager.id(of: lines[lines.count - 1]) ?? ""
-                    if available.count > taken.count {
-                        next = RecordCursor(file: segment.name, device: 0, inode: 0, position: Int64(skip + taken.count), lastID: lastID)
+                    if lastTaken + 1 < newestFirst.count {
+                        next = RecordCursor(file: segment.name, device: 0, inode: 0, position: Int64(lastTaken + 1), lastID: lastID)
                     } else if index + 1 < segments.count {
                         next = segments[index + 1].cursorAtEnd(lastID: lastID)
                     }
