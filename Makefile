@@ -5,6 +5,10 @@ SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev
 DEB_TEST     := curl python3 python3-venv systemd openssl
+# The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
+# by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
+# check's jsonschema from Debian too.
+DEB_VIEWER_TEST := chromium chromium-driver python3-selenium python3-jsonschema
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
@@ -50,7 +54,9 @@ TEST_VENV    := .venv-test
 PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 
 test-deps: deps
-	$(call apt_install,$(DEB_TEST))
+	$(call apt_install,$(DEB_TEST) $(DEB_VIEWER_TEST))
+	@/usr/bin/python3 -c "import selenium, jsonschema" || \
+	  { echo "the viewer's browser tests need python3-selenium and python3-jsonschema for /usr/bin/python3"; exit 1; }
 	@python3 -c "import jsonschema, prometheus_client, msgpack" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \

@@ -154,7 +154,7 @@ struct ViewerAPI {
     /// `POST /api/replay` with `id=ID` (form body): sends the request again through the proxy;
     /// the new record carries `replayOf`. `{"id","status"}` or an error.
     func replay(_ request: ViewerRequest) -> ViewerResponse {
-        guard let replayer = server.replayer else {
+        guard let replayer = server.replayer, let proxy = server.boundAddress else {
             return .error(403, "Forbidden", "tapwire view is read-only: replay from the viewer of tapwire run, or with tapwire replay")
         }
         let id = ViewerRequest.form(String(decoding: request.body, as: UTF8.self))["id"] ?? ""
@@ -163,7 +163,7 @@ struct ViewerAPI {
         case .success(let found):
             guard let record = found[id] else { return .error(404, "Not Found", "no record with id \(id)") }
             do {
-                let status = try replayer(record)
+                let status = try replayer(record, proxy)
                 var out: [UInt8] = []
                 JSONWriter.write(.object([JSON.Member("id", .string(id)), JSON.Member("status", .string(status))]), into: &out)
                 return .json(out)

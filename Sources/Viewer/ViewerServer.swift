@@ -17,9 +17,10 @@ import Glibc
 /// and `har`: what redaction removed never reached the records, so it never reaches the page.
 /// Replay, the one thing that acts, is a POST checked by `ViewerRequestGuard`.
 public final class ViewerServer: @unchecked Sendable {
-    /// Sends a recorded request again through the proxy; returns the status line or throws a
-    /// message. nil (`tapwire view`): the viewer is read-only.
-    public typealias Replayer = @Sendable (JSON) throws -> String
+    /// Sends a recorded request again through the proxy listening on the address given (the
+    /// one the viewer is bound to); returns the status line or throws a message. nil
+    /// (`tapwire view`): the viewer is read-only.
+    public typealias Replayer = @Sendable (JSON, SocketAddress) throws -> String
 
     public let settings: ViewerSettings
     public let layout: LogFileLayout
@@ -29,6 +30,8 @@ public final class ViewerServer: @unchecked Sendable {
     public let token: String
     private let connections = Atomic<Int>(0)
     private var guardrail: ViewerRequestGuard?
+    /// Set by `bind(to:)`, before any connection is served.
+    private(set) var boundAddress: SocketAddress?
     /// `access.allow` for connections this server accepts itself (`tapwire view`).
     private var allow: [AddressRange] = []
 
@@ -43,6 +46,7 @@ public final class ViewerServer: @unchecked Sendable {
 
     /// The address browsers are told to open, and whose Host they must send. Set before serving.
     public func bind(to address: SocketAddress) {
+        boundAddress = address
         guardrail = ViewerRequestGuard(listenHost: address.host, port: address.port, token: token)
     }
 

@@ -58,10 +58,9 @@ enum ViewerCLI {
             proxyCAFile: tls.caDirectory + "/" + CertificateAuthority.certificateFileName,
             upstreamCAFile: tls.upstreamCAFile, insecureUpstream: tls.insecureUpstream,
             proxyDecrypts: { HTTPSInterception.intercepts(host: $0, config: tls) })
-        let proxy = config.engine.listen.first ?? ""
         let maxBody = config.engine.captureMaxBodyBytes
-        let replayer: ViewerServer.Replayer = { record in
-            guard let route = ReplayClient.proxyRoute(proxy) else { throw ViewerReplayError("engine.listen is not HOST:PORT: \(proxy)") }
+        let replayer: ViewerServer.Replayer = { record, proxy in
+            guard let route = ReplayClient.proxyRoute(proxy.description) else { throw ViewerReplayError("not HOST:PORT: \(proxy)") }
             let client = ReplayClient(route: route, https: https)
             let request = try RecordedRequest(record: record, captureMaxBodyBytes: maxBody)
             if let reason = request.replayRefusal ?? client.refusal(request) { throw ViewerReplayError("refused: \(reason)") }

@@ -101,6 +101,12 @@ def curl(proxy, url, *extra):
     return subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", *extra, url],
                           env=env, capture_output=True, text=True).stdout
 
+def click_row(driver, id, ctrl=False):
+    """Clicks the list row of record `id` once it is rendered (rows render on the next frame)."""
+    wait(driver, "return document.querySelector('#rows .row[data-id=\"%s\"]:not([hidden])')" % id, message="the row of " + id)
+    driver.execute_script("document.querySelector('#rows .row[data-id=\"' + arguments[0] + '\"]:not([hidden])')"
+                          ".dispatchEvent(new MouseEvent('click', { bubbles: true, ctrlKey: arguments[1] }))", id, ctrl)
+
 def set_query(driver, text):
     from selenium.webdriver.common.keys import Keys
     box = driver.find_element("id", "q")
@@ -146,7 +152,7 @@ def live(url, proxy, origin, out):
         wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length >= 5 && document.getElementById('qerror').hidden", message="the full list")
 
         # Detail: the decoded tree (number text and key order kept) and the waterfall.
-        driver.execute_script("document.querySelector('#rows .row[data-id=\"' + window.tapwireViewer.rows.find(r => r.path === '/json').id + '\"]').click()")
+        click_row(driver, driver.execute_script("return window.tapwireViewer.rows.find(r => r.path === '/json' && r.status == 200).id"))
         wait(driver, "return document.querySelector('#detail .tree')", message="the detail tree")
         numbers = driver.execute_script("return [...document.querySelectorAll('#detail .tree .n')].map(e => e.textContent)")
         check("12345678901234567890" in numbers, "a large number is shown as sent (%s)" % numbers[:4])
@@ -173,23 +179,21 @@ def live(url, proxy, origin, out):
         check(True, "the copied curl command's request is recorded like the original")
 
         # Replay: a new record linked to its original.
-        driver.execute_script("document.querySelector('#rows .row[data-id=\"%s\"]').click()" % original)
+        click_row(driver, original)
         wait(driver, "return document.getElementById('replay')", message="the replay button")
         driver.find_element("id", "replay").click()
         note = wait(driver, "const e = document.getElementById('replay-result'); return e && e.textContent", message="the replay result")
         check("200" in note, "replay answered: %s" % note)
         replayed = wait(driver, "const r = window.tapwireViewer.rows.find(r => r.replayOf === '%s'); return r && r.id" % original, message="the replay's row")
         wait(driver, "const r = document.querySelector('#rows .row[data-id=\"%s\"]'); return r && r.textContent.includes('↻')" % replayed, message="the replay mark")
-        driver.execute_script("document.querySelector('#rows .row[data-id=\"%s\"]').click()" % replayed)
+        click_row(driver, replayed)
         link = wait(driver, "const a = document.querySelector('#detail .replay-of'); return a && a.textContent", message="the link to the original")
         check(original in link, "the replay's detail links to its original (%s)" % link)
 
         # Two selected: the structural diff.
         target = driver.execute_script("return window.tapwireViewer.rows.find(r => r.path === '/status' && r.status == 404).id")
-        driver.execute_script("""
-            const click = (id, ctrl) => document.querySelector('#rows .row[data-id="' + id + '"]')
-              .dispatchEvent(new MouseEvent('click', { bubbles: true, ctrlKey: ctrl }));
-            click(arguments[0], false); click(arguments[1], true);""", original, target)
+        click_row(driver, original)
+        click_row(driver, target, ctrl=True)
         wait(driver, "return !document.getElementById('diff').disabled", message="diff to be enabled")
         driver.find_element("id", "diff").click()
         lines = wait(driver, "const e = document.getElementById('diff-lines'); return e && e.textContent", message="the diff")
