@@ -155,6 +155,29 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertEqual(loop.text, "508", "an absolute-form request to the proxy's own address is a loop")
     }
 
+    func testViewerLimitsMaxConnectionsAndIdleTimeout() throws {
+        let proxy = try TapwireProcess(config: ["viewer": ["maxConnections": 1, "idleTimeout": 1]])
+        defer { proxy.stop() }
+        // A live stream holds the one connection allowed.
+        let live = try RawClient(port: proxy.port)
+        live.send("GET /api/live HTTP/1.1\r\nHost: 127.0.0.1:\(proxy.port)\r\n\r\n")
+        XCTAssertTrue(live.read { $0.contains(": live") }.text.hasPrefix("HTTP/1.1 200"))
+        let refused = try request(proxy.port, "/api/records")
+        XCTAssertEqual(refused.status, 503, refused.body)
+        XCTAssertTrue(refused.body.contains("viewer.maxConnections"), refused.body)
+        withExtendedLifetime(live) {}
+
+        // A keep-alive connection that sends nothing more is closed after viewer.idleTimeout.
+        let started = Date()
+        let idle = try TapwireProcess(config: ["viewer": ["idleTimeout": 1]])
+        defer { idle.stop() }
+        let quiet = try RawClient(port: idle.port)
+        quiet.send("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(idle.port)\r\n\r\n")
+        XCTAssertTrue(quiet.read { $0.contains("</html>") }.text.hasPrefix("HTTP/1.1 200"))
+        XCTAssertTrue(quiet.read(timeout: 10).eof, "a keep-alive viewer connection that stays silent is closed")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 9)
+    }
+
     func testViewIsReadOnlyAndTheViewerCanBeTurnedOff() throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
