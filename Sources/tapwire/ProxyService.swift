@@ -253,6 +253,7 @@ final class ProxyService: @unchecked Sendable {
             var restartOnly: [String] = []
             if fresh.engine.listen != started.engine.listen { restartOnly.append("listen") }
             if fresh.engine.allow != started.engine.allow { restartOnly.append("access.allow") }
+            if fresh.viewer != started.viewer { restartOnly.append("viewer") }
             var runningLimits = started.engine, newLimits = fresh.engine
             runningLimits.listen = []; newLimits.listen = []; runningLimits.allow = []; newLimits.allow = []
             if newLimits != runningLimits { restartOnly.append("limits, timeouts, capture or log.loopNice") }
