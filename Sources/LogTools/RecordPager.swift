@@ -99,7 +99,9 @@ public enum RecordPager {
             }
             if let reader = segment.reader {
                 var stoppedAt: Int64?
-                try backward(reader, scanner: scanner, from: from ?? segment.size, isActive: segment.isActive) { line, offset in
+                try scanner.backward(reader, size: from ?? segment.size, isActive: segment.isActive, cancelled: { false }) { rendered, offset in
+                    var line = rendered
+                    if line.last == 10 { line.removeLast() }
                     guard keep(line) else { return true }
                     lines.append(line)
                     if lines.count == limit { stoppedAt = offset; return false }
@@ -176,74 +178,6 @@ public enum RecordPager {
         /// A cursor before this file's newest record.
         func cursorAtEnd(lastID: String) -> RecordCursor {
             RecordCursor(file: name, device: device, inode: inode, position: reader == nil ? 0 : size, lastID: lastID)
-        }
-    }
-
-    /// Hands over the matching lines that end at or before `end`, newest first, each with the
-    /// offset of its first byte; `emit` returns false to stop. The active file's bytes after its
-    /// last newline are a line still being written and are left out.
-    static func backward(_ reader: PlainFileReader, scanner: SegmentScanner, from end: Int64, isActive: Bool,
-                         emit: ([UInt8], Int64) -> Bool) throws(LogReadError) {
-        var end = end
-        // Bytes from `end` up to the first newline of the part read before: a line that
-        // started in the part not read yet.
-        var carry: [UInt8] = []
-        var first = true
-        while end > 0 || !carry.isEmpty {
-            let start = max(0, end - Int64(scanner.chunkSize))
-            var buffer = [UInt8](repeating: 0, count: Int(end - start))
-            var filled = 0
-            while filled < buffer.count {
-                let n = buffer.withUnsafeMutableBytes { raw in
-                    pread(reader.descriptor, raw.baseAddress! + filled, raw.count - filled, off_t(start) + off_t(filled))
-                }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw LogReadError.errno(reader.path, "read failed", errno)
-                }
-                if n == 0 { break }
-                filled += n
-            }
-            buffer.removeLast(buffer.count - filled)
-            buffer += carry
-            var regionEnd = buffer.count
-            if first {
-                first = false
-                if isActive { while regionEnd > 0 && buffer[regionEnd - 1] != 10 { regionEnd -= 1 } }
-            }
-            var regionStart = 0
-            if start > 0 {
-                guard let newline = buffer[0..<regionEnd].firstIndex(of: 10) else {
-                    carry = Array(buffer[0..<regionEnd])
-                    end = start
-                    continue
-                }
-                regionStart = newline + 1
-                carry = Array(buffer[0..<regionStart])
-            } else {
-                carry = []
-            }
-            // Line starts in this region, then each line evaluated newest first.
-            var starts: [Int] = [regionStart]
-            var i = regionStart
-            while i < regionEnd {
-                if buffer[i] == 10 && i + 1 < regionEnd { starts.append(i + 1) }
-                i += 1
-            }
-            var lineEnd = regionEnd
-            for lineStart in starts.reversed() {
-                var stop = lineEnd
-                if stop > lineStart && buffer[stop - 1] == 10 { stop -= 1 }
-                let rendered: [UInt8]? = buffer.withUnsafeBufferPointer { bytes in
-                    stop > lineStart ? scanner.evaluate(UnsafeBufferPointer(rebasing: bytes[lineStart..<stop])) : nil
-                }
-                lineEnd = lineStart
-                guard var line = rendered else { continue }
-                if line.last == 10 { line.removeLast() }
-                if !emit(line, start + Int64(lineStart)) { return }
-            }
-            end = start
-            if start == 0 { break }
         }
     }
 }
