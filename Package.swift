@@ -44,7 +44,7 @@ let package = Package(
 
         // The web viewer: its page (Assets/, embedded in the binary) and JSON API over the log,
         // served on its own threads.
-        .target(name: "Viewer", dependencies: ["LogTools", "ExchangeLog", "ResponseSerialization", "HTTP1", "ProxyEngine"],
+        .target(name: "Viewer", dependencies: ["LogTools", "ExchangeLog", "ResponseSerialization", "HTTP1", "ProxyEngine", "CGlibcExtensions"],
                 resources: [.embedInCode("Assets/viewer.html"), .embedInCode("Assets/viewer.js"), .embedInCode("Assets/viewer.css")]),
 
         // systemd integration: sd_notify and socket activation without libsystemd.

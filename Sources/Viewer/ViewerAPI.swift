@@ -1,3 +1,4 @@
+import CGlibcExtensions
 import ExchangeLog
 import LogTools
 import ResponseSerialization
@@ -147,6 +148,8 @@ struct ViewerAPI {
         }
         let feed = server.live
         return .stream { socket in
+            // Writing rows for as long as the page is open: below the proxy, as the feed is.
+            _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), LiveFeed.liveNice)
             let subscriber = feed.subscribe(query)
             defer { feed.unsubscribe(subscriber) }
             var head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"

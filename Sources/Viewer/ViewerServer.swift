@@ -5,6 +5,7 @@ import LogTools
 import ProxyEngine
 import ResponseSerialization
 import Synchronization
+import CGlibcExtensions
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,9 +80,10 @@ public final class ViewerServer: @unchecked Sendable {
             }
         } ?? address
         bind(to: actual)
-        let thread = Thread { [self] in acceptLoop(fd) }
-        thread.name = "tapwire-viewer-accept"
-        thread.start()
+        Thread { [self] in
+            _ = tapwire_name_current_thread("tapwire-vaccept")
+            acceptLoop(fd)
+        }.start()
         return actual
     }
 
@@ -111,23 +113,24 @@ public final class ViewerServer: @unchecked Sendable {
         }
     }
 
+    /// Everything, even the refusal beyond `maxConnections`, happens on the new thread: this
+    /// may be called on an event loop, which must not wait on a socket.
     private func start(socket fd: Int32, first: HTTPRequestHead?, buffered: [UInt8], unsent: [UInt8]) {
-        let socket = ViewerSocket(fd, timeout: settings.idleTimeout)
-        if !unsent.isEmpty && !socket.write(unsent) { return }
-        guard connections.add(1, ordering: .relaxed).newValue <= settings.maxConnections else {
-            connections.subtract(1, ordering: .relaxed)
-            let response = ViewerResponse.text("the viewer serves at most \(settings.maxConnections) connections (viewer.maxConnections)\n",
-                                               status: 503, reason: "Service Unavailable")
-            socket.write(response.head(keepAlive: false) + response.body)
-            return
-        }
-        let thread = Thread { [self] in
+        Thread { [self] in
+            _ = tapwire_name_current_thread("tapwire-viewer")
+            let socket = ViewerSocket(fd, timeout: settings.idleTimeout)
             defer { connections.subtract(1, ordering: .relaxed) }
+            guard connections.add(1, ordering: .relaxed).newValue <= settings.maxConnections else {
+                let response = ViewerResponse.text("the viewer serves at most \(settings.maxConnections) connections (viewer.maxConnections)\n",
+                                                   status: 503, reason: "Service Unavailable")
+                socket.write(unsent + response.head(keepAlive: false) + response.body)
+                socket.close()
+                return
+            }
+            if !unsent.isEmpty && !socket.write(unsent) { socket.close(); return }
             var connection = ViewerConnection(server: self, socket: socket, first: first, buffered: buffered)
             connection.run()
-        }
-        thread.name = "tapwire-viewer"
-        thread.start()
+        }.start()
     }
 
     // MARK: routing
