@@ -9,7 +9,7 @@ import Glibc
 
 /// New records for the live lists: one thread follows the active log file from its end (every
 /// `ViewerSettings.pollInterval`), parses each new line once and hands its row to every
-/// subscriber whose query keeps it. The thread runs while anyone subscribes, in SCHED_IDLE: a
+/// subscriber whose query keeps it. The thread runs while anyone subscribes, at nice 19: a
 /// viewer watching must not slow what it watches. At a few thousand exchanges a second that
 /// costs the lists nothing; at full load their rows trail, reading at most `maxReadPerPoll`
 /// bytes of the file per look, and a list that falls `maxQueuedRows` behind reloads.
@@ -95,10 +95,10 @@ final class LiveFeed: @unchecked Sendable {
     static let maxReadPerPoll = 8 << 20
 
     private func follow(_ follower: Follower) {
-        // SCHED_IDLE: parsing new records for the live lists takes only CPU time the proxy
-        // leaves unused. At full load the lists trail (and reload when too far behind); the
-        // proxy does not slow down for being watched.
-        _ = tapwire_make_current_thread_idle_priority()
+        // Nice 19, not SCHED_IDLE: parsing new records for the live lists yields to the proxy
+        // (at full load the lists trail, and reload when too far behind), but is never starved
+        // for seconds by a busy machine, as an idle-class thread can be.
+        _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
         while let subscribers = current() {
             var batches = [[[UInt8]]](repeating: [], count: subscribers.count)
             for line in follower.newLines() {
