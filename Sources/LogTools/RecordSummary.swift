@@ -17,8 +17,10 @@ public enum RecordSummary {
         add("kind", .string(view.kind))
         add("time", record[path: "timeline", "requestStartTime"] ?? record[member: "startTime"] ?? record[member: "time"])
         add("method", text(view.method ?? (view.kind == "tunnel" ? "CONNECT" : nil)))
-        add("host", text(view.host))
-        add("path", text(view.path ?? record[member: "target"]?.stringValue))
+        // One split of the URL for both (`view.host` and `view.path` would split it twice).
+        let parts = view.url.map(URLParts.init)
+        add("host", text(parts?.host ?? view.host))
+        add("path", text(parts?.path ?? record[member: "target"]?.stringValue))
         add("status", view.status.map { .number(String($0)) })
         add("type", text(view.serializer ?? view.mimeType))
         switch view.kind {

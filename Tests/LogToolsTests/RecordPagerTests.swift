@@ -115,3 +115,4 @@ final class RecordPagerTests: XCTestCase {
         XCTAssertEqual(RecordSummary.json(tunnel)[member: "host"]?.stringValue, "api.github.com")
     }
 }
+
