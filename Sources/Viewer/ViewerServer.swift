@@ -30,9 +30,10 @@ public final class ViewerServer: @unchecked Sendable {
     /// Per process: the page carries it in a meta element, other origins cannot read it.
     public let token: String
     private let connections = Atomic<Int>(0)
-    private var guardrail: ViewerRequestGuard?
-    /// Set by `bind(to:)`, before any connection is served.
-    private(set) var boundAddress: SocketAddress?
+    /// Set by `bind(to:)`. Under a lock: `tapwire run` binds once its listeners are up, and a
+    /// connection may already be served then (it gets 503 until bound).
+    private let binding = Mutex<(guardrail: ViewerRequestGuard, address: SocketAddress)?>(nil)
+    var boundAddress: SocketAddress? { binding.withLock { $0?.address } }
     /// `access.allow` for connections this server accepts itself (`tapwire view`).
     private var allow: [AddressRange] = []
 
@@ -47,8 +48,8 @@ public final class ViewerServer: @unchecked Sendable {
 
     /// The address browsers are told to open, and whose Host they must send. Set before serving.
     public func bind(to address: SocketAddress) {
-        boundAddress = address
-        guardrail = ViewerRequestGuard(listenHost: address.host, port: address.port, token: token)
+        let guardrail = ViewerRequestGuard(listenHost: address.host, port: address.port, token: token)
+        binding.withLock { $0 = (guardrail, address) }
     }
 
     // MARK: connections
@@ -142,7 +143,7 @@ public final class ViewerServer: @unchecked Sendable {
     }
 
     func answer(_ request: ViewerRequest) -> Answer {
-        guard let guardrail else { return .whole(.text("the viewer is not bound\n", status: 503, reason: "Service Unavailable")) }
+        guard let guardrail = binding.withLock({ $0?.guardrail }) else { return .whole(.text("the viewer is not bound\n", status: 503, reason: "Service Unavailable")) }
         switch guardrail.check(method: request.method, host: request.header("Host"), origin: request.header("Origin"),
                                secFetchSite: request.header("Sec-Fetch-Site"), token: request.header("X-Tapwire-Token")) {
         case .allowed: break
