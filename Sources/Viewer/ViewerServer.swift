@@ -174,7 +174,10 @@ public final class ViewerServer: @unchecked Sendable {
             response.extraHeaders = [("Allow", request.path == "/api/replay" ? "POST" : "GET, HEAD")]
             return .whole(response)
         default:
-            return .whole(.text("not found\n", status: 404, reason: "Not Found"))
+            // On the proxy's address, most likely a client that took the proxy for an origin.
+            guard replayer != nil, let address = boundAddress else { return .whole(.text("not found\n", status: 404, reason: "Not Found")) }
+            return .whole(.text("Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(address)). "
+                                + "Its own endpoints are /healthz, /metrics and the viewer at /.\n", status: 400, reason: "Bad Request"))
         }
     }
 
