@@ -174,7 +174,7 @@
   function makeRow() {
     const r = el("div", "row");
     for (let i = 0; i < 10; i++) r.append(el("span"));
-    r.addEventListener("click", (ev) => select(r._record, ev.ctrlKey || ev.metaKey || ev.shiftKey));
+    r.addEventListener("click", (ev) => { viewport.focus({ preventScroll: true }); select(r._record, ev.ctrlKey || ev.metaKey || ev.shiftKey); });
     return r;
   }
 
@@ -359,6 +359,19 @@
     if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; }
   });
   newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; });
+
+  // Arrow keys move the selection; the list scrolls to keep it in view.
+  viewport.addEventListener("keydown", (ev) => {
+    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    ev.preventDefault();
+    const current = state.selected.length ? state.rows.indexOf(state.selected[state.selected.length - 1]) : -1;
+    const index = Math.max(0, Math.min(state.rows.length - 1, current + (ev.key === "ArrowDown" ? 1 : -1)));
+    if (!state.rows[index]) return;
+    const top = index * ROW;
+    if (top < viewport.scrollTop) viewport.scrollTop = top;
+    else if (top + ROW > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = top + ROW - viewport.clientHeight;
+    select(state.rows[index], false);
+  });
 
   // ---- selection, detail, actions ----
   function select(rec, add) {

@@ -167,6 +167,19 @@ def live(url, proxy, origin, out):
         raw = driver.execute_script("return [...document.querySelectorAll('#detail .value pre')].map(p => p.textContent).join('\\n')")
         check('"id": 12345678901234567890' in raw, "the raw view keeps the number text")
 
+        # The arrow keys move the selection, and the detail with it.
+        from selenium.webdriver.common.keys import Keys
+        first = driver.execute_script("return window.tapwireViewer.current.id")
+        index = driver.execute_script("return window.tapwireViewer.rows.findIndex(r => r.id === arguments[0])", first)
+        driver.find_element("id", "viewport").send_keys(Keys.ARROW_DOWN)
+        moved = wait(driver, "const s = window.tapwireViewer; return s.current && s.current.id !== '%s' && s.current.id" % first,
+                     message="ArrowDown to move the selection")
+        expected = driver.execute_script("return window.tapwireViewer.rows[arguments[0] + 1].id", index)
+        check(moved == expected, "ArrowDown selects the next row (%s)" % moved)
+        driver.find_element("id", "viewport").send_keys(Keys.ARROW_UP)
+        wait(driver, "const s = window.tapwireViewer; return s.current.id === '%s' && document.querySelector('#detail .tree')" % first,
+             message="ArrowUp back")
+
         # Copy as curl: the text sends the same request again.
         before = len([r for r in rows(driver) if r.get("path") == "/json"])
         original = driver.execute_script("return window.tapwireViewer.current.id")
