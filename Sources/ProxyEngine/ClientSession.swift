@@ -336,13 +336,11 @@ final class ClientSession {
             return bytes
         }
         let buffered = take(bufferevent_get_input(b)), unsent = take(bufferevent_get_output(b))
-        headTimer?.cancel()
         _ = reader?.detach()
         reader = nil
         bev = nil
         exchange = nil
-        machine.handedOver()
-        finishClose()
+        perform(machine.handedOver())
         bufferevent_free(b)
         viewer(ViewerHandoff(socket: socket, head: head, buffered: buffered, unsent: unsent, peer: peerText))
     }
