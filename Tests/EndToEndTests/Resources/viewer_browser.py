@@ -57,6 +57,13 @@ def generate(directory, count):
         json.dumps({"id": "%016x-%06x" % (base, count + 1), "kind": "tunnel", "client": "127.0.0.1:50001", "target": "secure.example:443",
                     "status": 200, "bytesFromClient": 517, "bytesFromUpstream": 4711, "startTime": "2026-12-02T10:11:13.000000Z",
                     "endTime": "2026-12-02T10:11:14.500000Z", "duration": 1.5, "closedBy": "client", "error": None}),
+        json.dumps({"id": "%016x-%06x" % (base, count + 2), "kind": "websocket", "client": "127.0.0.1:50002", "target": "chat.local:80",
+                    "status": 101, "request": {"method": "GET", "url": "http://chat.local/socket", "httpVersion": "HTTP/1.1",
+                                                "headers": [["Upgrade", "websocket"]], "bodySize": 0},
+                    "response": {"status": 101, "reason": "Switching Protocols", "httpVersion": "HTTP/1.1",
+                                 "headers": [["Upgrade", "websocket"]], "bodySize": 0, "mimeType": None, "charset": None},
+                    "bytesFromClient": 1229, "bytesFromUpstream": 35328, "startTime": "2026-12-02T10:11:13.500000Z",
+                    "endTime": "2026-12-02T10:11:15.500000Z", "duration": 2, "closedBy": "upstream", "error": None}),
     ]
     with open(os.path.join(directory, "tapwire.jsonl"), "w") as f:
         f.write("\n".join(active[:middle] + extra + active[middle:]) + "\n")
@@ -249,10 +256,10 @@ def history(url, count, out):
             time.sleep(0.05)
             if time.time() > deadline:
                 fail("history did not finish loading: %d rows" % len(driver.execute_script("return window.tapwireViewer.rows")))
-        loaded = driver.execute_script("const s = window.tapwireViewer; return [s.rows.filter(r => r.kind === 'http').length, s.rows.filter(r => r.kind === 'loss').length, s.rows.filter(r => r.kind === 'tunnel').length]")
-        check(loaded == [count, 1, 1], "all %d records load on scroll, across a .gz and a plain rotated file (%s)" % (count, loaded))
+        loaded = driver.execute_script("const s = window.tapwireViewer; return [s.rows.filter(r => r.kind === 'http').length, s.rows.filter(r => r.kind === 'loss').length, s.rows.filter(r => r.kind === 'tunnel').length, s.rows.filter(r => r.kind === 'websocket').length]")
+        check(loaded == [count, 1, 1, 1], "all %d records load on scroll, across a .gz and a plain rotated file (%s)" % (count, loaded))
         dom = driver.execute_script("return document.querySelectorAll('#rows .row').length")
-        check(dom < 300, "a virtual list: %d DOM rows for %d records" % (dom, count + 2))
+        check(dom < 300, "a virtual list: %d DOM rows for %d records" % (dom, count + 3))
         # Scroll through: steps, then jumps.
         for step in range(60):
             driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight * arguments[0]", (step * 0.37) % 1)
@@ -268,6 +275,11 @@ def history(url, count, out):
         driver.save_screenshot(os.path.join(out, "loss.png"))
         tunnel = wait(driver, "const r = [...document.querySelectorAll('#rows .row.tunnel')].find(r => !r.hidden); return r && r.textContent", message="the tunnel row")
         check("tunnel" in tunnel and "CONNECT" in tunnel, "a tunnel record is shown as a tunnel: %r" % tunnel)
+        socket = wait(driver, "const r = [...document.querySelectorAll('#rows .row.websocket')].find(r => !r.hidden); return r && r.textContent", message="the websocket row")
+        check("websocket" in socket and "/socket" in socket and "101" in socket, "a WebSocket record is shown as one: %r" % socket)
+        driver.execute_script("[...document.querySelectorAll('#rows .row.websocket')].find(r => !r.hidden).click()")
+        note = wait(driver, "const n = document.querySelector('#detail .banner.note'); return n && n.textContent", message="the websocket detail")
+        check("frames relayed, not decoded" in note, "its detail says what it carried: %r" % note)
         time.sleep(0.3)
         tasks = driver.execute_script("return window.__longTasks")
         print("long tasks (ms): %s" % sorted(round(t) for t in tasks)[-10:], flush=True)
