@@ -62,7 +62,7 @@ final class ViewerEndToEndTests: XCTestCase {
         let view = try ViewProcess(logDirectory: work.path)
         defer { view.stop() }
         let out = try outputDirectory("history")
-        try browse(["history", view.url, String(count), out.path], timeout: 400)
+        try browse(["history", view.url, String(count), out.path, work.path], timeout: 400)
         print("screenshots in \(out.path)")
     }
 

@@ -13,10 +13,22 @@
 
   const state = {
     query: new URLSearchParams(location.search).get("q") || "",
-    rows: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
-    selected: [], paused: false, unseen: 0, source: null, pool: [], current: null,
+    live: [], history: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
+    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null,
   };
-  window.tapwireViewer = state; // for tests and the curious
+  // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
+  // not an unshift that moves every row) and history pages (newest first, older appended).
+  const rowCount = () => state.live.length + state.history.length;
+  const rowAt = (i) => (i < state.live.length ? state.live[state.live.length - 1 - i] : state.history[i - state.live.length]);
+  function rowIndex(rec) {
+    const j = state.live.lastIndexOf(rec);
+    if (j >= 0) return state.live.length - 1 - j;
+    const k = state.history.indexOf(rec);
+    return k >= 0 ? state.live.length + k : -1;
+  }
+  // A copy in list order, for tests and the curious (the page itself never builds one).
+  Object.defineProperty(state, "rows", { get: () => state.live.slice().reverse().concat(state.history) });
+  window.tapwireViewer = state;
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -231,17 +243,24 @@
     requestAnimationFrame(() => { renderQueued = false; renderNow(); });
   }
   function renderNow() {
-    spacer.style.height = state.rows.length * ROW + "px";
+    const count = rowCount();
+    spacer.style.height = count * ROW + "px";
+    if (state.shift) {
+      viewport.scrollTop += state.shift;
+      state.shift = 0;
+      newerButton.hidden = false;
+      newerButton.textContent = "↑ " + state.unseen + " new";
+    }
     const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - OVERSCAN);
-    const last = Math.min(state.rows.length, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + OVERSCAN);
+    const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + OVERSCAN);
     const needed = last - first;
     while (state.pool.length < needed) { const r = makeRow(); state.pool.push(r); rowsBox.append(r); }
     for (let i = 0; i < state.pool.length; i++) {
       const r = state.pool[i];
-      if (i < needed) { r.hidden = false; fillRow(r, state.rows[first + i], first + i); } else r.hidden = true;
+      if (i < needed) { r.hidden = false; fillRow(r, rowAt(first + i), first + i); } else r.hidden = true;
     }
-    countLabel.textContent = state.rows.length.toLocaleString() + (state.done ? "" : "+") + " records";
-    if (!state.done && !state.loading && last + PAGE / 4 > state.rows.length) loadOlder();
+    countLabel.textContent = count.toLocaleString() + (state.done ? "" : "+") + " records";
+    if (!state.done && !state.loading && last + PAGE / 4 > count) loadOlder();
   }
 
   viewport.addEventListener("scroll", () => {
@@ -282,7 +301,7 @@
       for (const rec of page.rows) {
         if (rec.id && state.ids.has(rec.id)) continue;
         if (rec.id) state.ids.add(rec.id);
-        state.rows.push(rec);
+        state.history.push(rec);
       }
       state.next = page.next;
       state.done = !page.next;
@@ -308,14 +327,11 @@
       if (rec.id) state.ids.add(rec.id);
       // Newest first: a row goes on top. Unless following (at the top, not paused), the
       // rows in view stay where they are.
-      state.rows.unshift(rec);
-      const following = !state.paused && viewport.scrollTop < ROW;
-      if (!following) {
-        viewport.scrollTop += ROW;
-        state.unseen++;
-        newerButton.hidden = false;
-        newerButton.textContent = "↑ " + state.unseen + " new";
-      }
+      state.live.push(rec);
+      // Applied once per frame in renderNow: setting scrollTop per message would lay out the
+      // page for each of thousands of rows a second.
+      const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
+      if (!following) { state.shift += ROW; state.unseen++; }
       render();
     };
     source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
@@ -335,8 +351,8 @@
     if (state.query) url.searchParams.set("q", state.query); else url.searchParams.delete("q");
     history.replaceState(null, "", url);
     harLink.href = "/api/har?" + new URLSearchParams({ q: state.query });
-    state.rows = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
-    state.unseen = 0; newerButton.hidden = true;
+    state.live = []; state.history = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
+    state.unseen = 0; state.shift = 0; newerButton.hidden = true;
     viewport.scrollTop = 0;
     startLive();
     render();
@@ -364,13 +380,13 @@
   viewport.addEventListener("keydown", (ev) => {
     if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
     ev.preventDefault();
-    const current = state.selected.length ? state.rows.indexOf(state.selected[state.selected.length - 1]) : -1;
-    const index = Math.max(0, Math.min(state.rows.length - 1, current + (ev.key === "ArrowDown" ? 1 : -1)));
-    if (!state.rows[index]) return;
+    const current = state.selected.length ? rowIndex(state.selected[state.selected.length - 1]) : -1;
+    const index = Math.max(0, Math.min(rowCount() - 1, current + (ev.key === "ArrowDown" ? 1 : -1)));
+    if (!rowAt(index)) return;
     const top = index * ROW;
     if (top < viewport.scrollTop) viewport.scrollTop = top;
     else if (top + ROW > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = top + ROW - viewport.clientHeight;
-    select(state.rows[index], false);
+    select(rowAt(index), false);
   });
 
   // ---- selection, detail, actions ----
@@ -464,7 +480,7 @@
     if (replayOf) {
       const link = el("a", "replay-of", "replay of " + replayOf);
       link.addEventListener("click", () => {
-        const original = state.rows.find((r) => r.id === replayOf) || { id: replayOf, kind: "http" };
+        const original = state.live.find((r) => r.id === replayOf) || state.history.find((r) => r.id === replayOf) || { id: replayOf, kind: "http" };
         select(original, false);
       });
       facts.append(link);

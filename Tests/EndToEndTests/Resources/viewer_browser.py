@@ -5,7 +5,8 @@
                                             rotated file, then the active one; a loss, a tunnel and
                                             a websocket record among them)
   viewer_browser.py live URL PROXY ORIGIN OUT   the page against `tapwire run` while curl sends traffic
-  viewer_browser.py history URL COUNT OUT      the page over a large generated history
+  viewer_browser.py history URL COUNT OUT [DIR]  the page over a large generated history (in DIR:
+                                            records appended there show live)
 
 Prints one line per check; exits 1 at the first failed check (its reason on stderr).
 Screenshots go to OUT."""
@@ -239,7 +240,7 @@ def live(url, proxy, origin, out):
     finally:
         driver.quit()
 
-def history(url, count, out):
+def history(url, count, out, directory=None):
     driver = browser(out)
     try:
         started = time.time()
@@ -280,6 +281,27 @@ def history(url, count, out):
         driver.execute_script("[...document.querySelectorAll('#rows .row.websocket')].find(r => !r.hidden).click()")
         note = wait(driver, "const n = document.querySelector('#detail .banner.note'); return n && n.textContent", message="the websocket detail")
         check("frames relayed, not decoded" in note, "its detail says what it carried: %r" % note)
+        # Live while scrolled away: the rows in view stay, a button counts the new ones.
+        if directory:
+            top_before = driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = 50000 * 22; return v.scrollTop")
+            time.sleep(0.2)
+            first_visible = "return [...document.querySelectorAll('#rows .row')].filter(r => !r.hidden).sort((a, b) => a.offsetTop - b.offsetTop).find(r => r.offsetTop + 22 > document.getElementById('viewport').scrollTop).dataset.id"
+            anchor = driver.execute_script(first_visible)
+            millis = int(time.time() * 1000)
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(record(count + 10, millis) + "\n")
+            label = wait(driver, "const b = document.getElementById('newer'); return !b.hidden && b.textContent", message="the new-rows button")
+            check("1 new" in label, "scrolled away, a live row is announced, not scrolled in: %r" % label)
+            check(driver.execute_script(first_visible) == anchor, "the rows in view stay where they were")
+            driver.find_element("id", "newer").click()
+            newest = wait(driver, "const v = document.getElementById('viewport'); return v.scrollTop === 0 && document.querySelector('#rows .row:not([hidden])') && window.tapwireViewer.rows[0].id", message="back to the top")
+            check(newest == "%016x-%06x" % (millis, count + 11), "the button goes back to the newest row")
+            # At the top, following: a new row shows at once.
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(record(count + 11, millis + 1) + "\n")
+            wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r.offsetTop === 0); return r && r.dataset.id === '%016x-%06x'" % (millis + 1, count + 12),
+                 message="the followed row at the top")
+            check(True, "following at the top, a live row appears in view")
         time.sleep(0.3)
         tasks = driver.execute_script("return window.__longTasks")
         print("long tasks (ms): %s" % sorted(round(t) for t in tasks)[-10:], flush=True)
@@ -295,6 +317,6 @@ if __name__ == "__main__":
     elif mode == "live":
         live(*sys.argv[2:6])
     elif mode == "history":
-        history(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        history(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
     else:
         fail("unknown mode " + mode)
