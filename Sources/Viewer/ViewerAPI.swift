@@ -138,8 +138,8 @@ struct ViewerAPI {
         }
     }
 
-    /// `GET /api/live?q=`: Server-Sent Events, one `data:` line per new row the query keeps;
-    /// `event: overflow` when the page fell too far behind (it reloads).
+    /// `GET /api/live?q=`: Server-Sent Events, each `data:` line a JSON array of the new rows
+    /// the query keeps, oldest first; `event: overflow` when the page fell too far behind (it reloads).
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
@@ -157,8 +157,17 @@ struct ViewerAPI {
             guard socket.write(Array((head + "Connection: close\r\n\r\n: live\n\n").utf8)) else { return }
             while true {
                 let (rows, overflowed) = subscriber.take(timeout: ViewerSettings.heartbeatInterval)
+                // One event per batch (the rows of one look at the file): a page dispatches and
+                // parses ten events a second, not one per exchange.
                 var out: [UInt8] = []
-                for row in rows { out += Array("data: ".utf8) + row + [10, 10] }
+                if !rows.isEmpty {
+                    out += Array("data: [".utf8)
+                    for (i, row) in rows.enumerated() {
+                        if i > 0 { out.append(UInt8(ascii: ",")) }
+                        out += row
+                    }
+                    out += Array("]\n\n".utf8)
+                }
                 if overflowed { out += Array("event: overflow\ndata: {}\n\n".utf8) }
                 if out.isEmpty { out = Array(": keep-alive\n\n".utf8) }
                 guard socket.write(out), !overflowed else { return }

@@ -320,18 +320,19 @@
     const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query }));
     state.source = source;
     const generation = state.generation;
+    // Each event is an array of rows, oldest first (one look at the log).
     source.onmessage = (ev) => {
       if (generation !== state.generation) return;
-      const rec = JSON.parse(ev.data);
-      if (rec.id && state.ids.has(rec.id)) return;
-      if (rec.id) state.ids.add(rec.id);
-      // Newest first: a row goes on top. Unless following (at the top, not paused), the
-      // rows in view stay where they are.
-      state.live.push(rec);
-      // Applied once per frame in renderNow: setting scrollTop per message would lay out the
-      // page for each of thousands of rows a second.
+      // Newest first: new rows go on top. Unless following (at the top, not paused), the
+      // rows in view stay where they are: the shift is applied once per frame in renderNow,
+      // since setting scrollTop per row would lay the page out thousands of times a second.
       const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
-      if (!following) { state.shift += ROW; state.unseen++; }
+      for (const rec of JSON.parse(ev.data)) {
+        if (rec.id && state.ids.has(rec.id)) continue;
+        if (rec.id) state.ids.add(rec.id);
+        state.live.push(rec);
+        if (!following) { state.shift += ROW; state.unseen++; }
+      }
       render();
     };
     source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
