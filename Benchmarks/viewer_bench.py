@@ -88,14 +88,15 @@ class LiveReader(threading.Thread):
                 return
             if not line.startswith(b"data: "):
                 continue
-            # A batch of rows: counted, and only the newest parsed (parsing them all would cost
-            # this client more CPU than the viewer spends making them).
+            # A batch of rows: counted, and only the oldest parsed, the one that waited longest
+            # (parsing them all would cost this client more CPU than the viewer spends making them).
             self.rows += line.count(b'{"id"')
-            last = line.rfind(b'{"id"')
-            if last < 0:
+            first = line.find(b'{"id"')
+            if first < 0:
                 continue
             now = time.time()
-            row = json.loads(line[last:].rstrip(b"]\r\n"))
+            end = line.find(b',{"', first)
+            row = json.loads(line[first:end if end > 0 else len(line)].rstrip(b"]\r\n"))
             start = row.get("time")
             if start:
                 began = datetime.datetime.strptime(start, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
