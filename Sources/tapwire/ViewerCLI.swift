@@ -31,6 +31,11 @@ enum ViewerCLI {
         }
         var log = config.log
         if let logDirectory { log.directory = logDirectory }
+        // Said now rather than as an empty page: a mistyped --log-dir, or logs only root may read.
+        let directory = log.resolvedDirectory
+        guard access(directory, R_OK | X_OK) == 0 else {
+            fail("cannot read log directory \(directory): \(String(cString: strerror(errno)))", code: 1)
+        }
         let server = ViewerServer(settings: settings(config), layout: LogFileLayout(settings: log), replayer: nil)
         let bound: SocketAddress
         do {

@@ -195,6 +195,12 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertTrue(replay.body.contains("read-only"), replay.body)
         XCTAssertEqual(try request(port, "/", headers: ["Host: evil.example:\(port)"]).status, 421)
 
+        let missing = try runCommand(try tapwireBinary(), ["view", "--log-dir", work.path + "/nothing-here", "--listen", "127.0.0.1:0"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.contains("cannot read log directory"), missing.stderr)
+        let badListen = try runCommand(try tapwireBinary(), ["view", "--log-dir", work.path, "--listen", "localhost:x"])
+        XCTAssertEqual(badListen.status, 2, "a bad --listen is bad usage")
+
         let off = try TapwireProcess(config: ["viewer": ["enabled": false]])
         defer { off.stop() }
         let answer = try request(off.port, "/")
