@@ -42,6 +42,8 @@ public struct TapwireConfiguration: Sendable {
         public var caDirectory = "ca"
         public var upstreamCAFile: String?
         public var insecureUpstream = false
+        /// `tls.http2`: intercepted clients may pick HTTP/2 by ALPN.
+        public var http2 = true
         public init() {}
     }
 
@@ -119,7 +121,22 @@ public struct TapwireConfiguration: Sendable {
             }
         }
         if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
-                                                              "tunnelIdleTimeout", "highWaterBytes"]) {
+                                                              "tunnelIdleTimeout", "highWaterBytes", "http2MaxConcurrentStreams",
+                                                              "http2ResetBurst", "http2ResetsPerSecond", "http2SettingsPerSecond",
+                                                              "http2MaxContinuations"]) {
+            if let v = r.int(lim["http2MaxConcurrentStreams"], "limits.http2MaxConcurrentStreams", min: 1, max: 10_000) {
+                c.engine.http2MaxConcurrentStreams = v
+            }
+            if let v = r.int(lim["http2ResetBurst"], "limits.http2ResetBurst", min: 1, max: 1_000_000) { c.engine.http2ResetBurst = v }
+            if let v = r.int(lim["http2ResetsPerSecond"], "limits.http2ResetsPerSecond", min: 0, max: 1_000_000) {
+                c.engine.http2ResetsPerSecond = v
+            }
+            if let v = r.int(lim["http2SettingsPerSecond"], "limits.http2SettingsPerSecond", min: 1, max: 1_000_000) {
+                c.engine.http2SettingsPerSecond = v
+            }
+            if let v = r.int(lim["http2MaxContinuations"], "limits.http2MaxContinuations", min: 1, max: 10_000) {
+                c.engine.http2MaxContinuations = v
+            }
             if let v = r.int(lim["highWaterBytes"], "limits.highWaterBytes", min: 16 << 10, max: 64 << 20) { c.engine.highWaterBytes = v }
             if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
             if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
@@ -170,7 +187,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
             if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
-        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2"]) {
+            if let v = r.bool(tls["http2"], "tls.http2") { c.tls.http2 = v }
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
             if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }

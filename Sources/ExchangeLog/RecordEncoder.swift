@@ -328,8 +328,11 @@ public struct RecordEncoder: Sendable {
     static func appendVersion(_ version: HTTPVersion, into out: inout RecordBuffer) {
         ascii("\"HTTP/", &out)
         appendSignedInteger(version.major, into: &out)
-        out.append(UInt8(ascii: "."))
-        appendSignedInteger(version.minor, into: &out)
+        // HTTP/2 has no minor version (`HTTPVersion.description`).
+        if !(version.minor == 0 && version.major >= 2) {
+            out.append(UInt8(ascii: "."))
+            appendSignedInteger(version.minor, into: &out)
+        }
         out.append(UInt8(ascii: "\""))
     }
 

@@ -1,0 +1,141 @@
+import Foundation
+import XCTest
+
+/// HTTP/2 with intercepted clients: curl and a raw `h2` client (Resources/h2_client.py)
+/// pick h2 by ALPN through CONNECT; each stream goes to the HTTP/1.1 origin as an exchange
+/// of its own with its own record.
+final class HTTP2EndToEndTests: XCTestCase {
+    var work: URL!
+    var pki: TestPKI!
+    var origin: OriginServer!
+
+    override func setUpWithError() throws {
+        guard (try? runCommand("python3", ["-c", "import h2"]))?.status == 0 else {
+            throw XCTSkip("these tests need Python's h2 module (make test-deps installs it)")
+        }
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("tw-h2-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        pki = try TestPKI(in: work)
+        origin = try OriginServer(tls: (pki.certificate, pki.key))
+    }
+
+    override func tearDown() {
+        origin = nil
+        if let work { try? FileManager.default.removeItem(at: work) }
+    }
+
+    private var caDirectory: String { work.appendingPathComponent("tapwire-ca").path }
+
+    private func startProxy(limits: [String: Any] = [:], http2: Bool = true) throws -> (TapwireProcess, String) {
+        let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory,
+                                                        "upstreamCAFile": pki.caCertificate, "http2": http2],
+                                                "limits": limits])
+        let cfg = work.appendingPathComponent("export.json")
+        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
+        let exported = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
+        XCTAssertEqual(exported.status, 0, exported.stderr)
+        let pem = work.appendingPathComponent("tapwire-ca.pem")
+        try exported.stdout.write(to: pem)
+        return (proxy, pem.path)
+    }
+
+    private func h2Client(_ mode: String, _ proxy: TapwireProcess, _ ca: String) throws -> [String: Any] {
+        let script = packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/h2_client.py").path
+        let r = try runCommand("python3", [script, mode, String(proxy.port), String(origin.port), ca], timeout: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let object = try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any]
+        return try XCTUnwrap(object, r.text + r.stderr)
+    }
+
+    func testCurlSpeaksHTTP2ThroughInterceptionAndEachStreamIsRecorded() throws {
+        let (proxy, ca) = try startProxy()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-i", "--http2", "--cacert", ca,
+                                                  "https://127.0.0.1:\(origin.port)/json?h2=curl"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        // curl -i prints the proxy's CONNECT answer first.
+        XCTAssertTrue(r.text.contains("\r\nHTTP/2 200"), r.text)
+        XCTAssertTrue(r.text.contains("\"hunter2\""), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2=curl") })
+        let record = try parseRecord(line)
+        let request = try XCTUnwrap(record["request"] as? [String: Any])
+        XCTAssertEqual(request["httpVersion"] as? String, "HTTP/2", line)
+        XCTAssertEqual(request["url"] as? String, "https://127.0.0.1:\(origin.port)/json?h2=curl", line)
+        XCTAssertTrue(line.contains(#""result":{"success":{"id":12345678901234567890"#), line)
+
+        // With tls.http2 off the same client is held to HTTP/1.1.
+        let (plain, plainCA) = try startProxy(http2: false)
+        let old = try curlViaProxy(plain.proxyURL, ["-s", "-i", "--http2", "--cacert", plainCA,
+                                                    "https://127.0.0.1:\(origin.port)/json?h2=off"])
+        XCTAssertTrue(old.text.contains("\r\nHTTP/1.1 200 OK"), old.text)
+        XCTAssertFalse(old.text.contains("HTTP/2"), old.text)
+    }
+
+    /// Uploads and downloads larger than every window and the high-water mark: flow control
+    /// both ways, a chunked upload (no Content-Length from the client) included.
+    func testLargeBodiesBothWays() throws {
+        let (proxy, ca) = try startProxy()
+        var bytes = [UInt8](repeating: 0, count: 3 << 20)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
+        let upload = work.appendingPathComponent("upload.bin")
+        try Data(bytes).write(to: upload)
+        let echoed = work.appendingPathComponent("echoed.bin")
+        let up = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "-o", echoed.path,
+                                                   "--data-binary", "@\(upload.path)", "https://127.0.0.1:\(origin.port)/echo?h2=up"])
+        XCTAssertEqual(up.status, 0, up.stderr)
+        XCTAssertEqual(try Data(contentsOf: echoed), Data(bytes), "the echoed upload differs")
+        let chunked = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "-o", echoed.path,
+                                                        "-H", "Transfer-Encoding: chunked",
+                                                        "--data-binary", "@\(upload.path)", "https://127.0.0.1:\(origin.port)/echo?h2=chunked"])
+        XCTAssertEqual(chunked.status, 0, chunked.stderr)
+        XCTAssertEqual(try Data(contentsOf: echoed), Data(bytes), "the echoed chunked upload differs")
+        let down = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "-o", "/dev/null", "-w", "%{size_download} %{http_version}",
+                                                     "https://127.0.0.1:\(origin.port)/big?size=8388608&h2=down"])
+        XCTAssertEqual(down.status, 0, down.stderr)
+        XCTAssertEqual(down.text, "8388608 2", down.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2=down") })
+        XCTAssertTrue(line.contains(#""httpVersion":"HTTP/2""#), line)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("h2=chunked") })
+    }
+
+    /// Thirty streams on one connection next to a slow one: each has its own exchange (its
+    /// own upstream connection), so none waits for the slow answer.
+    func testConcurrentStreamsDoNotWaitForASlowOne() throws {
+        let (proxy, ca) = try startProxy()
+        let result = try h2Client("concurrent", proxy, ca)
+        let statuses = try XCTUnwrap(result["statuses"] as? [String])
+        XCTAssertEqual(statuses, Array(repeating: "200", count: 31), "\(result)")
+        let slow = try XCTUnwrap(result["slow"] as? Double, "\(result)")
+        let fast = try XCTUnwrap(result["fast"] as? [Double], "\(result)")
+        XCTAssertLessThan(try XCTUnwrap(fast.max()), slow, "a fast stream waited for the slow one: \(result)")
+        XCTAssertTrue(eventually(timeout: 10) { ((try? logLines(proxy.logDirectory)) ?? []).filter { $0.contains("h2=") }.count == 30 })
+    }
+
+    private func assertAbuserClosed(_ mode: String, limits: [String: Any], code: String, goaway: Int?) throws {
+        let (proxy, ca) = try startProxy(limits: limits)
+        let result = try h2Client(mode, proxy, ca)
+        XCTAssertEqual(result["closed"] as? Bool, true, "\(mode): \(result)")
+        if let goaway { XCTAssertEqual(result["goaway"] as? Int, goaway, "\(mode): \(result)") }
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("\"\(code)\"") }, "no record names \(code)")
+        XCTAssertTrue(line.contains(#""type":"tunnel""#) || line.contains("tunnel"), line)
+        // Another client on the same proxy is served as before.
+        let other = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "https://127.0.0.1:\(origin.port)/json"])
+        XCTAssertTrue(other.text.contains("hunter2"), "\(mode): \(other.text) \(other.stderr)")
+    }
+
+    func testRapidResetIsClosedWithEnhanceYourCalm() throws {
+        try assertAbuserClosed("rapid-reset", limits: ["http2ResetBurst": 50, "http2ResetsPerSecond": 10],
+                               code: "http2RapidReset", goaway: 11)
+    }
+
+    func testSettingsFloodIsClosed() throws {
+        try assertAbuserClosed("settings-flood", limits: ["http2SettingsPerSecond": 20], code: "http2Flood", goaway: 11)
+    }
+
+    func testContinuationFloodIsClosed() throws {
+        try assertAbuserClosed("continuation-flood", limits: ["http2MaxContinuations": 8], code: "http2Flood", goaway: nil)
+    }
+
+    func testHeaderListBombIsClosed() throws {
+        try assertAbuserClosed("header-bomb", limits: ["maxHeaderBytes": 65536], code: "http2HeaderListTooLarge", goaway: 11)
+    }
+}
