@@ -18,6 +18,8 @@ final class ClientSession: ExchangeClient {
     /// Set once an intercepted client picked `h2` by ALPN: from then on the connection's
     /// bytes go to it, and the head parsing and exchange above are unused.
     private var http2: HTTP2Connection?
+    /// ALPN was looked at after the client's handshake (once: it cannot change).
+    private var alpnChecked = false
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
@@ -167,6 +169,9 @@ final class ClientSession: ExchangeClient {
 
     private func readable() {
         if let http2 { http2.readable(); return }
+        // Decrypted bytes can be read before the handshake's CONNECTED event is delivered:
+        // ALPN is asked here too, or an h2 preface would be parsed as an HTTP/1 head.
+        if machine.isIntercepting, !alpnChecked, startHTTP2IfNegotiated() { return }
         guard let input else { return }
         perform(machine.readable(buffered: evbuffer_get_length(input), maxHeaderBytes: config.maxHeaderBytes))
     }
@@ -528,16 +533,15 @@ final class ClientSession: ExchangeClient {
                                     timeout: e & BEV_EVENT_TIMEOUT != 0, connected: e & BEV_EVENT_CONNECTED != 0,
                                     exchangeRequestComplete: exchange?.clientEOF() ?? false,
                                     inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
-        if e & BEV_EVENT_CONNECTED != 0, machine.isIntercepting, let bev, let ssl = bufferevent_openssl_get_ssl(bev),
-           engine.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2", let authority = interceptedAuthority {
-            startHTTP2(authority: authority)
-        }
+        if e & BEV_EVENT_CONNECTED != 0, machine.isIntercepting, !alpnChecked { _ = startHTTP2IfNegotiated() }
     }
 
-    /// The client picked `h2`: an `HTTP2Connection` takes the connection's bytes (the
-    /// head timer stops; its own limits apply).
-    private func startHTTP2(authority: HTTPAuthority) {
-        guard let bev else { return }
+    /// Once the client's handshake is done: if it picked `h2`, an `HTTP2Connection` takes
+    /// the connection's bytes (the head timer stops; its own limits apply). True if it did.
+    private func startHTTP2IfNegotiated() -> Bool {
+        alpnChecked = true
+        guard let bev, let ssl = bufferevent_openssl_get_ssl(bev),
+              engine.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2", let authority = interceptedAuthority else { return false }
         headTimer?.cancel()
         do {
             let connection = try HTTP2Connection(session: self, bev: bev, authority: authority)
@@ -546,6 +550,7 @@ final class ClientSession: ExchangeClient {
         } catch {
             close()
         }
+        return true
     }
 
     /// The drain deadline passed: an exchange still in progress is recorded as cut by the
@@ -594,6 +599,8 @@ final class ClientSession: ExchangeClient {
 extension ClientSession {
     var isOpen: Bool { bev != nil }
     var takesPayloadOnly: Bool { false }
+    /// HTTP/1.1 has no windows: reading is paused and resumed instead.
+    func requestBodyTaken() {}
 
     func forwardResponseHead(_ head: HTTPResponseHead, connection: String?, droppingTransferEncoding: Bool) {
         head.writeForwardedWireForm(connection: connection, droppingTransferEncoding: droppingTransferEncoding) {

@@ -227,6 +227,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             let done = try BodyPump.pump(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
                                          captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
             engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
+            session.requestBodyTaken()
             c.flush()
             progress = done ? .complete : .partial(queued: c.bev != nil ? c.queuedOutputLength : 0)
         } catch {

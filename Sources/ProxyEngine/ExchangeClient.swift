@@ -29,6 +29,8 @@ protocol ExchangeClient: AnyObject {
     /// Response bodies go without their HTTP/1.1 framing (chunk sizes, trailers).
     var takesPayloadOnly: Bool { get }
 
+    /// The exchange moved request bytes out of `clientInput` (HTTP/2 reopens its windows).
+    func requestBodyTaken()
     func pauseReading()
     func resumeReading()
     func setClientReadTimeout(_ seconds: Double?)

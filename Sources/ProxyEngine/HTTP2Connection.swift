@@ -5,7 +5,8 @@ import HTTP1
 
 /// HTTP/2 with one intercepted client (ALPN `h2`), driven by nghttp2 from the loop:
 /// received bytes go in through `nghttp2_session_mem_recv`, what it has to send comes out
-/// of `nghttp2_session_mem_send` into the TLS filter's output. Each request stream is an
+/// of `nghttp2_session_mem_send` into the TLS filter's output. Server push is never sent
+/// (nothing calls `nghttp2_submit_push_promise`). Each request stream is an
 /// `HTTP2Stream`, which is the client side of an ordinary `Exchange` to the origin.
 ///
 /// nghttp2's callbacks only note what happened (a stream's head is whole, its data came,
@@ -89,7 +90,6 @@ final class HTTP2Connection {
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(streamWindow)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
                                    value: UInt32(min(config.maxHeaderBytes, Int(UInt32.max)))),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
         ]
         _ = nghttp2_submit_settings(nghttp2, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         // The connection window: room for several streams' windows at once.

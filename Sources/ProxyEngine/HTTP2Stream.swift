@@ -178,13 +178,21 @@ final class HTTP2Stream: ExchangeClient {
         consumeTaken()
     }
 
-    /// Returns the received bytes to the flow-control windows unless the exchange paused
-    /// the request (the upstream is slow) or has not taken what it was given.
+    func requestBodyTaken() {
+        consumeTaken()
+        connection.send()
+    }
+
+    /// Returns the bytes the exchange took to the flow-control windows, unless it paused
+    /// the request (the upstream is slow): what still waits in `input` keeps the window
+    /// closed, so a stream never buffers more than its window. (The waiting bytes include
+    /// chunk framing, so slightly less is returned until the input empties.)
     private func consumeTaken() {
-        guard unconsumed > 0, !machine.readingPaused, evbuffer_get_length(input) < config.highWaterBytes,
-              let nghttp2 = connection.nghttp2Session else { return }
-        _ = nghttp2_session_consume(nghttp2, id, unconsumed)
-        unconsumed = 0
+        guard unconsumed > 0, !machine.readingPaused, let nghttp2 = connection.nghttp2Session else { return }
+        let taken = unconsumed - min(unconsumed, evbuffer_get_length(input))
+        guard taken > 0 else { return }
+        _ = nghttp2_session_consume(nghttp2, id, taken)
+        unconsumed -= taken
     }
 
     /// nghttp2 closed the stream (answered whole, or reset by either side).
