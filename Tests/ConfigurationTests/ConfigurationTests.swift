@@ -216,6 +216,30 @@ final class ConfigurationTests: XCTestCase {
                        ["capture.maxDecodedBytes", "limits.highWaterBytes", "upstream.maxIdlePerOrigin"], "\(e)")
     }
 
+    func testHTTP2KeysAndTheirBounds() throws {
+        let defaults = try parse("{}").get()
+        XCTAssertTrue(defaults.tls.http2)
+        XCTAssertEqual(defaults.engine.http2MaxConcurrentStreams, 100)
+        XCTAssertEqual(defaults.engine.http2ResetBurst, 1000)
+        XCTAssertEqual(defaults.engine.http2ResetsPerSecond, 33)
+        XCTAssertEqual(defaults.engine.http2SettingsPerSecond, 100)
+        XCTAssertEqual(defaults.engine.http2MaxContinuations, 8)
+        let c = try parse(#"""
+        {"tls": {"http2": false}, "limits": {"http2MaxConcurrentStreams": 10, "http2ResetBurst": 50,
+         "http2ResetsPerSecond": 0, "http2SettingsPerSecond": 5, "http2MaxContinuations": 2}}
+        """#).get()
+        XCTAssertFalse(c.tls.http2)
+        XCTAssertEqual([c.engine.http2MaxConcurrentStreams, c.engine.http2ResetBurst, c.engine.http2ResetsPerSecond,
+                        c.engine.http2SettingsPerSecond, c.engine.http2MaxContinuations], [10, 50, 0, 5, 2])
+        let e = errors(#"""
+        {"tls": {"http2": "yes"}, "limits": {"http2MaxConcurrentStreams": 0, "http2ResetBurst": 0,
+         "http2ResetsPerSecond": -1, "http2SettingsPerSecond": 0, "http2MaxContinuations": 0}}
+        """#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
+                       ["limits.http2MaxConcurrentStreams", "limits.http2MaxContinuations", "limits.http2ResetBurst",
+                        "limits.http2ResetsPerSecond", "limits.http2SettingsPerSecond", "tls.http2"], "\(e)")
+    }
+
     func testLogQueueBoundsAndWhenBehind() throws {
         let c = try parse(#"""
         {"log": {"queueCapacity": 100, "queueBytes": 1048576, "decodeQueueCapacity": 200,

@@ -92,6 +92,15 @@ final class RecordEncoderTests: XCTestCase {
         ]))
     }
 
+    /// A request that came over HTTP/2 says so the way RFC 9113 names it (no minor version).
+    func testHTTP2RequestVersionIsWrittenWithoutMinor() throws {
+        var exchange = RecordFixture.exchange()
+        exchange.request.version = .http2
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings()).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/request/httpVersion"], .string("HTTP/2"))
+        XCTAssertEqual(record["/response/httpVersion"], .string("HTTP/1.1"))
+    }
+
     func testWebSocketRecordShape() throws {
         let upgrade = RecordFixture.exchange(
             url: "http://echo.local/socket",
