@@ -33,6 +33,8 @@ final class HTTP2Connection {
     private(set) var failure: TransportError?
     private var failureRecorded = false
     private let startedAt = Date().timeIntervalSince1970
+    /// `limits.clientIdleTimeout` while no stream is open: then GOAWAY (NO_ERROR) and close.
+    private var idleTimer: LoopTimer?
     private var bytesIn: UInt64 = 0
     private var bytesOut: UInt64 = 0
 
@@ -100,6 +102,21 @@ final class HTTP2Connection {
         bufferevent_setwatermark(bev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
         readable()
         send()
+        armIdleTimerIfIdle()
+    }
+
+    private func armIdleTimerIfIdle() {
+        guard streams.isEmpty, nghttp2 != nil else { idleTimer?.cancel(); return }
+        let timer = idleTimer ?? LoopTimer(loop: session.loop) { [weak self] in self?.idleTimedOut() }
+        if !timer.isScheduled { timer.schedule(after: config.clientIdleTimeout) }
+        idleTimer = timer
+    }
+
+    private func idleTimedOut() {
+        guard streams.isEmpty, let nghttp2 else { return }
+        _ = nghttp2_session_terminate_session(nghttp2, UInt32(NGHTTP2_NO_ERROR.rawValue))
+        send()
+        if self.nghttp2 != nil { finishConnection() }
     }
 
     // MARK: reading
@@ -142,6 +159,7 @@ final class HTTP2Connection {
                 }
             }
         }
+        armIdleTimerIfIdle()
     }
 
     // MARK: writing
@@ -204,6 +222,7 @@ final class HTTP2Connection {
     }
 
     private func finishConnection() {
+        idleTimer?.cancel()
         abandonStreams(TransportError(failure?.code ?? .clientAborted,
                                       failure?.message ?? "the HTTP/2 connection closed mid-exchange"))
         if let nghttp2 { nghttp2_session_del(nghttp2) }
@@ -213,6 +232,7 @@ final class HTTP2Connection {
 
     /// The connection is going away under the streams (client closed, Tapwire failed it).
     func abandon() {
+        idleTimer?.cancel()
         abandonStreams(TransportError(.clientAborted, "the client closed the HTTP/2 connection mid-exchange"))
         if let nghttp2 { nghttp2_session_del(nghttp2) }
         nghttp2 = nil

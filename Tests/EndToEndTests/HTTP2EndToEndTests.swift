@@ -110,6 +110,17 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertTrue(eventually(timeout: 10) { ((try? logLines(proxy.logDirectory)) ?? []).filter { $0.contains("h2=") }.count == 30 })
     }
 
+    /// A connection with no stream open is closed after `limits.clientIdleTimeout`, with a
+    /// GOAWAY NO_ERROR, and no failure is recorded for it.
+    func testAnIdleConnectionIsClosedGracefully() throws {
+        let (proxy, ca) = try startProxy(limits: ["clientIdleTimeout": 1])
+        let result = try h2Client("idle", proxy, ca)
+        XCTAssertEqual(result["closed"] as? Bool, true, "\(result)")
+        XCTAssertEqual(result["goaway"] as? Int, 0, "\(result)")
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("h2=idle") && $0.contains(#""status":200"#) })
+        XCTAssertFalse(try logLines(proxy.logDirectory).contains { $0.contains("http2") }, "an idle close is no failure")
+    }
+
     private func assertAbuserClosed(_ mode: String, limits: [String: Any], code: String, goaway: Int?) throws {
         let (proxy, ca) = try startProxy(limits: limits)
         let result = try h2Client(mode, proxy, ca)

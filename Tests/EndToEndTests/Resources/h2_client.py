@@ -8,6 +8,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   settings-flood       sends SETTINGS frames until the connection closes
   continuation-flood   one header block in many CONTINUATION frames
   header-bomb          one large field referenced many times from the HPACK table
+  idle                 one request, then nothing: waits for the proxy to close
 """
 import json
 import socket
@@ -175,6 +176,13 @@ def main():
             conn.send_headers(sid, request_headers(authority, "/json") + [("x-bomb", "a" * 4000)] * 40, end_stream=True)
             return True
         until_closed(t, conn, bomb)
+    elif mode == "idle":
+        def one(n):
+            if n > 0:
+                return False
+            conn.send_headers(1, request_headers(authority, "/json?h2=idle"), end_stream=True)
+            return True
+        until_closed(t, conn, one)
     else:
         raise SystemExit("unknown mode " + mode)
 
