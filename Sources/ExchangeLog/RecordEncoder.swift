@@ -93,7 +93,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"response\":", &out)
         if let response = exchange.response {
             appendResponse(response, bodySize: exchange.responseBody.totalBytes, mimeType: outcome.mimeType,
-                           charset: outcome.charset, into: &out)
+                           charset: outcome.charset, trailers: exchange.responseBody.trailers, into: &out)
         } else {
             RecordEncoder.ascii("null", &out)
         }
@@ -237,6 +237,10 @@ public struct RecordEncoder: Sendable {
         let replayOf = appendHeaders(request.headers, takingReplayOf: true, into: &out)
         RecordEncoder.ascii(",\"bodySize\":", &out)
         RecordEncoder.appendInteger(exchange.requestBody.totalBytes, into: &out)
+        if let trailers = exchange.requestBody.trailers {
+            RecordEncoder.ascii(",\"trailers\":", &out)
+            appendHeaders(trailers, into: &out)
+        }
         switch body {
         case .value(let value)?:
             RecordEncoder.ascii(",\"body\":", &out)
@@ -255,7 +259,7 @@ public struct RecordEncoder: Sendable {
     }
 
     func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, mimeType: String?, charset: String?,
-                        into out: inout RecordBuffer) {
+                        trailers: HTTPHeaders? = nil, into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"status\":", &out)
         RecordEncoder.appendSignedInteger(response.status, into: &out)
         RecordEncoder.ascii(",\"reason\":", &out)
@@ -270,6 +274,10 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendOptionalString(mimeType, into: &out)
         RecordEncoder.ascii(",\"charset\":", &out)
         RecordEncoder.appendOptionalString(charset, into: &out)
+        if let trailers {
+            RecordEncoder.ascii(",\"trailers\":", &out)
+            appendHeaders(trailers, into: &out)
+        }
         out.append(UInt8(ascii: "}"))
     }
 

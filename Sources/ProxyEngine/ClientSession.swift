@@ -610,6 +610,10 @@ extension ClientSession {
 
     func forwardInterim(_ head: HTTPResponseHead) { write(head.serialized()) }
 
+    /// Already on their way: HTTP/1.1 bodies are forwarded with their framing (and to an
+    /// HTTP/1.0 client, which cannot receive them, dropped with it).
+    func forwardTrailers(_ trailers: HTTPHeaders) {}
+
     /// The bufferevent's write callback (`writable`) fires once its output drains to `bytes`.
     func watchOutputDrain(below bytes: Int?) {
         guard let bev else { return }

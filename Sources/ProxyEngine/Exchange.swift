@@ -396,6 +396,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         } else if failure != nil {
             session.closeAfterFlush()
         } else {
+            if let trailers = responseCapture.trailers { session.forwardTrailers(trailers) }
             session.exchangeFinished(keepAlive: !outcome.closeClient)
         }
     }

@@ -37,6 +37,8 @@ protocol ExchangeClient: AnyObject {
     func flush()
     /// The final response head, hop-by-hop fields already the client's business to drop.
     func forwardResponseHead(_ head: HTTPResponseHead, connection: String?, droppingTransferEncoding: Bool)
+    /// The response's trailer fields, once its body is whole and before `exchangeFinished`.
+    func forwardTrailers(_ trailers: HTTPHeaders)
     /// A 1xx answer (not 101).
     func forwardInterim(_ head: HTTPResponseHead)
     /// Calls the exchange's `clientWritable` once `queuedOutputLength` drops to `bytes`;

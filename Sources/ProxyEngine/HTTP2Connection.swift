@@ -342,7 +342,11 @@ final class HTTP2Connection {
         switch UInt32(frame.hd.type) {
         case NGHTTP2_HEADERS.rawValue:
             if frame.headers.cat == NGHTTP2_HCAT_REQUEST {
-                events.append(.headersComplete(id, endStream: endStream))
+                // Settled now, not when the event is handled: DATA and trailers that follow
+                // in the same read must already see the head as whole and its framing.
+                if let stream = streams[id], stream.headBlockEnded(endStream: endStream) {
+                    events.append(.headersComplete(id, endStream: endStream))
+                }
             } else if endStream {
                 events.append(.requestEnded(id))
             }

@@ -18,6 +18,12 @@ final class HTTP2Stream: ExchangeClient {
     private let input: OpaquePointer
     private let output: OpaquePointer
     private var fields: [(name: String, value: String)] = []
+    /// The request's trailer fields (a HEADERS frame after DATA), sent on in the last chunk.
+    private var requestTrailers: [(name: String, value: String)] = []
+    /// The response's, sent as a last HEADERS frame once the DATA is out.
+    private var responseTrailers: HTTPHeaders?
+    /// The request as forwarded, settled when its header block ended.
+    private var parsedHead: Result<HTTP2RequestHead, HTTP2RequestHead.Refusal>?
     private var headerListBytes = 0
     private var machine = HTTP2StreamStateMachine()
     private var exchange: Exchange<HTTP2Stream>?
@@ -74,9 +80,15 @@ final class HTTP2Stream: ExchangeClient {
     }
 
     func forwardResponseHead(_ head: HTTPResponseHead, connection _: String?, droppingTransferEncoding _: Bool) {
-        submitResponse(status: head.status, headers: head.headers.removingHopByHop(keepUpgrade: false),
+        // Transfer-Encoding survives HTTP/1.1's hop-by-hop filter (it frames the body there);
+        // HTTP/2 forbids it with the other connection-specific fields.
+        var headers = head.headers.removingHopByHop(keepUpgrade: false)
+        headers.removeAll { HTTP2Stream.isConnectionSpecific($0.name) }
+        submitResponse(status: head.status, headers: headers,
                        hasBody: HTTP2Stream.responseHasBody(status: head.status, requestMethod: exchange?.head.method))
     }
+
+    func forwardTrailers(_ trailers: HTTPHeaders) { responseTrailers = trailers }
 
     /// Interim answers are not passed on: HTTP/2 clients do not wait for 100 Continue
     /// before sending (RFC 9113 §8.1 allows them but nothing needs them here).
@@ -126,16 +138,25 @@ final class HTTP2Stream: ExchangeClient {
     func addHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, limit: Int) -> Bool {
         headerListBytes += name.count + value.count + 32
         guard headerListBytes <= limit else { return false }
-        if !machine.headersDone {
-            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-        }
+        let field = (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        if machine.headersDone { requestTrailers.append(field) } else { fields.append(field) }
+        return true
+    }
+
+    /// The request's header block ended (called from nghttp2's callback: pure, no call-outs).
+    /// True when an exchange is to start.
+    func headBlockEnded(endStream: Bool) -> Bool {
+        guard machine.headersComplete(endStream: endStream) else { return false }
+        let parsed = HTTP2RequestHead.make(fields: fields, endStream: endStream)
+        fields = []
+        if case .success(let request) = parsed { machine.requestChunked = request.framing == .chunked }
+        parsedHead = parsed
         return true
     }
 
     func headersComplete(endStream: Bool) {
-        let parsed = HTTP2RequestHead.make(fields: fields, endStream: endStream)
-        fields = []
-        guard machine.headersComplete(endStream: endStream) else { return }
+        guard let parsed = parsedHead, machine.isOpen else { return }
+        parsedHead = nil
         switch parsed {
         case .failure(let error):
             respondError(.badRequest, error.reason, close: false)
@@ -143,7 +164,6 @@ final class HTTP2Stream: ExchangeClient {
             let authority = connection.authority
             let ex = Exchange(session: self, head: request.head, authority: authority, originTarget: request.path,
                               framing: request.framing, url: authority.url(originTarget: request.path))
-            machine.requestChunked = request.framing == .chunked
             exchange = ex
             ex.begin()
             if endStream { return }
@@ -167,7 +187,17 @@ final class HTTP2Stream: ExchangeClient {
 
     func requestEnded() {
         guard machine.requestEnded() else { return }
-        if machine.requestChunked { evbuffer_add(input, "0\r\n\r\n", 5) }
+        if machine.requestChunked {
+            // The last chunk carries the trailers (RFC 9112 §7.1.2); a body sent with a
+            // Content-Length has nowhere to put them over HTTP/1.1, so they are dropped.
+            var last = "0\r\n"
+            for (name, value) in requestTrailers where !HTTP2Stream.isConnectionSpecific(name) {
+                last += "\(name): \(value)\r\n"
+            }
+            last += "\r\n"
+            let bytes = Array(last.utf8)
+            evbuffer_add(input, bytes, bytes.count)
+        }
         deliver()
     }
 
@@ -258,7 +288,20 @@ final class HTTP2Stream: ExchangeClient {
         let n = Int(evbuffer_remove(output, buffer, length))
         let left = evbuffer_get_length(output)
         if let mark = drainMark, left <= mark { drainMark = nil; connection.streamDrained(self) }
-        if left == 0 && machine.responseIsEnded { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue; return max(0, n) }
+        if left == 0 && machine.responseIsEnded {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            if let trailers = responseTrailers, !trailers.isEmpty, let nghttp2 = connection.nghttp2Session {
+                // The stream ends with the trailers' HEADERS frame instead (nghttp2 allows
+                // submitting them from this callback).
+                responseTrailers = nil
+                let kept = trailers.fields.filter { !HTTP2Stream.isConnectionSpecific($0.name) }
+                let rc = HTTP2Stream.withFieldList(kept.map { Array($0.name.lowercased().utf8) }, kept.map { Array($0.value.utf8) }) {
+                    nghttp2_submit_trailer(nghttp2, id, $0, $1)
+                }
+                if rc == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
+            }
+            return max(0, n)
+        }
         if n <= 0 { return Int(NGHTTP2_ERR_DEFERRED.rawValue) }
         return n
     }
@@ -284,6 +327,11 @@ final class HTTP2Stream: ExchangeClient {
         readTimer = timer
     }
 
+    /// Fields HTTP/2 forbids (RFC 9113 §8.2.2), which an HTTP/1.1 trailer section may hold.
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"].contains(name.lowercased())
+    }
+
     static func responseHasBody(status: Int, requestMethod: String?) -> Bool {
         !(requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status))
     }
@@ -307,8 +355,10 @@ final class HTTP2Stream: ExchangeClient {
                 nghttp2_nv(name: base + span.name.lowerBound, value: base + span.value.lowerBound,
                            namelen: span.name.count, valuelen: span.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
             }
-            // `:status` is always first, so the list is never empty.
-            return list.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+            return list.withUnsafeBufferPointer { fields in
+                // An empty list still needs a valid pointer: the buffer's own.
+                body(fields.baseAddress ?? UnsafePointer(OpaquePointer(base)), fields.count)
+            }
         }
     }
 }

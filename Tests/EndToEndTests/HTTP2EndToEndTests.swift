@@ -110,6 +110,26 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertTrue(eventually(timeout: 10) { ((try? logLines(proxy.logDirectory)) ?? []).filter { $0.contains("h2=") }.count == 30 })
     }
 
+    /// A chunked answer's trailer section reaches an HTTP/2 client as a last HEADERS frame
+    /// and both versions' records; an HTTP/2 request's trailers go upstream in its last chunk.
+    func testTrailersAreForwardedAndRecorded() throws {
+        let (proxy, ca) = try startProxy()
+        let result = try h2Client("trailers", proxy, ca)
+        XCTAssertEqual(result["body"] as? String, "hello chunked world", "\(result)")
+        XCTAssertEqual(result["trailers"] as? [[String]], [["x-trailer", "yes"]], "\(result)")
+        XCTAssertEqual(result["echo"] as? String, "abc", "\(result)")
+        let h2Line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2=trailers") })
+        XCTAssertEqual((try parseRecord(h2Line)["response"] as? [String: Any])?["trailers"] as? [[String]], [["X-Trailer", "yes"]], h2Line)
+        let postLine = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2=reqtrailers") })
+        XCTAssertEqual((try parseRecord(postLine)["request"] as? [String: Any])?["trailers"] as? [[String]],
+                       [["x-request-trailer", "sent"]], postLine)
+
+        let h1 = try curlViaProxy(proxy.proxyURL, ["-s", "--http1.1", "--cacert", ca, "https://127.0.0.1:\(origin.port)/chunked?h1=trailers"])
+        XCTAssertEqual(h1.text, "hello chunked world", h1.stderr)
+        let h1Line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h1=trailers") })
+        XCTAssertEqual((try parseRecord(h1Line)["response"] as? [String: Any])?["trailers"] as? [[String]], [["X-Trailer", "yes"]], h1Line)
+    }
+
     /// A connection with no stream open is closed after `limits.clientIdleTimeout`, with a
     /// GOAWAY NO_ERROR, and no failure is recorded for it.
     func testAnIdleConnectionIsClosedGracefully() throws {

@@ -9,6 +9,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   continuation-flood   one header block in many CONTINUATION frames
   header-bomb          one large field referenced many times from the HPACK table
   idle                 one request, then nothing: waits for the proxy to close
+  trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
 """
 import json
 import socket
@@ -176,6 +177,31 @@ def main():
             conn.send_headers(sid, request_headers(authority, "/json") + [("x-bomb", "a" * 4000)] * 40, end_stream=True)
             return True
         until_closed(t, conn, bomb)
+    elif mode == "trailers":
+        conn.send_headers(1, request_headers(authority, "/chunked?h2=trailers"), end_stream=True)
+        conn.send_headers(3, request_headers(authority, "/echo?h2=reqtrailers", "POST"), end_stream=False)
+        conn.send_data(3, b"abc")
+        conn.send_headers(3, [("x-request-trailer", "sent")], end_stream=True)
+        t.sendall(conn.data_to_send())
+        got, bodies, ended = {}, {}, set()
+        deadline = time.time() + 10
+        while len(ended) < 2 and time.time() < deadline:
+            events, closed = pump(t, conn, deadline)
+            for e in events:
+                if isinstance(e, h2.events.TrailersReceived):
+                    got[e.stream_id] = [[k, v] for k, v in e.headers]
+                elif isinstance(e, h2.events.DataReceived):
+                    bodies[e.stream_id] = bodies.get(e.stream_id, b"") + e.data
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    ended.add(e.stream_id)
+            out = conn.data_to_send()
+            if out:
+                t.sendall(out)
+            if closed:
+                break
+        print(json.dumps({"trailers": got.get(1), "body": bodies.get(1, b"").decode(),
+                          "echo": bodies.get(3, b"").decode(), "ended": sorted(ended)}))
     elif mode == "idle":
         def one(n):
             if n > 0:
