@@ -199,10 +199,12 @@ FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 .PHONY: fuzz fuzz-deps
 
 fuzz:
-	Fuzz/build.sh http1 json msgpack
+	Fuzz/build.sh http1 json msgpack protobuf grpc
 	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh msgpack $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh protobuf $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh grpc $(FUZZ_LIMIT) -rss_limit_mb=2048
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.

@@ -3,7 +3,7 @@
 # clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
 # Each target is compiled into one module together with the sources it tests, so
 # internal API is reachable and no SwiftPM build is involved.
-#   Fuzz/build.sh [http1|json|msgpack]...   (default: all)   → Fuzz/.build/<target>-fuzz
+#   Fuzz/build.sh [http1|json|msgpack|protobuf|grpc]...   (default: all)   → Fuzz/.build/<target>-fuzz
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -39,13 +39,28 @@ build_msgpack() {
         "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
 }
 
-targets=${*:-http1 json msgpack}
+build_protobuf() {
+    # The schema-less decoder makes the JSON value; the parser and writer check its text.
+    rs="$root/Sources/ResponseSerialization"
+    $SWIFTC $flags -module-name ProtobufFuzz -o "$out/protobuf-fuzz" -I "$root/Sources/CJSONScan/include" \
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
+        "$rs/ProtobufRawDecoder.swift" "$here/ProtobufFuzz/ProtobufFuzzTarget.swift"
+}
+
+build_grpc() {
+    $SWIFTC $flags -module-name GRPCFuzz -o "$out/grpc-fuzz" \
+        "$root/Sources/ResponseSerialization/GRPCMessages.swift" "$here/GRPCFuzz/GRPCFuzzTarget.swift"
+}
+
+targets=${*:-http1 json msgpack protobuf grpc}
 for t in $targets; do
     case $t in
     http1) build_http1 ;;
     json) build_json ;;
     msgpack) build_msgpack ;;
-    *) echo "unknown fuzz target: $t (http1, json, msgpack)" >&2; exit 2 ;;
+    protobuf) build_protobuf ;;
+    grpc) build_grpc ;;
+    *) echo "unknown fuzz target: $t (http1, json, msgpack, protobuf, grpc)" >&2; exit 2 ;;
     esac
     echo "built $out/$t-fuzz"
 done
