@@ -166,6 +166,10 @@ final class HTTP2EndToEndTests: XCTestCase {
         try assertAbuserClosed("continuation-flood", limits: ["http2MaxContinuations": 8], code: "http2Flood", goaway: nil)
     }
 
+    func testAMalformedFrameIsClosedWithProtocolError() throws {
+        try assertAbuserClosed("malformed", limits: [:], code: "http2ProtocolError", goaway: 1)
+    }
+
     func testHeaderListBombIsClosed() throws {
         try assertAbuserClosed("header-bomb", limits: ["maxHeaderBytes": 65536], code: "http2HeaderListTooLarge", goaway: 11)
     }

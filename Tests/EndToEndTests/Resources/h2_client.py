@@ -9,6 +9,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   continuation-flood   one header block in many CONTINUATION frames
   header-bomb          one large field referenced many times from the HPACK table
   idle                 one request, then nothing: waits for the proxy to close
+  malformed            a connection WINDOW_UPDATE of 0 (a protocol error)
   trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
 """
 import json
@@ -202,6 +203,15 @@ def main():
                 break
         print(json.dumps({"trailers": got.get(1), "body": bodies.get(1, b"").decode(),
                           "echo": bodies.get(3, b"").decode(), "ended": sorted(ended)}))
+    elif mode == "malformed":
+        state = {"sent": False}
+
+        def bad(_):
+            if not state["sent"]:
+                state["sent"] = True
+                t.sendall(frame(8, 0, 0, struct.pack(">I", 0)))
+            return False
+        until_closed(t, conn, bad)
     elif mode == "idle":
         def one(n):
             if n > 0:
