@@ -347,6 +347,8 @@ public struct ExchangeProcessor: Sendable {
         // Validators and serializers read a response head: lend them the request's Content-Type.
         var carrier = HTTPResponseHead(status: 200)
         if let contentType { carrier.headers.add(name: "Content-Type", value: contentType) }
+        // …and the request's gRPC message compression, which its messages are in.
+        if let grpcEncoding = headers.first(name: "grpc-encoding") { carrier.headers.add(name: "grpc-encoding", value: grpcEncoding) }
         let completed = CompletedExchange(
             request: exchange.request, response: carrier, data: Data(decodedBytes),
             capture: BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes), truncated: truncated),
@@ -465,7 +467,7 @@ public struct ExchangeProcessor: Sendable {
 
     public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
-        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack: return true
+        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack, .grpc: return true
         case .data, .string, .none: return false
         }
     }

@@ -65,6 +65,7 @@ public struct RuleSet: Sendable {
     /// | `application/x-plist`, `application/x-bplist`, `application/plist`, or body `bplist00…` | propertyList |
     /// | `text/event-stream` | eventStream |
     /// | `application/msgpack`, `application/x-msgpack` | msgpack |
+    /// | `application/grpc`, `application/grpc+proto`, `application/grpc+json` | grpc |
     /// | `text/*`, `*/xml`, `*/*+xml`, `application/x-www-form-urlencoded`, `application/javascript`, `application/x-javascript`, `application/ecmascript` | string |
     /// | anything else, or no Content-Type | data |
     public static func defaultSerializer(contentType: String?, body: [UInt8]) -> SerializerSpec.Kind {
@@ -88,6 +89,9 @@ public struct RuleSet: Sendable {
             return .eventStream
         case ("application", "msgpack"), ("application", "x-msgpack"):
             return .msgpack
+        case ("application", "grpc"), ("application", "grpc+proto"), ("application", "grpc+json"):
+            // Before the `+json` suffix below: gRPC frames its JSON messages.
+            return .grpc
         case ("application", "x-www-form-urlencoded"), ("application", "javascript"),
              ("application", "x-javascript"), ("application", "ecmascript"):
             return .string

@@ -673,6 +673,34 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(selected["/result/success"], .object([JSON.Member("id", .number("18446744073709551615"))]))
     }
 
+    /// `application/grpc` goes to the grpc serializer by default: its messages split, each
+    /// decoded without a schema; a gzip message (`grpc-encoding: gzip`) is inflated first; a
+    /// cut message is reported; framing that is not gRPC fails naming the offset.
+    func testGRPCRecord() throws {
+        let processor = RecordFixture.processor(ProcessorSettings())
+        let plain: [UInt8] = [0x08, 0x96, 0x01, 0x12, 0x02] + Array("ok".utf8)
+        let zipped = RecordFixture.gzip(plain)
+        let body: [UInt8] = [0, 0, 0, 0, UInt8(plain.count)] + plain + [1, 0, 0, 0, UInt8(zipped.count)] + zipped + [0, 0, 0, 0, 9, 0x08]
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc"), ("grpc-encoding", "gzip")], body: body)
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("grpc"))
+        XCTAssertEqual(record["/result/success/messages/0/message"], .object([JSON.Member("1", .number("150")), JSON.Member("2", .string("ok"))]))
+        XCTAssertEqual(record["/result/success/messages/1/compressed"], .bool(true))
+        XCTAssertEqual(record["/result/success/messages/1/message"], record["/result/success/messages/0/message"])
+        XCTAssertEqual(record["/result/success/cutShort/offset"], .number(String(10 + plain.count + zipped.count)))
+
+        let json = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc+json")],
+                                          body: [0, 0, 0, 0, 8] + Array(#"{"a":[1]}"#.utf8.prefix(8)) + [0, 0, 0, 0, 2] + Array("{}".utf8))
+        let jsonRecord = try ParsedRecord(processor.record(for: json, id: "x"))
+        XCTAssertEqual(jsonRecord["/serializer"], .string("grpc"), "not the +json suffix's json serializer")
+        XCTAssertNotNil(jsonRecord["/result/success/messages/0/error"], "a message that is not JSON keeps its bytes and says why")
+        XCTAssertEqual(jsonRecord["/result/success/messages/1/message"], .object([]))
+
+        let bad = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc")], body: [7, 0, 0, 0, 0])
+        let badRecord = try ParsedRecord(processor.record(for: bad, id: "x"))
+        XCTAssertEqual(badRecord["/result/failure/reason"], .string("grpcSerializationFailed"))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {

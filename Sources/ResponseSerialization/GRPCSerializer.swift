@@ -1,0 +1,92 @@
+import Foundation
+import HTTP1
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
+    /// A gRPC body (`application/grpc`, `application/grpc+proto`, `application/grpc+json`)
+    /// as its messages, in order, without a schema:
+    ///
+    /// `{"messages":[{"offset":0,"compressed":false,"size":3,"message":{"1":150}}, …]}`
+    ///
+    /// Each message's `grpc-encoding` (`gzip`, `deflate`, `identity`; from the head the
+    /// serializer is given) is undone when its compressed flag is set; then `+json` messages
+    /// are parsed as JSON and the others decoded as `ProtobufRawDecoder` describes. A message
+    /// that does not decode keeps `{"error":"…","base64":"…"}` in place of `message`, so one
+    /// bad message does not hide the others. A body cut at the capture limit (or a transfer
+    /// that stopped) lists its whole messages and adds `"cutShort":{"offset":N}`. A body that
+    /// is not length-prefixed framing fails with `grpcSerializationFailed`.
+    /// - Parameters:
+    ///   - maxDepth: Protobuf messages nested deeper than this are not read as messages.
+    ///   - maxDecodedBytes: The most one message may inflate to when `grpc-encoding` is undone.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value (a gRPC answer with
+    ///     no message, e.g. an error, is `{"messages":[]}` regardless); default 204, 205, 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value; default HEAD.
+    public static func grpc(maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth, maxDecodedBytes: Int = 8 << 20,
+                            emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                            emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        let decoder = ContentDecoder(maxOutputBytes: maxDecodedBytes)
+        return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
+            let head = response?.headers ?? request?.headers ?? HTTPHeaders()
+            let encoding = head.first(name: "grpc-encoding")
+            let isJSON = head.first(name: "content-type").map { $0.lowercased().hasPrefix("application/grpc+json") } ?? false
+            return policy.result(request, response, data, error, emptyValue: .object([JSON.Member("messages", .array([]))]),
+                                 requiresBytes: false) { data in
+                let bytes = [UInt8](data)
+                do throws(GRPCFramingError) {
+                    let split = try GRPCMessages.split(bytes)
+                    return .success(GRPCValue.make(bytes, split, encoding: encoding, isJSON: isJSON, decoder: decoder, maxDepth: maxDepth))
+                } catch {
+                    return .failure(serializationFailure(.grpcSerializationFailed(error: error)))
+                }
+            }
+        }
+    }
+}
+
+/// The record's value for a split gRPC body (see `grpc`).
+enum GRPCValue {
+    static func make(_ bytes: [UInt8], _ split: GRPCMessages, encoding: String?, isJSON: Bool,
+                     decoder: ContentDecoder, maxDepth: Int) -> JSON {
+        var messages: [JSON] = []
+        messages.reserveCapacity(split.messages.count)
+        for m in split.messages {
+            var members = [JSON.Member("offset", .number(String(m.offset))),
+                           JSON.Member("compressed", .bool(m.compressed)),
+                           JSON.Member("size", .number(String(m.payload.count)))]
+            var payload = Array(bytes[m.payload])
+            var problem: String?
+            if m.compressed {
+                if let encoding, encoding.lowercased() != "identity" {
+                    do throws(ContentDecodingError) {
+                        let decoded = try decoder.decode(payload, contentEncoding: encoding)
+                        if decoded.truncated { problem = "grpc-encoding \(encoding): the message inflates past the decode limit" }
+                        payload = decoded.bytes
+                    } catch {
+                        problem = "grpc-encoding \(encoding): \(error.description)"
+                    }
+                } else {
+                    problem = "the compressed flag is set but no grpc-encoding names a compression"
+                }
+            }
+            if problem == nil {
+                if isJSON {
+                    do throws(JSONParseError) { members.append(JSON.Member("message", try JSONParser.parse(payload))) }
+                    catch { problem = error.description }
+                } else {
+                    do throws(ProtobufError) { members.append(JSON.Member("message", try ProtobufRawDecoder.decode(payload, maxDepth: maxDepth))) }
+                    catch { problem = error.description }
+                }
+            }
+            if let problem {
+                members.append(JSON.Member("error", .string(problem)))
+                members.append(JSON.Member("base64", .string(Data(bytes[m.payload]).base64EncodedString())))
+            }
+            messages.append(.object(members))
+        }
+        var value = [JSON.Member("messages", .array(messages))]
+        if let cut = split.cutShort {
+            value.append(JSON.Member("cutShort", .object([JSON.Member("offset", .number(String(cut.offset)))])))
+        }
+        return .object(value)
+    }
+}
