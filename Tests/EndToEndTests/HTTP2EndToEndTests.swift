@@ -130,6 +130,28 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertEqual((try parseRecord(h1Line)["response"] as? [String: Any])?["trailers"] as? [[String]], [["X-Trailer", "yes"]], h1Line)
     }
 
+    /// A gRPC-shaped call from an HTTP/2 client: its message and the answer's are decoded
+    /// without a schema in the record, and the status arrives (and is recorded) in trailers.
+    func testGRPCShapedCallIsDecodedAndItsStatusRecorded() throws {
+        let (proxy, ca) = try startProxy()
+        let result = try h2Client("grpc", proxy, ca)
+        XCTAssertEqual(result["status"] as? String, "200", "\(result)")
+        XCTAssertEqual(result["contentType"] as? String, "application/grpc", "\(result)")
+        XCTAssertEqual(result["trailers"] as? [[String]], [["grpc-status", "0"], ["grpc-message", "fine"]], "\(result)")
+        XCTAssertEqual(result["body"] as? String, "0000000007089601120" + "26f6b", "\(result)")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2=grpc") })
+        let record = try parseRecord(line)
+        XCTAssertEqual(record["serializer"] as? String, "grpc", line)
+        let messages = try XCTUnwrap(((record["result"] as? [String: Any])?["success"] as? [String: Any])?["messages"] as? [[String: Any]], line)
+        let answer = try XCTUnwrap(messages.first?["message"] as? [String: Any], line)
+        XCTAssertEqual(answer["1"] as? Int, 150, line)
+        XCTAssertEqual(answer["2"] as? String, "ok", line)
+        let request = try XCTUnwrap(record["request"] as? [String: Any])
+        let sent = try XCTUnwrap((request["body"] as? [String: Any])?["messages"] as? [[String: Any]], line)
+        XCTAssertEqual((sent.first?["message"] as? [String: Any])?["1"] as? String, "hello", line)
+        XCTAssertEqual((record["response"] as? [String: Any])?["trailers"] as? [[String]], [["grpc-status", "0"], ["grpc-message", "fine"]], line)
+    }
+
     /// A connection with no stream open is closed after `limits.clientIdleTimeout`, with a
     /// GOAWAY NO_ERROR, and no failure is recorded for it.
     func testAnIdleConnectionIsClosedGracefully() throws {

@@ -11,6 +11,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   idle                 one request, then nothing: waits for the proxy to close
   malformed            a connection WINDOW_UPDATE of 0 (a protocol error)
   trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
+  grpc                 a gRPC-shaped POST (te: trailers, one message) to /grpc
 """
 import json
 import socket
@@ -212,6 +213,30 @@ def main():
                 t.sendall(frame(8, 0, 0, struct.pack(">I", 0)))
             return False
         until_closed(t, conn, bad)
+    elif mode == "grpc":
+        message = b"\x0a\x05hello"
+        conn.send_headers(1, request_headers(authority, "/grpc?h2=grpc", "POST")
+                          + [("content-type", "application/grpc"), ("te", "trailers")], end_stream=False)
+        conn.send_data(1, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=True)
+        t.sendall(conn.data_to_send())
+        trailers, status, body, done = None, None, b"", False
+        deadline = time.time() + 10
+        while not done and time.time() < deadline:
+            events, closed = pump(t, conn, deadline)
+            for e in events:
+                if isinstance(e, h2.events.ResponseReceived):
+                    status = dict(e.headers)
+                elif isinstance(e, h2.events.TrailersReceived):
+                    trailers = [[k, v] for k, v in e.headers]
+                elif isinstance(e, h2.events.DataReceived):
+                    body += e.data
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    done = True
+            if closed:
+                break
+        print(json.dumps({"status": status and status.get(":status"), "contentType": status and status.get("content-type"),
+                          "trailers": trailers, "body": body.hex()}))
     elif mode == "idle":
         def one(n):
             if n > 0:
