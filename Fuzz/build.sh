@@ -44,12 +44,14 @@ build_protobuf() {
     rs="$root/Sources/ResponseSerialization"
     $SWIFTC $flags -module-name ProtobufFuzz -o "$out/protobuf-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
-        "$rs/ProtobufRawDecoder.swift" "$here/ProtobufFuzz/ProtobufFuzzTarget.swift"
+        "$rs/ProtobufRawDecoder.swift" "$here/FuzzInvariants.swift" "$here/JSONDepth.swift" \
+        "$here/ProtobufFuzz/ProtobufFuzzTarget.swift"
 }
 
 build_grpc() {
     $SWIFTC $flags -module-name GRPCFuzz -o "$out/grpc-fuzz" \
-        "$root/Sources/ResponseSerialization/GRPCMessages.swift" "$here/GRPCFuzz/GRPCFuzzTarget.swift"
+        "$root/Sources/ResponseSerialization/GRPCMessages.swift" "$here/FuzzInvariants.swift" \
+        "$here/GRPCFuzz/GRPCFuzzTarget.swift"
 }
 
 targets=${*:-http1 json msgpack protobuf grpc}

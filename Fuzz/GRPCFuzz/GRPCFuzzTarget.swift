@@ -1,14 +1,5 @@
-// libFuzzer target for GRPCMessages (see Fuzz/build.sh). Any broken invariant aborts.
-
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
+// libFuzzer target for GRPCMessages, compiled with FuzzInvariants.swift (see Fuzz/build.sh).
+// Any broken invariant aborts.
 
 func split(_ bytes: UnsafeRawBufferPointer) -> Result<GRPCMessages, GRPCFramingError> {
     do throws(GRPCFramingError) { return .success(try GRPCMessages.split(bytes)) }

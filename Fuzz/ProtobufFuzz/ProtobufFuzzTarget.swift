@@ -1,38 +1,10 @@
-// libFuzzer target for ProtobufRawDecoder, compiled together with the decoder and the
-// JSON value, parser and writer (see Fuzz/build.sh). Any broken invariant aborts.
-
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
+// libFuzzer target for ProtobufRawDecoder, compiled together with the decoder, the JSON
+// value, parser and writer, FuzzInvariants.swift and JSONDepth.swift (see Fuzz/build.sh).
+// Any broken invariant aborts.
 
 func decode(_ bytes: UnsafeRawBufferPointer, depth: Int) -> Result<JSON, ProtobufError> {
     do throws(ProtobufError) { return .success(try ProtobufRawDecoder.decode(bytes, maxDepth: depth)) }
     catch { return .failure(error) }
-}
-
-/// Containers on the deepest path; iterative.
-func depth(_ value: JSON) -> Int {
-    var deepest = 0
-    var pending: [(JSON, Int)] = [(value, 0)]
-    while let (v, d) = pending.popLast() {
-        switch v {
-        case .array(let elements):
-            deepest = max(deepest, d + 1)
-            for e in elements { pending.append((e, d + 1)) }
-        case .object(let members):
-            deepest = max(deepest, d + 1)
-            for m in members { pending.append((m.value, d + 1)) }
-        default:
-            deepest = max(deepest, d)
-        }
-    }
-    return deepest
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
