@@ -1,4 +1,4 @@
-// What the protobuf and gRPC fuzz targets share, compiled into each (see Fuzz/build.sh):
+// What every fuzz target shares, compiled into each (see Fuzz/build.sh):
 // stopping on a broken invariant, and the depth of a JSON value.
 
 @inline(never)

@@ -17,7 +17,7 @@ flags="-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -use-ld
 build_http1() {
     # Every file of the HTTP1 target: they form one module with no imports.
     $SWIFTC $flags -module-name HTTP1Fuzz -o "$out/http1-fuzz" \
-        "$root"/Sources/HTTP1/*.swift "$here/HTTP1Fuzz/HTTP1FuzzTarget.swift"
+        "$root"/Sources/HTTP1/*.swift "$here/FuzzInvariants.swift" "$here/HTTP1Fuzz/HTTP1FuzzTarget.swift"
 }
 
 build_json() {
@@ -26,7 +26,8 @@ build_json() {
     # byte scans, found through its module map.
     rs="$root/Sources/ResponseSerialization"
     $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" -I "$root/Sources/CJSONScan/include" \
-        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
+        "$here/FuzzInvariants.swift" "$here/JSONDepth.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
 build_msgpack() {
@@ -36,7 +37,7 @@ build_msgpack() {
     $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
         "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
-        "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
+        "$here/FuzzInvariants.swift" "$here/JSONDepth.swift" "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
 }
 
 build_protobuf() {

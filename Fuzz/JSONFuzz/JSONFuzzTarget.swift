@@ -3,16 +3,6 @@
 // header (see Fuzz/build.sh).
 // Any broken invariant aborts.
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 func parse(_ bytes: UnsafeRawBufferPointer, fragments: Bool, depth: Int) -> Result<JSON, JSONParseError> {
     do throws(JSONParseError) { return .success(try JSONParser.parse(bytes, allowFragments: fragments, maxDepth: depth)) }
     catch { return .failure(error) }
@@ -20,26 +10,6 @@ func parse(_ bytes: UnsafeRawBufferPointer, fragments: Bool, depth: Int) -> Resu
 
 func parse(_ bytes: [UInt8], fragments: Bool = true, depth: Int = 512) -> Result<JSON, JSONParseError> {
     bytes.withUnsafeBytes { parse($0, fragments: fragments, depth: depth) }
-}
-
-/// Containers on the deepest path (a scalar is 0, `[]` is 1). Iterative: fuzzed
-/// values can be deep enough to matter for a recursive walk under ASan.
-func depth(_ value: JSON) -> Int {
-    var deepest = 0
-    var pending: [(JSON, Int)] = [(value, 0)]
-    while let (v, d) = pending.popLast() {
-        switch v {
-        case .array(let elements):
-            deepest = max(deepest, d + 1)
-            for e in elements { pending.append((e, d + 1)) }
-        case .object(let members):
-            deepest = max(deepest, d + 1)
-            for m in members { pending.append((m.value, d + 1)) }
-        default:
-            deepest = max(deepest, d)
-        }
-    }
-    return deepest
 }
 
 func write(_ value: JSON) -> [UInt8] {

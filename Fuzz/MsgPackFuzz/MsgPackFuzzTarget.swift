@@ -2,16 +2,6 @@
 // JSON.swift, JSONParser.swift and JSONWriter.swift (see Fuzz/build.sh). Any broken
 // invariant aborts; a crash or an ASan report is a failure in itself.
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 func decode(_ bytes: UnsafeRawBufferPointer, depth: Int) -> Result<JSON, MsgPackError> {
     do throws(MsgPackError) { return .success(try MsgPackDecoder.decode(bytes, maxDepth: depth)) }
     catch { return .failure(error) }
@@ -19,25 +9,6 @@ func decode(_ bytes: UnsafeRawBufferPointer, depth: Int) -> Result<JSON, MsgPack
 
 func decode(_ bytes: [UInt8], depth: Int) -> Result<JSON, MsgPackError> {
     bytes.withUnsafeBytes { decode($0, depth: depth) }
-}
-
-/// Containers on the deepest path (a scalar is 0, `[]` is 1); iterative.
-func depth(_ value: JSON) -> Int {
-    var deepest = 0
-    var pending: [(JSON, Int)] = [(value, 0)]
-    while let (v, d) = pending.popLast() {
-        switch v {
-        case .array(let elements):
-            deepest = max(deepest, d + 1)
-            for e in elements { pending.append((e, d + 1)) }
-        case .object(let members):
-            deepest = max(deepest, d + 1)
-            for m in members { pending.append((m.value, d + 1)) }
-        default:
-            deepest = max(deepest, d)
-        }
-    }
-    return deepest
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
