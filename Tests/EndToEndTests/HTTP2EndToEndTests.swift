@@ -152,6 +152,30 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertEqual((record["response"] as? [String: Any])?["trailers"] as? [[String]], [["grpc-status", "0"], ["grpc-message", "fine"]], line)
     }
 
+    /// SIGTERM with a stream in flight: the client gets GOAWAY (NO_ERROR), the stream still
+    /// completes, and the proxy exits cleanly once it has. (curl, not python-h2, which takes
+    /// any GOAWAY as the end of the connection and refuses the frames of streams it spared.)
+    func testSIGTERMLetsInFlightStreamsFinish() throws {
+        let (proxy, ca) = try startProxy()
+        let result = Locked<CommandResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let url = proxy.proxyURL, target = "https://127.0.0.1:\(origin.port)/slow?s=2&h2=drain"
+        DispatchQueue.global().async {
+            result.update { $0 = try? curlViaProxy(url, ["-s", "--http2", "--cacert", ca, "-w", " %{http_code} %{http_version}", target]) }
+            done.signal()
+        }
+        XCTAssertTrue(eventually(every: 0.05) {
+            let metrics = (try? runCommand("curl", ["-s", "--noproxy", "*", "\(url)/metrics"]).text) ?? ""
+            return metrics.contains("\ntapwire_upstream_connections 1")
+        })
+        // The origin answers 2 s after the request (an HTTPS origin cannot be released early).
+        kill(proxy.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(result.value?.text, "slow answer 200 2", result.value?.stderr ?? "")
+        XCTAssertEqual(proxy.stop(), 0)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory, timeout: 1) { $0.contains("h2=drain") && $0.contains(#""status":200"#) })
+    }
+
     /// A connection with no stream open is closed after `limits.clientIdleTimeout`, with a
     /// GOAWAY NO_ERROR, and no failure is recorded for it.
     func testAnIdleConnectionIsClosedGracefully() throws {
