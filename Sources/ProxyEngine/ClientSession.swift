@@ -23,8 +23,14 @@ final class ClientSession: ExchangeClient {
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
-    /// The slow-header / idle deadline while waiting for a head.
+    /// The slow-header / idle deadline while waiting for a head (`clientIdleTimeout`).
     private var headTimer: LoopTimer?
+    /// When the head timer's wait ends (monotonic seconds); nil when none is awaited. The
+    /// libevent timer is not moved for every exchange: it fires when it was scheduled to and,
+    /// when the deadline has moved later meanwhile, is scheduled again for the rest.
+    private var headDeadline: Double?
+    /// When the libevent timer fires, while it is scheduled.
+    private var headTimerFiresAt: Double?
     /// Resumes the scan of a head that arrives in pieces; the input only grows until
     /// the head is drained, which is the parser's invariant.
     private var requestHeadParser = HTTPHeadParser()
@@ -84,13 +90,34 @@ final class ClientSession: ExchangeClient {
     // MARK: reading heads
 
     private func armHeadTimer() {
+        let timeout = config.clientIdleTimeout
+        let deadline = EventLoop.monotonicNow() + timeout
+        headDeadline = deadline
+        // Already due by then: nothing to move (the common case, once per keep-alive exchange).
+        if let firesAt = headTimerFiresAt, firesAt <= deadline { return }
         if headTimer == nil {
-            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimedOut() }
+            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimerLapsed() }
         }
-        headTimer?.schedule(after: config.clientIdleTimeout)
+        headTimer?.schedule(after: timeout)
+        headTimerFiresAt = deadline
     }
 
-    private func headTimedOut() {
+    private func cancelHeadTimer() {
+        headDeadline = nil
+    }
+
+    /// The libevent timer fired: the wait is over, or it goes on for what is left of it.
+    private func headTimerLapsed() {
+        headTimerFiresAt = nil
+        guard let deadline = headDeadline else { return }
+        let remaining = deadline - EventLoop.monotonicNow()
+        // libevent's clock may run a little behind this one: a millisecond short is due.
+        if remaining > 0.001 {
+            headTimer?.schedule(after: remaining)
+            headTimerFiresAt = deadline
+            return
+        }
+        headDeadline = nil
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
@@ -111,7 +138,7 @@ final class ClientSession: ExchangeClient {
         for action in actions {
             switch action {
             case .pauseReading:
-                pauseReading()
+                reader?.setEnabled(false)
             case .deliverToExchange:
                 guard let ex = exchange else { break }
                 ex.clientReadable()
@@ -155,12 +182,21 @@ final class ClientSession: ExchangeClient {
                 reader?.setEnabled(true)
             case .armHeadTimer:
                 armHeadTimer()
-            case .closeAfterFlush:
-                closeAfterFlush()
-            case .refuseHeldForShutdown:
+            case .cancelHeadTimer:
+                cancelHeadTimer()
+            case .registerHeld:
+                loop.heldSessions[ObjectIdentifier(self)] = self
+                engine.metrics.heldClients.add()
+                engine.metrics.holds.add()
+            case .unregisterHeld:
                 engine.metrics.heldClients.sub()
                 loop.heldSessions[ObjectIdentifier(self)] = nil
+            case .closeAfterFlush:
+                stopReadingUntilFlushed()
+            case .refuseHeldForShutdown:
                 respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
+            case .leaveLoop:
+                finishClose()
             case .close:
                 close()
             }
@@ -195,12 +231,13 @@ final class ClientSession: ExchangeClient {
             guard case .complete(let head, let length) = result else { return }
             evbuffer_drain(input, length)
             engine.metrics.bytesFromClients.add(length)
-            headTimer?.cancel()
             start(head)
         }
     }
 
-    private func start(_ head: HTTPRequestHead) {
+    /// Starts (or holds, or answers) a parsed request. `clientEnded`: the client half-closed
+    /// while this request was held, before an exchange could read its body.
+    private func start(_ head: HTTPRequestHead, clientEnded: Bool = false) {
         let form: ProxyRequestForm
         let framing: BodyFraming
         do {
@@ -218,14 +255,15 @@ final class ClientSession: ExchangeClient {
             return
         }
         if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: isIntercepting) {
-            hold(head)
+            perform(machine.hold(head))
             return
         }
         switch form {
         case .absolute(let authority, let originTarget):
-            let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
+            let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing,
+                              clientEnded: clientEnded)
             exchange = ex
-            machine.exchangeStarted()
+            perform(machine.exchangeStarted())
             ex.begin()
         case .authority(let authority):
             guard framing == .none else {
@@ -236,9 +274,9 @@ final class ClientSession: ExchangeClient {
         case .origin(let path) where isIntercepting:
             guard let authority = interceptedAuthority else { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
-                              url: authority.url(originTarget: path))
+                              url: authority.url(originTarget: path), clientEnded: clientEnded)
             exchange = ex
-            machine.exchangeStarted()
+            perform(machine.exchangeStarted())
             ex.begin()
         case .origin(let path):
             answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
@@ -252,33 +290,19 @@ final class ClientSession: ExchangeClient {
 
     // MARK: holding requests while the log is behind
 
-    /// `log.whenBehind: wait`: the request is parsed but not started until the log catches
-    /// up. Admin endpoints are never held. Reading goes on (a head's worth at most, see
-    /// `readable`), so a client that resets or closes while held is noticed: a reset
-    /// closes the session, and a half-close is answered after the release, as it would be
-    /// for an exchange in flight.
-    private func hold(_ head: HTTPRequestHead) {
-        machine.hold(head)
-        loop.heldSessions[ObjectIdentifier(self)] = self
-        engine.metrics.heldClients.add()
-        engine.metrics.holds.add()
-    }
+    // `log.whenBehind: wait`: the request is parsed but not started until the log catches
+    // up (`machine.hold`). Admin endpoints are never held. Reading goes on (a head's worth
+    // at most, see `readable`), so a client that resets or closes while held is noticed: a
+    // reset closes the session, and a half-close is answered after the release, as it
+    // would be for an exchange in flight.
 
     /// Called by the loop once the sink caught up.
     func releaseHeldRequest() {
-        guard let head = machine.release() else { return }
-        engine.metrics.heldClients.sub()
-        resumeReading()
-        start(head)
-        if let ex = exchange, machine.inputEnded {
-            // The client half-closed while held: its body is whatever is buffered. (Calling
-            // clientEOF now would abort a whole body not yet pumped while connecting.)
-            ex.clientEndedWhileHeld()
-            return
-        }
-        guard machine.canReadHead else { return }
-        // Answered at once (a refused request): go on as `parseNextHead` would.
-        if machine.inputEnded { answerBufferedThenClose() } else if let input { parseNextHead(input) }
+        guard let (head, actions) = machine.release() else { return }
+        perform(actions)
+        // A client that half-closed while held: the exchange's body is whatever is buffered.
+        start(head, clientEnded: machine.inputEnded)
+        perform(machine.heldRequestStarted())
     }
 
     // MARK: admin endpoints (origin-form requests to the proxy itself)
@@ -312,7 +336,7 @@ final class ClientSession: ExchangeClient {
         }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
         exchange = ex
-        machine.exchangeStarted()
+        perform(machine.exchangeStarted())
         ex.beginConnectTunnel()
     }
 
@@ -344,10 +368,9 @@ final class ClientSession: ExchangeClient {
             return
         }
         engine.tlsInterceptor?.free(ssl: waiting.ssl)
-        headTimer?.cancel()
         let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
         exchange = ex
-        machine.exchangeStarted()
+        perform(machine.exchangeStarted())
         ex.beginConnectTunnel(answered: true)
     }
 
@@ -386,13 +409,11 @@ final class ClientSession: ExchangeClient {
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) {
         flush()
         guard let b = bev else { return }
-        headTimer?.cancel()
         let pending = reader?.detach() ?? 0
         reader = nil
         bev = nil
         exchange = nil
-        machine.handedOver()
-        finishClose()
+        perform(machine.handedOver())
         tunnelBuilder(HandedOverSocket(bev: b, pendingErrno: pending))
     }
 
@@ -457,13 +478,11 @@ final class ClientSession: ExchangeClient {
     // MARK: flow control, called by the exchange
 
     func pauseReading() {
-        guard machine.pauseReading() else { return }
-        reader?.setEnabled(false)
+        perform(machine.pauseReadingRequested())
     }
 
     func resumeReading() {
-        guard machine.resumeReading() else { return }
-        reader?.setEnabled(true)
+        perform(machine.resumeReadingRequested())
     }
 
     func setClientReadTimeout(_ seconds: Double?) {
@@ -491,7 +510,11 @@ final class ClientSession: ExchangeClient {
     }
 
     func closeAfterFlush() {
-        guard bev != nil, machine.closeAfterFlush() else { return }
+        perform(machine.closeAfterFlush())
+    }
+
+    private func stopReadingUntilFlushed() {
+        guard bev != nil else { close(); return }
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
         pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
@@ -542,7 +565,10 @@ final class ClientSession: ExchangeClient {
         alpnChecked = true
         guard let bev, let ssl = bufferevent_openssl_get_ssl(bev),
               engine.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2", let authority = interceptedAuthority else { return false }
+        // The head timer is HTTP/1's; the connection has its own idle limit from here.
+        cancelHeadTimer()
         headTimer?.cancel()
+        headTimerFiresAt = nil
         do {
             let connection = try HTTP2Connection(session: self, bev: bev, authority: authority)
             http2 = connection
@@ -584,6 +610,8 @@ final class ClientSession: ExchangeClient {
     private func finishClose() {
         headTimer?.cancel()
         headTimer = nil
+        headDeadline = nil
+        headTimerFiresAt = nil
         engine.metrics.activeClients.sub()
         engine.connectionClosed()
         loop.sessions[ObjectIdentifier(self)] = nil

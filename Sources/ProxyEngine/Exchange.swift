@@ -42,8 +42,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
     let url: String
 
+    /// - Parameter clientEnded: the client half-closed while this request was held
+    ///   (`log.whenBehind: wait`), before the exchange could read its body: the body can
+    ///   only be what is buffered, which the pump forwards once an upstream is attached,
+    ///   and then judges.
     init(session: Session, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
-         url: String? = nil) {
+         url: String? = nil, clientEnded: Bool = false) {
         self.session = session
         self.url = url ?? head.target
         self.head = head
@@ -65,7 +69,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
                           clientIdleTimeout: config.clientIdleTimeout),
             hasBody: framing != .none, isHTTP10: head.version == .http1_0,
-            wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose)
+            wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose, clientEndedBeforeStart: clientEnded)
     }
 
     private func now() -> Double { wall0 + (EventLoop.monotonicNow() - mono0) }
@@ -236,13 +240,6 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         perform(machine.requestBodyPumped(progress, clientInputEmpty: evbuffer_get_length(input) == 0))
     }
 
-    /// The client half-closed while this request was held (`log.whenBehind: wait`), before
-    /// the exchange could read its body: the body can only be what is already buffered,
-    /// which the pump forwards once an upstream is attached, and then judges.
-    func clientEndedWhileHeld() {
-        perform(machine.clientEndedWhileHeld())
-    }
-
     func upstreamWritable(_ connection: UpstreamConnection) {
         guard connection.bev != nil else { return }
         perform(machine.upstreamDrained())
@@ -356,7 +353,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     func upstreamEvent(_ c: UpstreamConnection, events: Int16) {
         guard !machine.isFinished else { return }
         let e = Int32(events)
-        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { machine.upstreamEndedNoted() }
+        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { machine.upstreamEnded() }
         if e & BEV_EVENT_TIMEOUT != 0 {
             perform(machine.upstreamTimedOut())
             return
@@ -377,7 +374,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     // MARK: ending
 
     private func finish(_ outcome: ExchangeStateMachine.Outcome) {
-        let failure = outcome.failed ? machine.failure : nil
+        let failure = machine.failure
         stallTimer?.cancel()
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {

@@ -15,6 +15,19 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""connectionReused":false"#), "the retry must use a fresh connection: \(line)")
     }
 
+    /// The connection the retry opened is as good as any other: once its answer is whole it
+    /// goes back to the pool, and the next request reuses it.
+    func testTheConnectionOfARetryIsPooled() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", " %{http_code}\n", "\(origin.base)/drop-next",
+                                                  "\(origin.base)/json", "\(origin.base)/json?again"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasSuffix("\"password\":\"hunter2\"} 200\n"), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/json?again") })
+        XCTAssertTrue(line.contains(#""connectionReused":true"#), "the retry's connection was not pooled: \(line)")
+    }
+
     /// Operators tell the threads apart in `top -H` and `perf` by these names.
     func testThreadsCarryTheirNamesInTheKernel() throws {
         let origin = try OriginServer()
