@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"], exclude: ["Resources"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
-        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
+        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1", "TLSInterception", "COpenSSL"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),

@@ -298,6 +298,11 @@ final class ClientSession: ExchangeClient {
 
     /// Called by the loop once the sink caught up.
     func releaseHeldRequest() {
+        if let http2 {
+            engine.metrics.heldClients.sub()
+            http2.releaseHeld()
+            return
+        }
         guard let (head, actions) = machine.release() else { return }
         perform(actions)
         // A client that half-closed while held: the exchange's body is whatever is buffered.
@@ -559,6 +564,19 @@ final class ClientSession: ExchangeClient {
         if e & BEV_EVENT_CONNECTED != 0, machine.isIntercepting, !alpnChecked { _ = startHTTP2IfNegotiated() }
     }
 
+    /// An HTTP/2 stream holds its request (`log.whenBehind: wait`): the session waits in
+    /// the loop's held sessions, counted once however many of its streams wait.
+    func holdForHTTP2() {
+        loop.heldSessions[ObjectIdentifier(self)] = self
+        engine.metrics.heldClients.add()
+    }
+
+    /// The held HTTP/2 streams are answered or gone without a release (shutdown, close).
+    func releaseHTTP2Hold() {
+        guard loop.heldSessions.removeValue(forKey: ObjectIdentifier(self)) != nil else { return }
+        engine.metrics.heldClients.sub()
+    }
+
     /// Once the client's handshake is done: if it picked `h2`, an `HTTP2Connection` takes
     /// the connection's bytes (the head timer stops; its own limits apply). True if it did.
     private func startHTTP2IfNegotiated() -> Bool {
@@ -599,6 +617,7 @@ final class ClientSession: ExchangeClient {
         exchange = nil
         let h2 = http2
         http2 = nil
+        if let h2, h2.hasHeldStreams { releaseHTTP2Hold() }
         h2?.abandon()
         reader?.detach()
         reader = nil

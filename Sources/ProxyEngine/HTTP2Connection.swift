@@ -42,7 +42,7 @@ final class HTTP2Connection {
     var isIdle: Bool { streams.isEmpty }
 
     enum Event {
-        case headersComplete(Int32, endStream: Bool)
+        case headersComplete(Int32)
         case data(Int32)
         case requestEnded(Int32)
         case closed(Int32, errorCode: UInt32)
@@ -148,8 +148,8 @@ final class HTTP2Connection {
             events.removeAll(keepingCapacity: true)
             for event in batch {
                 switch event {
-                case .headersComplete(let id, let endStream):
-                    streams[id]?.headersComplete(endStream: endStream)
+                case .headersComplete(let id):
+                    streams[id]?.headersComplete()
                 case .data(let id):
                     streams[id]?.deliver()
                 case .requestEnded(let id):
@@ -247,6 +247,8 @@ final class HTTP2Connection {
     /// Shutdown: GOAWAY stops new streams; the connection closes once those open are done.
     func drain() {
         guard let nghttp2 else { return }
+        if hasHeldStreams { session.releaseHTTP2Hold() }
+        refuseHeld()
         _ = nghttp2_submit_shutdown_notice(nghttp2)
         _ = nghttp2_submit_goaway(nghttp2, UInt8(NGHTTP2_FLAG_NONE.rawValue),
                                   nghttp2_session_get_last_proc_stream_id(nghttp2), UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
@@ -269,6 +271,32 @@ final class HTTP2Connection {
                                                    status: 200, bytesFromClient: bytesIn, bytesFromUpstream: bytesOut,
                                                    start: startedAt, end: max(startedAt, Date().timeIntervalSince1970),
                                                    closedBy: .client, error: failure)))
+    }
+
+    // MARK: holding streams while the log is behind
+
+    /// Streams whose exchange waits for the log (`log.whenBehind: wait`).
+    private var held: [HTTP2Stream] = []
+    var hasHeldStreams: Bool { !held.isEmpty }
+
+    func hold(_ stream: HTTP2Stream) {
+        session.engine.metrics.holds.add()
+        held.append(stream)
+        if held.count == 1 { session.holdForHTTP2() }
+    }
+
+    /// Called through the session once the log caught up.
+    func releaseHeld() {
+        let waiting = held
+        held.removeAll()
+        for stream in waiting where streams[stream.id] === stream { stream.startHeld() }
+        send()
+    }
+
+    private func refuseHeld() {
+        let waiting = held
+        held.removeAll()
+        for stream in waiting where streams[stream.id] === stream { stream.refuseHeld() }
     }
 
     // MARK: for streams
@@ -345,7 +373,7 @@ final class HTTP2Connection {
                 // Settled now, not when the event is handled: DATA and trailers that follow
                 // in the same read must already see the head as whole and its framing.
                 if let stream = streams[id], stream.headBlockEnded(endStream: endStream) {
-                    events.append(.headersComplete(id, endStream: endStream))
+                    events.append(.headersComplete(id))
                 }
             } else if endStream {
                 events.append(.requestEnded(id))

@@ -154,8 +154,15 @@ final class HTTP2Stream: ExchangeClient {
         return true
     }
 
-    func headersComplete(endStream: Bool) {
+    /// Starts the exchange, or, while the log is behind (`log.whenBehind: wait`), holds the
+    /// stream as an HTTP/1.1 session holds its next request: its body stays unread, so the
+    /// client's window stays closed, until `startHeld`.
+    func headersComplete() {
         guard let parsed = parsedHead, machine.isOpen else { return }
+        if case .success = parsed, let sink = engine.sink, sink.isBehind {
+            connection.hold(self)
+            return
+        }
         parsedHead = nil
         switch parsed {
         case .failure(let error):
@@ -166,9 +173,18 @@ final class HTTP2Stream: ExchangeClient {
                               framing: request.framing, url: authority.url(originTarget: request.path))
             exchange = ex
             ex.begin()
-            if endStream { return }
-            deliver()
+            // Bytes that came while held are taken now; the exchange reads what follows.
+            if request.framing != .none { deliver() }
         }
+    }
+
+    /// The log caught up: the held stream starts (or is held again).
+    func startHeld() { headersComplete() }
+
+    /// Shutdown while held: answered, never started.
+    func refuseHeld() {
+        parsedHead = nil
+        respondError(.serviceUnavailable, "Tapwire is shutting down", close: false)
     }
 
     /// DATA payload: kept framed for the exchange's HTTP/1.1 body framer.

@@ -176,6 +176,22 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory, timeout: 1) { $0.contains("h2=drain") && $0.contains(#""status":200"#) })
     }
 
+    /// The stream limit's worth of streams at once, each with a 512 KiB answer (twice the
+    /// stream window): flow control across streams and the connection, each stream answered
+    /// whole and logged once.
+    /// (`log.whenBehind: wait` holding streams is `HTTP2HoldTests`, in process, where the
+    /// log can be held behind at will.)
+    func testAHundredStreamsAtOnce() throws {
+        let (proxy, ca) = try startProxy()
+        let result = try h2Client("many", proxy, ca)
+        XCTAssertEqual(result["sizes"] as? [Int], Array(repeating: 524_288, count: 100), "\(result)")
+        XCTAssertEqual(proxy.stop(timeout: 60), 0)
+        let lines = try logLines(proxy.logDirectory)
+        for n in 0..<100 {
+            XCTAssertEqual(lines.filter { $0.contains("h2=many\(n)\"") }.count, 1, "stream \(n) logged other than once")
+        }
+    }
+
     /// A connection with no stream open is closed after `limits.clientIdleTimeout`, with a
     /// GOAWAY NO_ERROR, and no failure is recorded for it.
     func testAnIdleConnectionIsClosedGracefully() throws {

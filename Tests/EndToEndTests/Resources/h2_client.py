@@ -12,6 +12,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   malformed            a connection WINDOW_UPDATE of 0 (a protocol error)
   trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
   grpc                 a gRPC-shaped POST (te: trailers, one message) to /grpc
+  many                 100 streams at once, each GET /big of 512 KiB: sizes received
 """
 import json
 import socket
@@ -237,6 +238,30 @@ def main():
                 break
         print(json.dumps({"status": status and status.get(":status"), "contentType": status and status.get("content-type"),
                           "trailers": trailers, "body": body.hex()}))
+    elif mode == "many":
+        # 100 streams at once (the default stream limit), answers of 512 KiB each.
+        ids = []
+        for n in range(100):
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, request_headers(authority, "/big?size=524288&h2=many%d" % n), end_stream=True)
+            ids.append(sid)
+        t.sendall(conn.data_to_send())
+        sizes, ended = {}, set()
+        deadline = time.time() + 90
+        while len(ended) < len(ids) and time.time() < deadline:
+            events, closed = pump(t, conn, deadline)
+            for e in events:
+                if isinstance(e, h2.events.DataReceived):
+                    sizes[e.stream_id] = sizes.get(e.stream_id, 0) + len(e.data)
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    ended.add(e.stream_id)
+            out = conn.data_to_send()
+            if out:
+                t.sendall(out)
+            if closed:
+                break
+        print(json.dumps({"sizes": [sizes.get(s, 0) for s in ids], "ended": len(ended)}))
     elif mode == "idle":
         def one(n):
             if n > 0:
