@@ -33,7 +33,8 @@ final class HTTP2Connection {
     private(set) var failure: TransportError?
     private var failureRecorded = false
     private let startedAt = Date().timeIntervalSince1970
-    /// `limits.clientIdleTimeout` while no stream is open: then GOAWAY (NO_ERROR) and close.
+    /// `limits.clientIdleTimeout` while no stream is busy (`HTTP2Stream.keepsConnectionBusy`):
+    /// then GOAWAY (NO_ERROR) and close. Counted from when the connection last became quiet.
     private var idleTimer: LoopTimer?
     private var bytesIn: UInt64 = 0
     private var bytesOut: UInt64 = 0
@@ -105,15 +106,17 @@ final class HTTP2Connection {
         armIdleTimerIfIdle()
     }
 
+    private var isQuiet: Bool { !streams.values.contains { $0.keepsConnectionBusy } }
+
     private func armIdleTimerIfIdle() {
-        guard streams.isEmpty, nghttp2 != nil else { idleTimer?.cancel(); return }
+        guard isQuiet, nghttp2 != nil else { idleTimer?.cancel(); return }
         let timer = idleTimer ?? LoopTimer(loop: session.loop) { [weak self] in self?.idleTimedOut() }
         if !timer.isScheduled { timer.schedule(after: config.clientIdleTimeout) }
         idleTimer = timer
     }
 
     private func idleTimedOut() {
-        guard streams.isEmpty, let nghttp2 else { return }
+        guard isQuiet, let nghttp2 else { return }
         _ = nghttp2_session_terminate_session(nghttp2, UInt32(NGHTTP2_NO_ERROR.rawValue))
         send()
         if self.nghttp2 != nil { finishConnection() }

@@ -132,6 +132,11 @@ final class HTTP2Stream: ExchangeClient {
 
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) { reset() }
 
+    /// The stream has a whole head (an exchange runs, waits for the log, or its answer is
+    /// going out): the connection is busy. A header block still arriving is not: a client
+    /// that stalls inside one stalls the whole connection (nothing may interleave with it).
+    var keepsConnectionBusy: Bool { machine.isOpen && machine.headersDone }
+
     // MARK: from the connection (request side)
 
     /// One field of the request's head (or trailers); false once the list passes `limit`.

@@ -203,6 +203,15 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertFalse(try logLines(proxy.logDirectory).contains { $0.contains("http2") }, "an idle close is no failure")
     }
 
+    /// A header block left unfinished stalls the whole connection (no other frame may come
+    /// between its pieces): it gets the same idle limit, not a stream's freedom.
+    func testAStalledHeaderBlockIsClosedAtTheIdleLimit() throws {
+        let (proxy, ca) = try startProxy(limits: ["clientIdleTimeout": 1])
+        let result = try h2Client("stalled-headers", proxy, ca)
+        XCTAssertEqual(result["closed"] as? Bool, true, "\(result)")
+        XCTAssertEqual(result["goaway"] as? Int, 0, "\(result)")
+    }
+
     private func assertAbuserClosed(_ mode: String, limits: [String: Any], code: String, goaway: Int?) throws {
         let (proxy, ca) = try startProxy(limits: limits)
         let result = try h2Client(mode, proxy, ca)

@@ -9,6 +9,7 @@ CA_FILE), then runs MODE and prints one JSON object:
   continuation-flood   one header block in many CONTINUATION frames
   header-bomb          one large field referenced many times from the HPACK table
   idle                 one request, then nothing: waits for the proxy to close
+  stalled-headers      a HEADERS frame without END_HEADERS, then nothing
   malformed            a connection WINDOW_UPDATE of 0 (a protocol error)
   trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
   grpc                 a gRPC-shaped POST (te: trailers, one message) to /grpc
@@ -262,6 +263,15 @@ def main():
             if closed:
                 break
         print(json.dumps({"sizes": [sizes.get(s, 0) for s in ids], "ended": len(ended)}))
+    elif mode == "stalled-headers":
+        state = {"sent": False}
+
+        def stall(_):
+            if not state["sent"]:
+                state["sent"] = True
+                t.sendall(frame(1, 0, 1, hpack.Encoder().encode(request_headers(authority, "/json"))))
+            return False
+        until_closed(t, conn, stall)
     elif mode == "idle":
         def one(n):
             if n > 0:
