@@ -467,7 +467,7 @@ public struct ExchangeProcessor: Sendable {
 
     public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
-        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack, .grpc: return true
+        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack, .protobuf, .grpc: return true
         case .data, .string, .none: return false
         }
     }

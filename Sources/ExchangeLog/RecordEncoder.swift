@@ -44,7 +44,7 @@ import ResponseSerialization
 ///   Content-Encoding could not be undone); `data.captured`: bytes kept from the wire;
 ///   `data.truncated`: the serializer saw only a prefix (capture or decode limit).
 /// - `serializer`: `data`, `string`, `json`, `propertyList`, `jsonLines`, `form`,
-///   `eventStream`, `msgpack` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
+///   `eventStream`, `msgpack`, `protobuf`, `grpc` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
 ///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
 ///   `none` `null` (no serializer runs, but a transport, decoding or validation failure
 ///   still shows as `failure`); for the others the JSON value: for `eventStream` the array

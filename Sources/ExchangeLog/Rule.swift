@@ -41,7 +41,7 @@ public struct RuleMatch: Sendable, Equatable {
 /// Which serializer a rule runs, with its options (`serializer` in the config).
 public struct SerializerSpec: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
-        case data, string, json, propertyList, jsonLines, form, eventStream, msgpack, grpc, none
+        case data, string, json, propertyList, jsonLines, form, eventStream, msgpack, protobuf, grpc, none
     }
     public var kind: Kind
     /// `string`: an IANA charset name that overrides the Content-Type charset.

@@ -66,6 +66,7 @@ public struct RuleSet: Sendable {
     /// | `text/event-stream` | eventStream |
     /// | `application/msgpack`, `application/x-msgpack` | msgpack |
     /// | `application/grpc`, `application/grpc+proto`, `application/grpc+json` | grpc |
+    /// | `application/x-protobuf`, `application/protobuf`, `application/vnd.google.protobuf`, `application/x-google-protobuf` | protobuf |
     /// | `text/*`, `*/xml`, `*/*+xml`, `application/x-www-form-urlencoded`, `application/javascript`, `application/x-javascript`, `application/ecmascript` | string |
     /// | anything else, or no Content-Type | data |
     public static func defaultSerializer(contentType: String?, body: [UInt8]) -> SerializerSpec.Kind {
@@ -89,6 +90,9 @@ public struct RuleSet: Sendable {
             return .eventStream
         case ("application", "msgpack"), ("application", "x-msgpack"):
             return .msgpack
+        case ("application", "x-protobuf"), ("application", "protobuf"), ("application", "vnd.google.protobuf"),
+             ("application", "x-google-protobuf"):
+            return .protobuf
         case ("application", "grpc"), ("application", "grpc+proto"), ("application", "grpc+json"):
             // Before the `+json` suffix below: gRPC frames its JSON messages.
             return .grpc

@@ -33,6 +33,7 @@ extension SerializerSpec {
         case .eventStream:
             return .eventStream(assemble: assemble, maxEvents: maxEvents, emptyResponseCodes: codes, emptyRequestMethods: methods)
         case .msgpack: return .msgpack(maxDepth: maxDepth, emptyResponseCodes: codes, emptyRequestMethods: methods)
+        case .protobuf: return .protobuf(emptyResponseCodes: codes, emptyRequestMethods: methods)
         case .grpc: return .grpc(emptyResponseCodes: codes, emptyRequestMethods: methods)
         }
     }

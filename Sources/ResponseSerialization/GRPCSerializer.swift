@@ -90,3 +90,32 @@ enum GRPCValue {
         return .object(value)
     }
 }
+
+extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JSON> {
+    /// A protobuf body (`application/x-protobuf`, `application/protobuf`,
+    /// `application/vnd.google.protobuf`) as one message read without a schema, as
+    /// `ProtobufRawDecoder` describes. The MessagePack serializer's checks in its order: nil or
+    /// empty data fails with `inputDataNilOrZeroLength` (an empty message has no bytes, but
+    /// nothing tells it from a missing body), an allowed empty response is `.null`, a
+    /// truncated body is refused. Bytes that are not a message fail with
+    /// `protobufSerializationFailed`, whose message names the byte offset.
+    /// - Parameters:
+    ///   - maxDepth: Messages and groups nested deeper than this fail; default 64.
+    ///   - emptyResponseCodes: Statuses whose empty body is the empty value; default 204, 205, 304.
+    ///   - emptyRequestMethods: Request methods whose empty response is the empty value; default HEAD.
+    public static func protobuf(maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth,
+                                emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
+                                emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
+        let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
+        return DataResponseSerializer { request, response, data, error in
+            policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
+                do throws(ProtobufError) {
+                    let bytes = [UInt8](data)
+                    return .success(try ProtobufRawDecoder.decode(bytes, maxDepth: maxDepth))
+                } catch {
+                    return .failure(serializationFailure(.protobufSerializationFailed(error: error)))
+                }
+            }
+        }
+    }
+}

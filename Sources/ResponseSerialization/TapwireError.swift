@@ -28,6 +28,8 @@ public enum TapwireError: Error {
         case msgpackSerializationFailed(error: MsgPackError)
         /// Tapwire: the body is not gRPC's length-prefixed messages; the error names the byte offset.
         case grpcSerializationFailed(error: GRPCFramingError)
+        /// Tapwire: the body is not a protobuf message; the error names the byte offset.
+        case protobufSerializationFailed(error: ProtobufError)
         /// A custom serializer threw a non-`TapwireError` error.
         case customSerializationFailed(error: Error)
         /// Tapwire: the body was cut at the capture limit, so a whole-document parse would lie.
@@ -100,6 +102,8 @@ extension TapwireError {
             return e
         case .responseSerializationFailed(.grpcSerializationFailed(let e)):
             return e
+        case .responseSerializationFailed(.protobufSerializationFailed(let e)):
+            return e
         default:
             return nil
         }
@@ -117,6 +121,7 @@ extension TapwireError.ResponseSerializationFailureReason {
         case .propertyListSerializationFailed: return "propertyListSerializationFailed"
         case .msgpackSerializationFailed: return "msgpackSerializationFailed"
         case .grpcSerializationFailed: return "grpcSerializationFailed"
+        case .protobufSerializationFailed: return "protobufSerializationFailed"
         case .customSerializationFailed: return "customSerializationFailed"
         case .inputDataTruncated: return "inputDataTruncated"
         case .contentDecodingFailed: return "contentDecodingFailed"
@@ -140,6 +145,8 @@ extension TapwireError.ResponseSerializationFailureReason {
             return "MessagePack could not be serialized because of error:\n\(error.description)"
         case .grpcSerializationFailed(let error):
             return "gRPC messages could not be serialized because of error:\n\(error.description)"
+        case .protobufSerializationFailed(let error):
+            return "Protobuf could not be serialized because of error:\n\(error.description)"
         case .customSerializationFailed(let error):
             return "Custom response serializer failed with error:\n\(describe(error))"
         case .inputDataTruncated(let captured, let total) where captured >= total:

@@ -701,6 +701,26 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(badRecord["/result/failure/reason"], .string("grpcSerializationFailed"))
     }
 
+    /// `application/x-protobuf` goes to the protobuf serializer: one message without a
+    /// schema; `redact.jsonKeys` cannot name its numbered fields, but a rule's pointers can.
+    func testProtobufRecord() throws {
+        let processor = RecordFixture.processor(ProcessorSettings())
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/x-protobuf")],
+                                       body: [0x08, 0x96, 0x01, 0x12, 0x02] + Array("ok".utf8))
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("protobuf"))
+        XCTAssertEqual(record["/result/success"], .object([JSON.Member("1", .number("150")), JSON.Member("2", .string("ok"))]))
+        let bad = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/protobuf")], body: [0x0F])
+        let badRecord = try ParsedRecord(processor.record(for: bad, id: "x"))
+        XCTAssertEqual(badRecord["/result/failure/reason"], .string("protobufSerializationFailed"))
+        XCTAssertEqual(badRecord["/result/failure/message"],
+                       .string("Protobuf could not be serialized because of error:\nwire type 7 does not exist at byte offset 0"))
+        var rule = Rule(name: "p", match: RuleMatch(), serializer: SerializerSpec(kind: .protobuf), select: [try JSONPointer("/2")])
+        rule.redact = []
+        let selected = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: x, id: "x"))
+        XCTAssertEqual(selected["/result/success"], .object([JSON.Member("2", .string("ok"))]))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {
