@@ -283,7 +283,7 @@ public struct TapwireConfiguration: Sendable {
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
                             allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
-                                      "emptyResponseCodes", "emptyRequestMethods"]) {
+                                      "emptyResponseCodes", "emptyRequestMethods", "descriptorSet", "message"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -307,6 +307,26 @@ public struct TapwireConfiguration: Sendable {
             }
             if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
                 if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let file = r.string(s["descriptorSet"], "\(sp).descriptorSet") {
+                if spec.kind != .protobuf && spec.kind != .grpc {
+                    r.fail("\(sp).descriptorSet", "only applies to the protobuf and grpc serializers")
+                } else if let bytes = FileManager.default.contents(atPath: file) {
+                    do throws(ProtobufError) { spec.schema = try ProtobufSchema(descriptorSet: [UInt8](bytes)) } catch {
+                        r.fail("\(sp).descriptorSet", "\(file) is not a FileDescriptorSet (protoc --include_imports --descriptor_set_out): \(error)")
+                    }
+                } else {
+                    r.fail("\(sp).descriptorSet", "\(file) does not exist or cannot be read")
+                }
+            }
+            if let m = r.string(s["message"], "\(sp).message") {
+                if spec.kind != .protobuf { r.fail("\(sp).message", "only applies to the protobuf serializer") }
+                else if s["descriptorSet"] == nil { r.fail("\(sp).message", "needs a descriptorSet that defines it") }
+                else if let schema = spec.schema, !schema.hasMessage(m) {
+                    r.fail("\(sp).message", "\(m) is no message type of the descriptor set (write it as package.Type)")
+                } else { spec.message = m }
+            } else if spec.kind == .protobuf, spec.schema != nil {
+                r.fail("\(sp).message", "required with a descriptorSet: the body's message type, as package.Type")
             }
             if let a = r.string(s["assemble"], "\(sp).assemble") {
                 if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }

@@ -354,7 +354,12 @@ public struct ExchangeProcessor: Sendable {
             capture: BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes), truncated: truncated),
             requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
             clock: { 0 })
-        let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        var spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        // A gRPC rule's schema names the request's messages too (the method's input type).
+        if spec.kind == .grpc, let ruleSpec = rule?.serializer, ruleSpec.kind == .grpc {
+            spec = ruleSpec
+            spec.decodesRequest = true
+        }
         if spec.kind == .json && redactPointers.isEmpty {
             // Only key redaction applies here, so the one-pass compactor gives the same text
             // as parse, redact, write, without building a tree.

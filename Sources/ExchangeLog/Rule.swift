@@ -63,6 +63,13 @@ public struct SerializerSpec: Sendable, Equatable {
     public var maxEvents: Int?
     public var emptyResponseCodes: Set<Int>?
     public var emptyRequestMethods: Set<String>?
+    /// `protobuf`, `grpc`: the `FileDescriptorSet` (`descriptorSet`, read at load) that names
+    /// fields and enum values; nil decodes without a schema.
+    public var schema: ProtobufSchema?
+    /// `protobuf` with a schema: the body's message type (`message`, `package.Type`).
+    public var message: String?
+    /// Set by the processor for a request body: `grpc` then takes the method's input type.
+    var decodesRequest = false
     public init(kind: Kind) { self.kind = kind }
 }
 

@@ -14,13 +14,21 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// bad message does not hide the others. A body cut at the capture limit (or a transfer
     /// that stopped) lists its whole messages and adds `"cutShort":{"offset":N}`. A body that
     /// is not length-prefixed framing fails with `grpcSerializationFailed`.
+    ///
+    /// With a `schema`, the request's path (`/package.Service/Method`) selects the method,
+    /// and its input (`request`) or output type decodes each `+proto` message into
+    /// protobuf's canonical JSON (`ProtobufSchema`); a method the schema lacks falls back to
+    /// the schema-less reading.
     /// - Parameters:
+    ///   - schema: Message types by method; nil reads every message without a schema.
+    ///   - request: The body is the request's (the method's input type), not the response's.
     ///   - maxDepth: Protobuf messages nested deeper than this are not read as messages.
     ///   - maxDecodedBytes: The most one message may inflate to when `grpc-encoding` is undone.
     ///   - emptyResponseCodes: Statuses whose empty body is the empty value (a gRPC answer with
     ///     no message, e.g. an error, is `{"messages":[]}` regardless); default 204, 205, 304.
     ///   - emptyRequestMethods: Request methods whose empty response is the empty value; default HEAD.
-    public static func grpc(maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth, maxDecodedBytes: Int = 8 << 20,
+    public static func grpc(schema: ProtobufSchema? = nil, request decodesRequest: Bool = false,
+                            maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth, maxDecodedBytes: Int = 8 << 20,
                             emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
@@ -29,12 +37,15 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
             let head = response?.headers ?? request?.headers ?? HTTPHeaders()
             let encoding = head.first(name: "grpc-encoding")
             let isJSON = head.first(name: "content-type").map { $0.lowercased().hasPrefix("application/grpc+json") } ?? false
+            let method = schema.flatMap { schema in request.flatMap { schema.method(path: GRPCValue.path(of: $0.target)) } }
+            let typed = schema.flatMap { s in method.map { (s, decodesRequest ? $0.input : $0.output) } }
             return policy.result(request, response, data, error, emptyValue: .object([JSON.Member("messages", .array([]))]),
                                  requiresBytes: false) { data in
                 let bytes = [UInt8](data)
                 do throws(GRPCFramingError) {
                     let split = try GRPCMessages.split(bytes)
-                    return .success(GRPCValue.make(bytes, split, encoding: encoding, isJSON: isJSON, decoder: decoder, maxDepth: maxDepth))
+                    return .success(GRPCValue.make(bytes, split, encoding: encoding, isJSON: isJSON, schema: typed,
+                                                   decoder: decoder, maxDepth: maxDepth))
                 } catch {
                     return .failure(serializationFailure(.grpcSerializationFailed(error: error)))
                 }
@@ -45,8 +56,19 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
 
 /// The record's value for a split gRPC body (see `grpc`).
 enum GRPCValue {
+    /// The path of a request target: origin-form as it is, absolute-form after its authority;
+    /// the query left out.
+    static func path(of target: String) -> String {
+        var path = Substring(target)
+        if let scheme = path.range(of: "://") {
+            let rest = path[scheme.upperBound...]
+            path = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
+        }
+        return String(path.prefix { $0 != "?" })
+    }
+
     static func make(_ bytes: [UInt8], _ split: GRPCMessages, encoding: String?, isJSON: Bool,
-                     decoder: ContentDecoder, maxDepth: Int) -> JSON {
+                     schema: (ProtobufSchema, String)? = nil, decoder: ContentDecoder, maxDepth: Int) -> JSON {
         var messages: [JSON] = []
         messages.reserveCapacity(split.messages.count)
         for m in split.messages {
@@ -71,6 +93,9 @@ enum GRPCValue {
             if problem == nil {
                 if isJSON {
                     do throws(JSONParseError) { members.append(JSON.Member("message", try JSONParser.parse(payload))) }
+                    catch { problem = error.description }
+                } else if let (schema, type) = schema {
+                    do throws(ProtobufError) { members.append(JSON.Member("message", try schema.decode(payload, message: type, maxDepth: maxDepth))) }
                     catch { problem = error.description }
                 } else {
                     do throws(ProtobufError) { members.append(JSON.Member("message", try ProtobufRawDecoder.decode(payload, maxDepth: maxDepth))) }
@@ -99,11 +124,13 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     /// nothing tells it from a missing body), an allowed empty response is `.null`, a
     /// truncated body is refused. Bytes that are not a message fail with
     /// `protobufSerializationFailed`, whose message names the byte offset.
+    /// With a `schema`, the message is decoded as its type into protobuf's canonical JSON.
     /// - Parameters:
+    ///   - schema: The descriptor set and the body's message type; nil reads without a schema.
     ///   - maxDepth: Messages and groups nested deeper than this fail; default 64.
     ///   - emptyResponseCodes: Statuses whose empty body is the empty value; default 204, 205, 304.
     ///   - emptyRequestMethods: Request methods whose empty response is the empty value; default HEAD.
-    public static func protobuf(maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth,
+    public static func protobuf(schema: (ProtobufSchema, String)? = nil, maxDepth: Int = ProtobufRawDecoder.defaultMaxDepth,
                                 emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                                 emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
@@ -111,6 +138,7 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
             policy.result(request, response, data, error, emptyValue: .null, requiresBytes: true) { data in
                 do throws(ProtobufError) {
                     let bytes = [UInt8](data)
+                    if let (schema, type) = schema { return .success(try schema.decode(bytes, message: type, maxDepth: maxDepth)) }
                     return .success(try ProtobufRawDecoder.decode(bytes, maxDepth: maxDepth))
                 } catch {
                     return .failure(serializationFailure(.protobufSerializationFailed(error: error)))

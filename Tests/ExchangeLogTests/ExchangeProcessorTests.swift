@@ -880,3 +880,44 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(textRecord["/result/success"], .string("é"))
     }
 }
+
+/// A `FileDescriptorSet` written field by field: package `s`, `Req {string name = 1}`,
+/// `Resp {int64 n = 1}`, `service Svc { rpc Call(Req) returns (Resp) }`.
+enum TinyDescriptorSet {
+    static func ld(_ field: UInt8, _ bytes: [UInt8]) -> [UInt8] { [field << 3 | 2, UInt8(bytes.count)] + bytes }
+    static func text(_ field: UInt8, _ s: String) -> [UInt8] { ld(field, Array(s.utf8)) }
+    static func varint(_ field: UInt8, _ v: UInt8) -> [UInt8] { [field << 3, v] }
+    static var bytes: [UInt8] {
+        let name = text(1, "name") + varint(3, 1) + varint(4, 1) + varint(5, 9) + text(10, "name")
+        let n = text(1, "n") + varint(3, 1) + varint(4, 1) + varint(5, 3)
+        let req = text(1, "Req") + ld(2, name)
+        let resp = text(1, "Resp") + ld(2, n)
+        let method = text(1, "Call") + text(2, ".s.Req") + text(3, ".s.Resp")
+        let service = text(1, "Svc") + ld(2, method)
+        let file = text(1, "s.proto") + text(2, "s") + ld(4, req) + ld(4, resp) + ld(6, service)
+        return ld(1, file)
+    }
+}
+
+final class GRPCSchemaRecordTests: XCTestCase {
+    /// A `grpc` rule with a descriptor set: the method path picks the types, the request's
+    /// messages decode as its input type, the response's as its output (64-bit as strings).
+    func testTheMethodPathSelectsTheTypesBothWays() throws {
+        var spec = SerializerSpec(kind: .grpc)
+        spec.schema = try ProtobufSchema(descriptorSet: TinyDescriptorSet.bytes)
+        let rule = Rule(name: "g", match: RuleMatch(), serializer: spec)
+        let processor = RecordFixture.processor(ProcessorSettings(rules: [rule]))
+        let request: [UInt8] = [0, 0, 0, 0, 5, 0x0A, 0x03] + Array("ann".utf8)
+        var x = RecordFixture.exchange(method: "POST", url: "https://api.local/s.Svc/Call",
+                                       requestHeaders: [("Content-Type", "application/grpc")], requestBody: request,
+                                       responseHeaders: [("Content-Type", "application/grpc")], body: [0, 0, 0, 0, 2, 0x08, 0x2A])
+        x.request.target = "/s.Svc/Call"
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/result/success/messages/0/message"], .object([JSON.Member("n", .string("42"))]), record.line)
+        XCTAssertEqual(record["/request/body/messages/0/message"], .object([JSON.Member("name", .string("ann"))]), record.line)
+        // Another method: read without the schema.
+        x.request.target = "/s.Svc/Other"
+        let other = try ParsedRecord(processor.record(for: x, id: "y"))
+        XCTAssertEqual(other["/result/success/messages/0/message"], .object([JSON.Member("1", .number("42"))]), other.line)
+    }
+}
