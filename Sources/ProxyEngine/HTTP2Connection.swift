@@ -348,7 +348,10 @@ final class HTTP2Connection {
     private func beginHeaders(_ frame: nghttp2_frame) -> Int32 {
         guard frame.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
               frame.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-        streams[frame.hd.stream_id] = HTTP2Stream(connection: self, id: frame.hd.stream_id)
+        guard let stream = HTTP2Stream(connection: self, id: frame.hd.stream_id) else {
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue   // refused with RST_STREAM
+        }
+        streams[frame.hd.stream_id] = stream
         return 0
     }
 

@@ -33,12 +33,14 @@ final class HTTP2Stream: ExchangeClient {
     private var readTimer: LoopTimer?
     private var readTimeout: Double?
 
-    init(connection: HTTP2Connection, id: Int32) {
+    /// Nil when the buffers cannot be allocated (the stream is then refused).
+    init?(connection: HTTP2Connection, id: Int32) {
+        guard let input = evbuffer_new() else { return nil }
+        guard let output = evbuffer_new() else { evbuffer_free(input); return nil }
         self.connection = connection
         self.id = id
-        // Allocation failure of a few bytes is not survivable anyway (as with every evbuffer in the engine).
-        input = evbuffer_new()!
-        output = evbuffer_new()!
+        self.input = input
+        self.output = output
     }
 
     deinit {
@@ -296,7 +298,7 @@ final class HTTP2Stream: ExchangeClient {
         let rc = HTTP2Stream.withFieldList(names, values) { list, count in
             hasBody ? nghttp2_submit_response(nghttp2, id, list, count, &provider)
                     : nghttp2_submit_response(nghttp2, id, list, count, nil)
-        }
+        } ?? -1
         if rc != 0 { reset() }
         if !hasBody {
             evbuffer_drain(output, evbuffer_get_length(output))
@@ -318,7 +320,7 @@ final class HTTP2Stream: ExchangeClient {
                 let kept = trailers.fields.filter { !HTTP2Stream.isConnectionSpecific($0.name) }
                 let rc = HTTP2Stream.withFieldList(kept.map { Array($0.name.lowercased().utf8) }, kept.map { Array($0.value.utf8) }) {
                     nghttp2_submit_trailer(nghttp2, id, $0, $1)
-                }
+                } ?? -1
                 if rc == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
             }
             return max(0, n)
@@ -359,7 +361,7 @@ final class HTTP2Stream: ExchangeClient {
 
     /// The fields as nghttp2's name/value list, pointing into one buffer that lives for `body`.
     private static func withFieldList<R>(_ names: [[UInt8]], _ values: [[UInt8]],
-                                         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+                                         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R? {
         var bytes: [UInt8] = []
         var spans: [(name: Range<Int>, value: Range<Int>)] = []
         for (name, value) in zip(names, values) {
@@ -370,8 +372,8 @@ final class HTTP2Stream: ExchangeClient {
             spans.append((nameStart..<valueStart, valueStart..<bytes.count))
         }
         bytes.append(0)  // never empty, so the base address exists
-        return bytes.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
+        return bytes.withUnsafeMutableBufferPointer { buffer -> R? in
+            guard let base = buffer.baseAddress else { return nil }
             let list = spans.map { span in
                 nghttp2_nv(name: base + span.name.lowerBound, value: base + span.value.lowerBound,
                            namelen: span.name.count, valuelen: span.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
