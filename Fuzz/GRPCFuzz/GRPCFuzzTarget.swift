@@ -1,4 +1,4 @@
-// libFuzzer target for GRPCMessages, compiled with FuzzInvariants.swift (see Fuzz/build.sh).
+// libFuzzer target for GRPCMessages, compiled with Invariant.swift (see Fuzz/build.sh).
 // Any broken invariant aborts.
 
 func split(_ bytes: UnsafeRawBufferPointer) -> Result<GRPCMessages, GRPCFramingError> {

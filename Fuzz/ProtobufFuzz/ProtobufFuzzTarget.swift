@@ -1,5 +1,5 @@
 // libFuzzer target for ProtobufRawDecoder, compiled together with the decoder, the JSON
-// value, parser and writer, FuzzInvariants.swift and JSONDepth.swift (see Fuzz/build.sh).
+// value, parser and writer, Invariant.swift and JSONDepth.swift (see Fuzz/build.sh).
 // Any broken invariant aborts.
 
 func decode(_ bytes: UnsafeRawBufferPointer, depth: Int) -> Result<JSON, ProtobufError> {

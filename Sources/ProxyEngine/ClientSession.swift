@@ -154,6 +154,8 @@ final class ClientSession: ExchangeClient {
                 if let input { firstBytesAfterConnect(input) }
             case .respondRequestTimeout:
                 respondError(.requestTimeout, "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+            case .startBlindTunnel:
+                startParkedTunnel()
             case .recordInterceptionFailure(let failure):
                 guard let authority = machine.interceptionAuthority else { break }
                 let why: String
@@ -335,14 +337,53 @@ final class ClientSession: ExchangeClient {
             respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
         }
-        if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
+        let route = engine.connectRoute(host: authority.host)
+        if route == .inspect(interceptsTLS: true), let interceptor = engine.tlsInterceptor {
             startInterception(head: head, authority: authority, interceptor: interceptor)
             return
         }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
         exchange = ex
         perform(machine.exchangeStarted())
-        ex.beginConnectTunnel()
+        ex.beginConnectTunnel(inspectFirstBytes: route != .blind)
+    }
+
+    /// A CONNECT's upstream is connected and the client has its 200: the client's first
+    /// bytes decide what the connection is (`ConnectPayloadStateMachine`), while the upstream
+    /// waits, watched for bytes of its own (a server that speaks first makes it blind).
+    func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double) {
+        exchange = nil
+        interceptStart = start
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(upstream.bev, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().parkedUpstreamSpoke()
+        }, nil, { _, _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().parkedUpstreamSpoke()
+        }, ctx)
+        bufferevent_enable(upstream.bev, Int16(EV_READ))
+        let wait = ClientSessionStateMachine.ClientHelloWait(head: head, authority: authority, ssl: nil, upstream: upstream,
+                                                             payload: ConnectPayloadStateMachine(interceptsTLS: false))
+        reader?.setEnabled(true)
+        perform(machine.awaitClientHello(wait, inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
+        if upstream.pendingErrno != 0 || evbuffer_get_length(bufferevent_get_input(upstream.bev)) > 0 { parkedUpstreamSpoke() }
+    }
+
+    private func parkedUpstreamSpoke() {
+        perform(machine.upstreamSpokeFirst())
+    }
+
+    /// The waiting CONNECT is a blind tunnel after all: both sockets go to a `Tunnel`, which
+    /// relays what either side already sent.
+    private func startParkedTunnel() {
+        guard let wait = machine.firstByteArrived(), let upstream = wait.upstream else { return }
+        if let ssl = wait.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+        let start = interceptStart
+        handOver { clientSocket in
+            Tunnel.start(loop: loop, engine: engine, kind: .connect, client: clientSocket, upstream: upstream,
+                         clientText: peerText, target: wait.authority.description, status: 200, start: start, upgrade: nil)
+        }
     }
 
     /// Answers the CONNECT, then, once the client's first byte shows a TLS ClientHello,
@@ -360,23 +401,37 @@ final class ClientSession: ExchangeClient {
         }
         write(Array(ProxyStatus.connectionEstablishedHead.utf8))
         flush()
-        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl),
+        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl, upstream: nil,
+                                               payload: ConnectPayloadStateMachine(interceptsTLS: true)),
                                          inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     private func firstBytesAfterConnect(_ input: OpaquePointer) {
-        guard evbuffer_get_length(input) > 0, let waiting = machine.firstByteArrived() else { return }
-        var first: UInt8 = 0
-        _ = evbuffer_copyout(input, &first, 1)
-        if first == 0x16 {
-            beginTLS(authority: waiting.authority, ssl: waiting.ssl)
-            return
+        guard evbuffer_get_length(input) > 0, var payload = machine.connectWait?.payload else { return }
+        let n = min(evbuffer_get_length(input), ConnectPayloadStateMachine.requestLinePrefixBytes)
+        guard let p = evbuffer_pullup(input, n),
+              let decision = payload.clientSent(UnsafeRawBufferPointer(start: p, count: n)) else { return }
+        switch decision {
+        case .interceptTLS:
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { beginTLS(authority: waiting.authority, ssl: ssl) } else { close() }
+        case .decodeHTTP:
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+            // Requests go through exchanges of their own: the upstream connected for the
+            // CONNECT is not needed.
+            if let upstream = waiting.upstream { bufferevent_free(upstream.bev) }
+            perform(machine.plainHTTPStarted(HTTPAuthority(scheme: "http", host: waiting.authority.host,
+                                                           port: waiting.authority.port)))
+        case .blindTunnel:
+            if machine.connectWait?.upstream != nil { startParkedTunnel(); return }
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+            let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
+            exchange = ex
+            perform(machine.exchangeStarted())
+            ex.beginConnectTunnel(answered: true)
         }
-        engine.tlsInterceptor?.free(ssl: waiting.ssl)
-        let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
-        exchange = ex
-        perform(machine.exchangeStarted())
-        ex.beginConnectTunnel(answered: true)
     }
 
     private func beginTLS(authority: HTTPAuthority, ssl: OpaquePointer) {
@@ -609,6 +664,7 @@ final class ClientSession: ExchangeClient {
     func close() {
         guard let leftovers = machine.close() else { return }
         if let ssl = leftovers.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+        if let upstream = leftovers.upstream { bufferevent_free(upstream.bev) }
         if leftovers.held {
             engine.metrics.heldClients.sub()
             loop.heldSessions[ObjectIdentifier(self)] = nil

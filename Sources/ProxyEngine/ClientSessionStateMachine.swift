@@ -14,12 +14,17 @@ import HTTP1
 /// - `held`: a parsed request waits for the log to catch up (`log.whenBehind: wait`);
 ///   reading goes on up to a head's worth, so a reset is noticed; a half-close is answered
 ///   after the release (`heldRequestStarted`).
-/// - `awaitingClientHello`: an intercepted CONNECT was answered; the client's first byte
-///   decides between TLS (0x16) and a blind tunnel. The TLS object is this state's, freed
-///   when the state is left any other way.
+/// - `awaitingClientHello`: a CONNECT was answered; the client's first bytes decide
+///   (`ConnectPayloadStateMachine`) between TLS, HTTP decoded in this session, and a blind
+///   tunnel. The TLS object (an intercepted host) and the upstream socket (a host whose
+///   upstream was connected before the answer) are this state's, freed when the state is
+///   left any other way. With an upstream waiting, its first byte, the client's close,
+///   `clientIdleTimeout` or a drain make the tunnel blind.
 /// - TLS with the client is `plain`, `handshaking` (requests then go to the intercepted
-///   origin) or `established`. A handshake that fails, stalls past `clientIdleTimeout`, or
-///   a connection that closes before the ClientHello leaves a record and closes.
+///   origin) or `established`; `plainInsideConnect`: plain HTTP/1 came through a CONNECT,
+///   and its origin-form requests go to the CONNECT's origin. A handshake that fails,
+///   stalls past `clientIdleTimeout`, or a connection that closes before the ClientHello
+///   leaves a record and closes.
 /// - The head timer (`clientIdleTimeout`) is armed whenever a head is awaited: past it, a
 ///   client that sent part of one gets 408, an idle one is closed. Starting an exchange
 ///   does not cancel it (that would be a timer operation per exchange): while exchanging
@@ -37,11 +42,14 @@ import HTTP1
 ///   that ended with an error while in flight stays attached (finished) until the close.
 /// - `closed` is final.
 struct ClientSessionStateMachine {
-    /// An intercepted CONNECT waiting for the client's first byte; `ssl` is owned here.
+    /// An answered CONNECT waiting for the client's first bytes; `ssl` (an intercepted
+    /// host) and `upstream` (already connected) are owned here.
     struct ClientHelloWait {
         var head: HTTPRequestHead
         var authority: HTTPAuthority
-        var ssl: OpaquePointer
+        var ssl: OpaquePointer?
+        var upstream: HandedOverSocket?
+        var payload: ConnectPayloadStateMachine
     }
 
     /// The client's input while a request is held or an exchange runs: the only phases in
@@ -73,6 +81,8 @@ struct ClientSessionStateMachine {
         case plain
         case handshaking(HTTPAuthority)
         case established(HTTPAuthority)
+        /// Plain HTTP/1 through a CONNECT, decoded: origin-form requests go to this origin.
+        case plainInsideConnect(HTTPAuthority)
     }
 
     /// How an intercepted CONNECT failed on the client's side (`clientTLSFailed`).
@@ -99,6 +109,10 @@ struct ClientSessionStateMachine {
         /// 408: part of a head arrived, not all of it, within `clientIdleTimeout`.
         case respondRequestTimeout
         case recordInterceptionFailure(InterceptionFailure)
+        /// A CONNECT whose upstream was connected before the answer turned out blind (the
+        /// origin spoke first, the client closed or stayed silent, a drain): hand both
+        /// sockets to a tunnel.
+        case startBlindTunnel
         /// End the exchange with this cause (`clientTimeout`, `clientAborted`).
         case failExchange(TransportError.Code)
         case answerBufferedThenClose
@@ -140,7 +154,7 @@ struct ClientSessionStateMachine {
     /// The origin of the intercepted CONNECT in progress (waiting for the ClientHello, or
     /// handshaking): what an interception failure names.
     var interceptionAuthority: HTTPAuthority? {
-        if case .awaitingClientHello(let wait) = phase { return wait.authority }
+        if case .awaitingClientHello(let wait) = phase, wait.ssl != nil { return wait.authority }
         if case .handshaking(let authority) = security { return authority }
         return nil
     }
@@ -178,7 +192,7 @@ struct ClientSessionStateMachine {
     var interceptedAuthority: HTTPAuthority? {
         switch security {
         case .plain: return nil
-        case .handshaking(let a), .established(let a): return a
+        case .handshaking(let a), .established(let a), .plainInsideConnect(let a): return a
         }
     }
 
@@ -268,7 +282,12 @@ struct ClientSessionStateMachine {
         case .held(_, let input):
             phase = .readingHead(inputEnded: input.ended)
             return ActionList(.unregisterHeld, .refuseHeldForShutdown)
-        case .readingHead, .awaitingClientHello:
+        case .awaitingClientHello(let wait):
+            // With its upstream connected, the CONNECT is a tunnel, which the shutdown ends
+            // and records; else closed at once (`close` frees the wait's TLS object, which
+            // closing after the flush would lose).
+            return ActionList(wait.upstream != nil ? .startBlindTunnel : .close)
+        case .readingHead:
             return closeAfterFlush()
         case .exchanging, .closingAfterFlush, .closed:
             return ActionList()
@@ -317,19 +336,46 @@ struct ClientSessionStateMachine {
 
     // MARK: interception
 
-    /// An intercepted CONNECT was answered: the client's first byte is awaited within
-    /// `clientIdleTimeout`, or looked at now when it is already buffered.
+    /// A CONNECT was answered: the client's first bytes are awaited within
+    /// `clientIdleTimeout`, or looked at now when they are already buffered. From
+    /// `exchanging` when the exchange connected the upstream before the answer (it is over,
+    /// and reading, paused while it connected, goes on).
     mutating func awaitClientHello(_ wait: ClientHelloWait, inputBuffered: Bool) -> ActionList<Action> {
-        guard canReadHead else { return ActionList() }
+        switch phase {
+        case .readingHead: break
+        case .exchanging where wait.upstream != nil: break
+        default: return ActionList()
+        }
         phase = .awaitingClientHello(wait)
         return inputBuffered ? ActionList(.armHeadTimer, .inspectFirstByte) : ActionList(.armHeadTimer)
     }
 
-    /// The first byte after the CONNECT answer arrived: the wait, to be resolved by the driver.
+    /// The wait for the first bytes, to look at without leaving it.
+    var connectWait: ClientHelloWait? {
+        if case .awaitingClientHello(let wait) = phase { return wait }
+        return nil
+    }
+
+    /// The first bytes after the CONNECT answer decided (see `ConnectPayloadStateMachine`):
+    /// the wait, to be resolved by the driver.
     mutating func firstByteArrived() -> ClientHelloWait? {
         guard case .awaitingClientHello(let wait) = phase else { return nil }
         phase = .readingHead(inputEnded: false)
         return wait
+    }
+
+    /// The origin connected for a CONNECT sent bytes before the client decided: the tunnel
+    /// is blind (the wait is the driver's to resolve, as for `firstByteArrived`).
+    mutating func upstreamSpokeFirst() -> ActionList<Action> {
+        guard case .awaitingClientHello(let wait) = phase, wait.upstream != nil else { return ActionList() }
+        return ActionList(.startBlindTunnel)
+    }
+
+    /// Plain HTTP/1 came through the CONNECT to `authority`: its requests are parsed and
+    /// exchanged in this session, the head timer running for the first.
+    mutating func plainHTTPStarted(_ authority: HTTPAuthority) -> ActionList<Action> {
+        security = .plainInsideConnect(authority)
+        return ActionList(.armHeadTimer, .parseHeads)
     }
 
     /// The client speaks TLS: the handshake with the intercepted origin's certificate starts.
@@ -346,7 +392,8 @@ struct ClientSessionStateMachine {
         switch phase {
         case .exchanging, .closed, .closingAfterFlush(exchangeKept: true), .readingHead(inputEnded: true):
             return ActionList()
-        case .awaitingClientHello:
+        case .awaitingClientHello(let wait):
+            if wait.upstream != nil { return ActionList(.startBlindTunnel) }
             return ActionList(.recordInterceptionFailure(.nothingSent), .close)
         case .readingHead(inputEnded: false), .held, .closingAfterFlush(exchangeKept: false):
             if case .handshaking = security {
@@ -379,7 +426,9 @@ struct ClientSessionStateMachine {
     mutating func socketEvent(eof: Bool, error: Bool, timeout: Bool, connected: Bool,
                               exchangeRequestComplete: Bool, inputBuffered: Bool) -> ActionList<Action> {
         if case .closed = phase { return ActionList() }
-        if case .awaitingClientHello = phase, eof || error {
+        if case .awaitingClientHello(let wait) = phase, eof || error {
+            // With the upstream connected, the tunnel passes the close on and records it.
+            if wait.upstream != nil { return ActionList(.startBlindTunnel) }
             return ActionList(.recordInterceptionFailure(.closedBeforeHello), .close)
         }
         if case .handshaking(let authority) = security {
@@ -439,19 +488,23 @@ struct ClientSessionStateMachine {
         return ActionList(.closeAfterFlush)
     }
 
-    /// What closing leaves to free: the wait's TLS object, a held request, the exchange.
+    /// What closing leaves to free: the wait's TLS object and upstream socket, a held
+    /// request, the exchange.
     struct Leftovers {
         var ssl: OpaquePointer?
+        var upstream: HandedOverSocket?
         var held: Bool
         var exchange: Bool
     }
 
     /// Closes; nil when already closed.
     mutating func close() -> Leftovers? {
-        var leftovers = Leftovers(ssl: nil, held: false, exchange: hasExchange)
+        var leftovers = Leftovers(ssl: nil, upstream: nil, held: false, exchange: hasExchange)
         switch phase {
         case .closed: return nil
-        case .awaitingClientHello(let wait): leftovers.ssl = wait.ssl
+        case .awaitingClientHello(let wait):
+            leftovers.ssl = wait.ssl
+            leftovers.upstream = wait.upstream
         case .held: leftovers.held = true
         default: break
         }

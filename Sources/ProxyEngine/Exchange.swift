@@ -58,12 +58,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         wall0 = Date().timeIntervalSince1970
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
-        // Upgrades inside an intercepted TLS stream are not tunnelled (the tunnel code
-        // works on plain sockets): the request goes on without its Upgrade fields. So does
-        // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
-        // reach the origin as an HTTP/1.1 upgrade request.
+        // Upgrades are forwarded in plain HTTP and inside an intercepted TLS stream alike (the
+        // tunnel after the 101 moves bytes between bufferevents, TLS filters included). An
+        // HTTP/1.0 request's Upgrade must be ignored (RFC 9110 §7.8): it goes on without it,
+        // or it would reach the origin as an HTTP/1.1 upgrade request.
         let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && !session.isIntercepting && head.version != .http1_0
+            && head.version != .http1_0
         let config = session.config
         machine = ExchangeStateMachine(
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
@@ -291,6 +291,9 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 }
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
+                // Time to first event: only a plain event stream can be scanned as it comes.
+                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
+                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -316,6 +319,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             responseFramer = framer
             session.flush()
             engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
+            if clock.eventStream && clock.firstEvent == nil { scanForFirstEvent() }
             progress = done ? .complete : .partial(queued: session.isOpen ? session.queuedOutputLength : 0)
         } catch {
             responseFramer = framer
@@ -323,6 +327,24 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             progress = .malformed(error)
         }
         perform(machine.responseBodyPumped(progress))
+    }
+
+    /// The event-stream scanner's progress over the captured body (a few bytes of state).
+    private var firstEventScanner = FirstEventScanner()
+
+    /// Looks at the captured bytes not yet scanned for the end of the first event. The scan
+    /// stops there, so it costs the bytes before the first event, once; past the capture
+    /// limit nothing is left to scan, and `firstEventTime` stays null.
+    private func scanForFirstEvent() {
+        let from = firstEventScanner.scanned
+        guard from < responseCapture.bytes.count else { return }
+        let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
+        if found { clock.firstEvent = now() }
+    }
+
+    static func isEventStream(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
@@ -424,7 +446,9 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     /// - Parameter answered: the client already got its 200 (an intercepted CONNECT that
     ///   turned out not to speak TLS): none is sent, and a failure can only close.
-    func beginConnectTunnel(answered: Bool = false) {
+    /// - Parameter inspectFirstBytes: once connected and answered, the session looks at the
+    ///   client's first bytes before anything is relayed (`ConnectPayloadStateMachine`).
+    func beginConnectTunnel(answered: Bool = false, inspectFirstBytes: Bool = false) {
         session.pauseReading()
         machine.beginTunnel()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
@@ -446,6 +470,11 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start
+                if inspectFirstBytes {
+                    session.flush()
+                    session.awaitFirstBytes(head: self.head, authority: self.authority, upstream: upstreamSocket, start: tunnelStart)
+                    return
+                }
                 session.handOver { clientSocket in
                     Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientSocket,
                                  upstream: upstreamSocket, clientText: session.peerText, target: self.authority.description,
@@ -468,10 +497,13 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         let session = self.session
         let start = clock.requestStart
         let target = url
+        // Only a WebSocket's frames are parsed (any other protocol switch is relayed blind).
+        let webSocket = config.captureWebSocketMessages && engine.sink != nil
+            && rh.headers.listContains(name: "upgrade", token: "websocket") ? WebSocketCapture(upgrade: upgrade) : nil
         session.handOver { clientSocket in
             Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientSocket,
                          upstream: upstreamSocket, clientText: session.peerText, target: target,
-                         status: 101, start: start, upgrade: upgrade)
+                         status: 101, start: start, upgrade: upgrade, webSocket: webSocket)
         }
     }
 }

@@ -58,4 +58,7 @@ protocol ExchangeClient: AnyObject {
     /// is ever asked: an intercepted request's upgrade is not tunnelled, and HTTP/2
     /// streams exist only inside interception.
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void)
+    /// A CONNECT's upstream is ready: the client's first bytes decide what follows. Only an
+    /// HTTP/1.1 session is asked (HTTP/2 streams refuse CONNECT before an exchange starts).
+    func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double)
 }

@@ -134,6 +134,12 @@ final class HTTP2Stream: ExchangeClient {
 
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) { reset() }
 
+    /// Never reached (see `ExchangeClient`); the socket is freed rather than leaked.
+    func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double) {
+        bufferevent_free(upstream.bev)
+        reset()
+    }
+
     /// The stream has a whole head (an exchange runs, waits for the log, or its answer is
     /// going out): the connection is busy. A header block still arriving is not: a client
     /// that stalls inside one stalls the whole connection (nothing may interleave with it).

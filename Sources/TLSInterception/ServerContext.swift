@@ -160,6 +160,9 @@ private func selectALPN(preferring: [[UInt8]], _ out: UnsafeMutablePointer<Unsaf
     return SSL_TLSEXT_ERR_NOACK
 }
 
+/// Frees an `SSL` from `makeSSL` that was never handed to a bufferevent (which would own it).
+public func freeSSL(_ ssl: OpaquePointer) { SSL_free(ssl) }
+
 /// The protocol ALPN settled on for `ssl` (`"h2"`, `"http/1.1"`), nil when none was.
 /// The bytes are OpenSSL's, copied before returning.
 public func negotiatedALPN(_ ssl: OpaquePointer) -> String? {

@@ -206,7 +206,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
 
     func testTunnelHalfCloseStillDeliversTheAnswer() throws {
         let origin = try OriginServer()
-        let proxy = try TapwireProcess()
+        let proxy = try TapwireProcess(config: ["capture": ["blindTunnels": ["127.0.0.1"]]])
         let c = try RawClient(port: proxy.port)
         c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
         XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200 Connection established"))
@@ -221,7 +221,8 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
 
     func testIdleTunnelIsClosedAndRecorded() throws {
         let origin = try OriginServer()
-        let proxy = try TapwireProcess(config: ["limits": ["tunnelIdleTimeout": 1]])
+        // Blind: a silent client's CONNECT would first wait clientIdleTimeout for its first bytes.
+        let proxy = try TapwireProcess(config: ["limits": ["tunnelIdleTimeout": 1], "capture": ["blindTunnels": ["*"]]])
         let c = try RawClient(port: proxy.port)
         c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))

@@ -26,6 +26,7 @@ final class ClientSessionStateMachineTests: XCTestCase {
             case .inspectFirstByte: return "inspectFirstByte"
             case .respondRequestTimeout: return "respond408"
             case .recordInterceptionFailure(let why): return "record:\(why)"
+            case .startBlindTunnel: return "startBlindTunnel"
             case .failExchange(let code): return "failExchange:\(code)"
             case .answerBufferedThenClose: return "answerBufferedThenClose"
             case .answerBufferedThenCloseNextTurn: return "answerBufferedThenClose(nextTurn)"
@@ -335,7 +336,8 @@ final class ClientSessionStateMachineTests: XCTestCase {
         var m = machine()
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x1000))
         XCTAssertEqual(names(m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"),
-                                                      authority: origin, ssl: ssl), inputBuffered: false)), ["armHeadTimer"])
+                                                      authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)), ["armHeadTimer"])
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 1, maxHeaderBytes: 1000)), ["inspectFirstByte"])
         XCTAssertEqual(m.firstByteArrived()?.ssl, ssl)
@@ -359,17 +361,79 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
         var gone = machine()
-        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: true)),
+        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: true)),
                        ["armHeadTimer", "inspectFirstByte"], "a ClientHello sent with the CONNECT is looked at now")
         XCTAssertEqual(gone.firstByteArrived()?.ssl, ssl)
         gone = machine()
-        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
+        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)
         XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
         XCTAssertEqual(gone.interceptionAuthority, origin)
         XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
 
         var silent = machine()
-        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
+        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)
         XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
+    }
+
+    // MARK: the first bytes after a CONNECT whose upstream is connected
+
+    func parked(_ m: inout M) throws -> HandedOverSocket {
+        let upstream = HandedOverSocket(bev: try XCTUnwrap(OpaquePointer(bitPattern: 0x3000)), pendingErrno: 0)
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.awaitClientHello(.init(head: head(), authority: origin, ssl: nil, upstream: upstream,
+                                                      payload: .init(interceptsTLS: false)), inputBuffered: false)),
+                       ["armHeadTimer"], "from the finished CONNECT exchange")
+        XCTAssertFalse(m.hasExchange)
+        XCTAssertNil(m.interceptionAuthority, "no TLS: nothing to record as an interception failure")
+        return upstream
+    }
+
+    func testAWaitingUpstreamThatSpeaksFirstOrASilentOrClosedClientMakeItBlind() throws {
+        var speaks = machine()
+        _ = try parked(&speaks)
+        XCTAssertEqual(names(speaks.upstreamSpokeFirst()), ["startBlindTunnel"])
+        XCTAssertEqual(speaks.firstByteArrived()?.upstream?.bev, OpaquePointer(bitPattern: 0x3000))
+        XCTAssertEqual(names(speaks.upstreamSpokeFirst()), [], "once")
+
+        var silent = machine()
+        _ = try parked(&silent)
+        XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["startBlindTunnel"])
+        var closed = machine()
+        _ = try parked(&closed)
+        XCTAssertEqual(event(&closed, eof: true), ["startBlindTunnel"], "the tunnel passes the close on and records it")
+        var reset = machine()
+        _ = try parked(&reset)
+        XCTAssertEqual(event(&reset, eof: true, error: true), ["startBlindTunnel"])
+    }
+
+    func testPlainHTTPThroughAConnectIsParsedHereAndGoesToItsOrigin() throws {
+        var m = machine()
+        _ = try parked(&m)
+        XCTAssertEqual(names(m.readable(buffered: 5, maxHeaderBytes: 1000)), ["inspectFirstByte"])
+        XCTAssertNotNil(m.firstByteArrived())
+        let plain = HTTPAuthority(scheme: "http", host: "origin.test", port: 443)
+        XCTAssertEqual(names(m.plainHTTPStarted(plain)), ["armHeadTimer", "parseHeads"])
+        XCTAssertTrue(m.canReadHead)
+        XCTAssertTrue(m.isIntercepting, "origin-form requests go to the CONNECT's origin")
+        XCTAssertEqual(m.interceptedAuthority, plain)
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), ["close"], "no TLS failure to record")
+    }
+
+    func testClosingOrDrainingWhileWaitingFreesWhatTheWaitOwns() throws {
+        var closing = machine()
+        let upstream = try parked(&closing)
+        XCTAssertEqual(closing.close()?.upstream?.bev, upstream.bev)
+        var draining = machine()
+        _ = try parked(&draining)
+        XCTAssertEqual(names(draining.drain()), ["startBlindTunnel"], "the shutdown ends the tunnel and records it")
+        let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
+        var intercepted = machine()
+        _ = intercepted.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil, payload: .init(interceptsTLS: true)),
+                                         inputBuffered: false)
+        XCTAssertEqual(names(intercepted.drain()), ["close"], "close, not closeAfterFlush, which would lose the TLS object")
+        XCTAssertEqual(intercepted.close()?.ssl, ssl)
     }
 }

@@ -1,4 +1,3 @@
-import COpenSSL
 import Foundation
 import HTTP1
 import ProxyEngine
@@ -21,7 +20,7 @@ final class HTTP2HoldTests: XCTestCase {
         func serverSSL(forHost host: String) throws -> OpaquePointer { try leaves.makeSSL(forHost: host) }
         func clientSSL(forHost host: String) throws -> OpaquePointer { try upstream.makeSSL(host: host) }
         func negotiatedProtocol(ssl: OpaquePointer) -> String? { negotiatedALPN(ssl) }
-        func free(ssl: OpaquePointer) { SSL_free(ssl) }
+        func free(ssl: OpaquePointer) { freeSSL(ssl) }
         func failureDescription(ssl: OpaquePointer?, error: UInt) -> String { "handshake failed" }
     }
 

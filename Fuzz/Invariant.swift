@@ -1,5 +1,5 @@
-// What every fuzz target shares, compiled into each (see Fuzz/build.sh):
-// stopping on a broken invariant, and the depth of a JSON value.
+// What every fuzz target checks with (compiled into each, see build.sh): a broken invariant
+// prints its message and aborts, which libFuzzer reports as a crash with the input.
 
 @inline(never)
 func violated(_ message: String) -> Never {
