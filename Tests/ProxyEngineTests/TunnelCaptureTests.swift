@@ -1,6 +1,4 @@
 import Foundation
-// Glibc named: with TLSInterception (OpenSSL's headers) in this test module, SOCK_STREAM is
-// otherwise ambiguous between the socket headers' two imports.
 import Glibc
 import HTTP1
 import ProxyEngine
