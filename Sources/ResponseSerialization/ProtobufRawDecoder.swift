@@ -75,27 +75,11 @@ struct ProtobufReader {
     }
 
     mutating func varint() throws(ProtobufError) -> UInt64 {
-        let start = offset
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard offset < end else { throw ProtobufError(offset: start, message: "varint cut short") }
-            let byte = bytes[offset]
-            offset += 1
-            // The tenth byte holds bit 63 only.
-            if shift == 63 && byte > 1 { throw ProtobufError(offset: start, message: "varint longer than 64 bits") }
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
+        try ProtobufWire.varint(bytes, at: &offset, end: end, origin: 0)
     }
 
     mutating func fixed(_ width: Int) throws(ProtobufError) -> UInt64 {
-        guard end - offset >= width else { throw ProtobufError(offset: offset, message: "fixed\(width * 8) cut short") }
-        var value: UInt64 = 0
-        for i in 0..<width { value |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
-        offset += width
-        return value
+        try ProtobufWire.fixed(width, bytes, at: &offset, end: end, origin: 0)
     }
 
     /// Fields until `end`, or until the end group of `endGroup`.
@@ -169,5 +153,36 @@ struct ProtobufReader {
         if value.isNaN { return .string("NaN") }
         if value.isInfinite { return .string(value < 0 ? "-Infinity" : "Infinity") }
         return .number(value.description)
+    }
+}
+
+/// The wire format's two primitive readers, shared by the schema-less and the schema
+/// decoders. `origin` is the index error offsets count from.
+enum ProtobufWire {
+    static func varint<Bytes: Collection>(_ bytes: Bytes, at index: inout Int, end: Int, origin: Int) throws(ProtobufError) -> UInt64
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        let start = index
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard index < end else { throw ProtobufError(offset: start - origin, message: "varint cut short") }
+            let byte = bytes[index]
+            index += 1
+            // The tenth byte holds bit 63 only.
+            if shift == 63 && byte > 1 { throw ProtobufError(offset: start - origin, message: "varint longer than 64 bits") }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return value }
+            shift += 7
+        }
+    }
+
+    /// A little-endian fixed32 (`width` 4) or fixed64 (8).
+    static func fixed<Bytes: Collection>(_ width: Int, _ bytes: Bytes, at index: inout Int, end: Int, origin: Int) throws(ProtobufError) -> UInt64
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        guard end - index >= width else { throw ProtobufError(offset: index - origin, message: "fixed\(width * 8) cut short") }
+        var value: UInt64 = 0
+        for i in 0..<width { value |= UInt64(bytes[index + i]) << (8 * UInt64(i)) }
+        index += width
+        return value
     }
 }

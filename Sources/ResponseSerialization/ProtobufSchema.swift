@@ -320,25 +320,11 @@ struct WireFields {
     private var offset: Int { index - bytes.startIndex }
 
     mutating func varint() throws(ProtobufError) -> UInt64 {
-        let start = offset
-        var value: UInt64 = 0, shift: UInt64 = 0
-        while true {
-            guard index < bytes.endIndex else { throw ProtobufError(offset: start, message: "varint cut short") }
-            let byte = bytes[index]
-            index += 1
-            if shift == 63 && byte > 1 { throw ProtobufError(offset: start, message: "varint longer than 64 bits") }
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
+        try ProtobufWire.varint(bytes, at: &index, end: bytes.endIndex, origin: bytes.startIndex)
     }
 
     mutating func fixed(_ width: Int) throws(ProtobufError) -> UInt64 {
-        guard bytes.endIndex - index >= width else { throw ProtobufError(offset: offset, message: "fixed\(width * 8) cut short") }
-        var value: UInt64 = 0
-        for i in 0..<width { value |= UInt64(bytes[index + i]) << (8 * UInt64(i)) }
-        index += width
-        return value
+        try ProtobufWire.fixed(width, bytes, at: &index, end: bytes.endIndex, origin: bytes.startIndex)
     }
 
     mutating func next() throws(ProtobufError) -> (Int, WireValue)? {
