@@ -76,6 +76,36 @@ def pump(t, conn, deadline):
     return events, False
 
 
+def responses(t, conn, streams, seconds):
+    """Reads until every stream in `streams` ended (or the connection closed, or `seconds`
+    passed), acknowledging DATA as it comes. Per stream: headers, body, trailers and the
+    seconds from the call to its end."""
+    start = time.time()
+    deadline = start + seconds
+    got = {sid: {"headers": None, "body": b"", "trailers": None, "ended": None} for sid in streams}
+    while any(r["ended"] is None for r in got.values()) and time.time() < deadline:
+        events, closed = pump(t, conn, deadline)
+        for e in events:
+            r = got.get(getattr(e, "stream_id", None))
+            if r is None:
+                continue
+            if isinstance(e, h2.events.ResponseReceived):
+                r["headers"] = dict(e.headers)
+            elif isinstance(e, h2.events.TrailersReceived):
+                r["trailers"] = [[k, v] for k, v in e.headers]
+            elif isinstance(e, h2.events.DataReceived):
+                r["body"] += e.data
+                conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            elif isinstance(e, h2.events.StreamEnded):
+                r["ended"] = time.time() - start
+        out = conn.data_to_send()
+        if out:
+            t.sendall(out)
+        if closed:
+            break
+    return got
+
+
 def concurrent(t, conn, authority):
     start = time.time()
     slow = conn.get_next_available_stream_id()
@@ -86,23 +116,10 @@ def concurrent(t, conn, authority):
         conn.send_headers(sid, request_headers(authority, "/json?h2=%d" % sid), end_stream=True)
         fast.append(sid)
     t.sendall(conn.data_to_send())
-    done, status, sizes = {}, {}, {}
-    deadline = time.time() + 20
-    while len(done) < len(fast) + 1 and time.time() < deadline:
-        events, closed = pump(t, conn, deadline)
-        for e in events:
-            if isinstance(e, h2.events.ResponseReceived):
-                status[e.stream_id] = dict(e.headers)[":status"]
-            elif isinstance(e, h2.events.DataReceived):
-                sizes[e.stream_id] = sizes.get(e.stream_id, 0) + len(e.data)
-                conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
-            elif isinstance(e, h2.events.StreamEnded):
-                done[e.stream_id] = time.time() - start
-        out = conn.data_to_send()
-        if out:
-            t.sendall(out)
-        if closed:
-            break
+    got = responses(t, conn, [slow] + fast, 20)
+    status = {sid: r["headers"] and r["headers"].get(":status") for sid, r in got.items()}
+    done = {sid: r["ended"] for sid, r in got.items()}
+    sizes = {sid: len(r["body"]) for sid, r in got.items()}
     print(json.dumps({"slow": done.get(slow), "fast": [done.get(s) for s in fast],
                       "statuses": [status.get(s) for s in [slow] + fast],
                       "sizes": [sizes.get(s, 0) for s in fast]}))
@@ -187,25 +204,9 @@ def main():
         conn.send_data(3, b"abc")
         conn.send_headers(3, [("x-request-trailer", "sent")], end_stream=True)
         t.sendall(conn.data_to_send())
-        got, bodies, ended = {}, {}, set()
-        deadline = time.time() + 10
-        while len(ended) < 2 and time.time() < deadline:
-            events, closed = pump(t, conn, deadline)
-            for e in events:
-                if isinstance(e, h2.events.TrailersReceived):
-                    got[e.stream_id] = [[k, v] for k, v in e.headers]
-                elif isinstance(e, h2.events.DataReceived):
-                    bodies[e.stream_id] = bodies.get(e.stream_id, b"") + e.data
-                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
-                elif isinstance(e, h2.events.StreamEnded):
-                    ended.add(e.stream_id)
-            out = conn.data_to_send()
-            if out:
-                t.sendall(out)
-            if closed:
-                break
-        print(json.dumps({"trailers": got.get(1), "body": bodies.get(1, b"").decode(),
-                          "echo": bodies.get(3, b"").decode(), "ended": sorted(ended)}))
+        got = responses(t, conn, [1, 3], 10)
+        print(json.dumps({"trailers": got[1]["trailers"], "body": got[1]["body"].decode(),
+                          "echo": got[3]["body"].decode(), "ended": sorted(sid for sid, r in got.items() if r["ended"] is not None)}))
     elif mode == "malformed":
         state = {"sent": False}
 
@@ -221,24 +222,10 @@ def main():
                           + [("content-type", "application/grpc"), ("te", "trailers")], end_stream=False)
         conn.send_data(1, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=True)
         t.sendall(conn.data_to_send())
-        trailers, status, body, done = None, None, b"", False
-        deadline = time.time() + 10
-        while not done and time.time() < deadline:
-            events, closed = pump(t, conn, deadline)
-            for e in events:
-                if isinstance(e, h2.events.ResponseReceived):
-                    status = dict(e.headers)
-                elif isinstance(e, h2.events.TrailersReceived):
-                    trailers = [[k, v] for k, v in e.headers]
-                elif isinstance(e, h2.events.DataReceived):
-                    body += e.data
-                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
-                elif isinstance(e, h2.events.StreamEnded):
-                    done = True
-            if closed:
-                break
-        print(json.dumps({"status": status and status.get(":status"), "contentType": status and status.get("content-type"),
-                          "trailers": trailers, "body": body.hex()}))
+        r = responses(t, conn, [1], 10)[1]
+        status = r["headers"] or {}
+        print(json.dumps({"status": status.get(":status"), "contentType": status.get("content-type"),
+                          "trailers": r["trailers"], "body": r["body"].hex()}))
     elif mode == "many":
         # 100 streams at once (the default stream limit), answers of 512 KiB each.
         ids = []
@@ -247,22 +234,8 @@ def main():
             conn.send_headers(sid, request_headers(authority, "/big?size=524288&h2=many%d" % n), end_stream=True)
             ids.append(sid)
         t.sendall(conn.data_to_send())
-        sizes, ended = {}, set()
-        deadline = time.time() + 90
-        while len(ended) < len(ids) and time.time() < deadline:
-            events, closed = pump(t, conn, deadline)
-            for e in events:
-                if isinstance(e, h2.events.DataReceived):
-                    sizes[e.stream_id] = sizes.get(e.stream_id, 0) + len(e.data)
-                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
-                elif isinstance(e, h2.events.StreamEnded):
-                    ended.add(e.stream_id)
-            out = conn.data_to_send()
-            if out:
-                t.sendall(out)
-            if closed:
-                break
-        print(json.dumps({"sizes": [sizes.get(s, 0) for s in ids], "ended": len(ended)}))
+        got = responses(t, conn, ids, 90)
+        print(json.dumps({"sizes": [len(got[s]["body"]) for s in ids], "ended": sum(r["ended"] is not None for r in got.values())}))
     elif mode == "stalled-headers":
         state = {"sent": False}
 
