@@ -5,10 +5,14 @@ SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
 DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler
+# The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
+# by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
+# check's jsonschema from Debian too.
+DEB_VIEWER_TEST := chromium chromium-driver python3-selenium python3-jsonschema
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab bench-query
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab bench-query bench-viewer
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -52,7 +56,9 @@ PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 PIP_WS       := 'websockets>=15'
 
 test-deps: deps
-	$(call apt_install,$(DEB_TEST))
+	$(call apt_install,$(DEB_TEST) $(DEB_VIEWER_TEST))
+	@/usr/bin/python3 -c "import selenium, jsonschema" || \
+	  { echo "the viewer's browser tests need python3-selenium and python3-jsonschema for /usr/bin/python3"; exit 1; }
 	@python3 -c "import jsonschema, prometheus_client, msgpack, h2" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
@@ -145,6 +151,18 @@ bench-ab: deps
 	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off|on-off]" >&2; exit 2; }
 	$(call apt_install,nginx-light wrk python3)
 	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
+
+# The viewer's goals (Benchmarks/viewer_bench.py): first rows with 100,000 records in history,
+# and small-JSON throughput with and without a connected viewer (its live stream; add
+# VIEWER_BENCH_ARGS=--browser for a real page), with how far its live rows trail the log.
+# A benchmark, not a test: exits 0 whatever the figures (VIEWER_BENCH_ARGS=--strict: 1 on a miss).
+VIEWER_BENCH_ARGS ?=
+
+bench-viewer: deps
+	$(call apt_install,nginx-light wrk $(DEB_VIEWER_TEST))
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	/usr/bin/python3 Benchmarks/viewer_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire $(VIEWER_BENCH_ARGS)
 
 # `tapwire query --count` against DuckDB (read_json_auto) and zcat | grep -c over a 1 GiB log of
 # rotated .gz files and the active file, built once under .build/bench-query-log; then

@@ -45,12 +45,17 @@ let package = Package(
         // The config file, validated into the values the engine and the log use.
         .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
 
+        // The web viewer: its page (Assets/, embedded in the binary) and JSON API over the log,
+        // served on its own threads.
+        .target(name: "Viewer", dependencies: ["LogTools", "ExchangeLog", "ResponseSerialization", "HTTP1", "ProxyEngine", "CGlibcExtensions"],
+                resources: [.embedInCode("Assets/viewer.html"), .embedInCode("Assets/viewer.js"), .embedInCode("Assets/viewer.css")]),
+
         // systemd integration: sd_notify and socket activation without libsystemd.
         .target(name: "Systemd"),
 
         .executableTarget(name: "tapwire",
                           dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1",
-                                         "Systemd", "TLSInterception", "COpenSSL"]),
+                                         "Systemd", "TLSInterception", "COpenSSL", "Viewer"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
         .executableTarget(name: "RecordBenchmark", dependencies: ["ExchangeLog", "HTTP1"], path: "Benchmarks/RecordBenchmark"),
 
@@ -63,6 +68,7 @@ let package = Package(
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "ViewerTests", dependencies: ["Viewer", "LogTools", "ExchangeLog"]),
         .testTarget(name: "TLSInterceptionTests", dependencies: ["TLSInterception"]),
     ],
     swiftLanguageModes: [.v5]

@@ -23,6 +23,19 @@ public struct TapwireConfiguration: Sendable {
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
     public var rules: [Rule] = []
+    /// `viewer.*`: the web viewer `tapwire run` serves on its listen address (and `tapwire view`
+    /// on its own); a restart applies them.
+    public var viewer = ViewerConfig()
+
+    public struct ViewerConfig: Sendable, Equatable {
+        /// `viewer.enabled`: false answers origin-form requests other than /healthz and /metrics 400, as before.
+        public var enabled = true
+        /// `viewer.maxConnections`: connections served at once (one thread each).
+        public var maxConnections = 32
+        /// `viewer.idleTimeout`: seconds a viewer connection may stay silent, or a write wait.
+        public var idleTimeout = 60.0
+        public init() {}
+    }
 
     public init() {}
 
@@ -82,7 +95,7 @@ public struct TapwireConfiguration: Sendable {
 
     private static func read(_ doc: JSON, _ r: ConfigReader) -> TapwireConfiguration {
         var c = TapwireConfiguration()
-        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules"]) else {
+        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "viewer"]) else {
             return c
         }
         if let listen = r.stringOrStrings(top["listen"], "listen") {
@@ -146,6 +159,11 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.seconds(lim["clientIdleTimeout"], "limits.clientIdleTimeout") { c.engine.clientIdleTimeout = v }
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
+        }
+        if let viewer = r.object(top["viewer"], "viewer", allowed: ["enabled", "maxConnections", "idleTimeout"]) {
+            if let v = r.bool(viewer["enabled"], "viewer.enabled") { c.viewer.enabled = v }
+            if let v = r.int(viewer["maxConnections"], "viewer.maxConnections", min: 1, max: 4096) { c.viewer.maxConnections = v }
+            if let v = r.seconds(viewer["idleTimeout"], "viewer.idleTimeout") { c.viewer.idleTimeout = v }
         }
         if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes",
                                                                     "websocketMessages", "blindTunnels"]) {

@@ -281,7 +281,11 @@ final class ClientSession: ExchangeClient {
             perform(machine.exchangeStarted())
             ex.begin()
         case .origin(let path):
-            answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
+            if AdminEndpoint(target: path) == nil, let viewer = engine.viewer {
+                handOverToViewer(head, viewer)
+            } else {
+                answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
+            }
         case .asterisk:
             // Its body is not read: closing keeps the body's bytes from being parsed as the
             // next request (as for the admin endpoints above).
@@ -328,6 +332,33 @@ final class ClientSession: ExchangeClient {
                     body: "Tapwire is a proxy: send absolute-form requests (set HTTP_PROXY=http://\(engine.primaryListenText)). Its own endpoints are /healthz and /metrics.\n",
                     close: close)
         }
+    }
+
+    /// Gives the socket (a duplicate of it: the bufferevent closes its own) to the viewer,
+    /// with the bytes buffered either way, and ends the session without answering.
+    private func handOverToViewer(_ head: HTTPRequestHead, _ viewer: @Sendable (ViewerHandoff) -> Void) {
+        flush()
+        guard let b = bev else { return }
+        let socket = dup(bufferevent_getfd(b))
+        guard socket >= 0 else {
+            respondError(.serviceUnavailable, "cannot hand the connection to the viewer: errno \(errno)", close: true)
+            return
+        }
+        func take(_ buffer: OpaquePointer) -> [UInt8] {
+            let n = evbuffer_get_length(buffer)
+            guard n > 0 else { return [] }
+            var bytes = [UInt8](repeating: 0, count: n)
+            _ = bytes.withUnsafeMutableBytes { evbuffer_remove(buffer, $0.baseAddress, n) }
+            return bytes
+        }
+        let buffered = take(bufferevent_get_input(b)), unsent = take(bufferevent_get_output(b))
+        _ = reader?.detach()
+        reader = nil
+        bev = nil
+        exchange = nil
+        perform(machine.handedOver())
+        bufferevent_free(b)
+        viewer(ViewerHandoff(socket: socket, head: head, buffered: buffered, unsent: unsent, peer: peerText))
     }
 
     // MARK: CONNECT

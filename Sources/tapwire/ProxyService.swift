@@ -5,6 +5,7 @@ import HTTP1
 import ProxyEngine
 import Synchronization
 import Systemd
+import Viewer
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
 /// that order, answers signals, and stops them in reverse order so every
@@ -77,12 +78,18 @@ final class ProxyService: @unchecked Sendable {
                                  tlsInterceptor: interception,
                                  blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels))
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
+        let viewer = ViewerCLI.forRun(config: config)
+        if let viewer { engine.viewer = { viewer.serve($0) } }
         do {
             try engine.start()
         } catch {
             Self.log("\(error)")
             writer.flushAndStop()
             return 1
+        }
+        if let viewer, let address = engine.boundAddresses.first {
+            viewer.bind(to: address)
+            Self.log("viewer on \(ViewerCLI.url(address))")
         }
         installSignalHandlers(engine: engine, pipeline: pipeline, writer: writer)
         // Installed, not only queued: whoever waits for the line below (a test, a script,
@@ -248,6 +255,7 @@ final class ProxyService: @unchecked Sendable {
             var restartOnly: [String] = []
             if fresh.engine.listen != started.engine.listen { restartOnly.append("listen") }
             if fresh.engine.allow != started.engine.allow { restartOnly.append("access.allow") }
+            if fresh.viewer != started.viewer { restartOnly.append("viewer") }
             var runningLimits = started.engine, newLimits = fresh.engine
             runningLimits.listen = []; newLimits.listen = []; runningLimits.allow = []; newLimits.allow = []
             if newLimits != runningLimits { restartOnly.append("limits, timeouts, capture or log.loopNice") }

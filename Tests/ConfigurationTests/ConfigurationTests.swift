@@ -46,6 +46,22 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.redactHeaders, ["authorization", "proxy-authorization", "cookie", "set-cookie"])
     }
 
+    func testViewerKeysTheirDefaultsAndErrors() throws {
+        let defaults = try parse("{}").get().viewer
+        XCTAssertEqual(defaults, TapwireConfiguration.ViewerConfig())
+        XCTAssertTrue(defaults.enabled)
+        XCTAssertEqual(defaults.maxConnections, 32)
+        XCTAssertEqual(defaults.idleTimeout, 60)
+        let set = try parse(#"{"viewer": {"enabled": false, "maxConnections": 4, "idleTimeout": 2.5}}"#).get().viewer
+        XCTAssertEqual(set.enabled, false)
+        XCTAssertEqual(set.maxConnections, 4)
+        XCTAssertEqual(set.idleTimeout, 2.5)
+        let e = errors(#"{"viewer": {"enabled": "yes", "maxConnections": 0, "idleTimeout": -1, "listen": "x"}}"#)
+        for path in ["viewer.enabled", "viewer.maxConnections", "viewer.idleTimeout", "viewer.listen"] {
+            XCTAssertTrue(e.contains { $0.hasPrefix(path + ":") }, "missing \(path) in \(e)")
+        }
+    }
+
     func testUnknownKeysAreErrorsWithTheirPath() {
         XCTAssertEqual(errors(#"{"lissen": []}"#).first?.hasPrefix("lissen: unknown key"), true)
         XCTAssertEqual(errors(#"{"limits": {"maxHeaderByte": 1}}"#).first?.hasPrefix("limits.maxHeaderByte: unknown key"), true)

@@ -288,6 +288,24 @@ func closedLoopbackPort() -> Int {
     return Int(UInt16(bigEndian: addr.sin_port))
 }
 
+/// A listening loopback socket on a free port, for an origin a test plays by hand; the
+/// caller closes it.
+func loopbackListener() -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
+            _ = bind(fd, sa, len)
+            _ = listen(fd, 1)
+            return getsockname(fd, sa, &len)
+        }
+    }
+    return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+}
+
 /// Polls `condition` until it holds or the timeout passes; the result is asserted by the caller.
 /// The one place engine tests wait by polling: every wait is on a condition, with a deadline.
 func eventually(timeout: Double = 10, every interval: Double = 0.01, _ condition: () -> Bool) -> Bool {
