@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // glibc's GNU extensions (malloc_trim, pthread_setname_np): part of libc, nothing to install or link.
         .systemLibrary(name: "CGlibcExtensions"),
 
@@ -36,7 +37,7 @@ let package = Package(
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal", "TLSInterception"]),
 
         // I/O: event loops, sockets, upstream pool.
-        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),
+        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions", "CNghttp2"]),
 
         // HTTPS interception: the local CA, per-host leaf certificates, origin verification.
         .target(name: "TLSInterception", dependencies: ["COpenSSL"]),
@@ -63,7 +64,7 @@ let package = Package(
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "CZlib"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
-        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
+        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1", "TLSInterception"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),

@@ -61,6 +61,8 @@ public struct TapwireConfiguration: Sendable {
         public var caDirectory = "ca"
         public var upstreamCAFile: String?
         public var insecureUpstream = false
+        /// `tls.http2`: intercepted clients may pick HTTP/2 by ALPN.
+        public var http2 = true
         public init() {}
     }
 
@@ -137,7 +139,22 @@ public struct TapwireConfiguration: Sendable {
             readParentProxy(up, r, into: &c.parentProxy)
         }
         if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
-                                                              "tunnelIdleTimeout", "highWaterBytes"]) {
+                                                              "tunnelIdleTimeout", "highWaterBytes", "http2MaxConcurrentStreams",
+                                                              "http2ResetBurst", "http2ResetsPerSecond", "http2SettingsPerSecond",
+                                                              "http2MaxContinuations"]) {
+            if let v = r.int(lim["http2MaxConcurrentStreams"], "limits.http2MaxConcurrentStreams", min: 1, max: 10_000) {
+                c.engine.http2MaxConcurrentStreams = v
+            }
+            if let v = r.int(lim["http2ResetBurst"], "limits.http2ResetBurst", min: 1, max: 1_000_000) { c.engine.http2ResetBurst = v }
+            if let v = r.int(lim["http2ResetsPerSecond"], "limits.http2ResetsPerSecond", min: 0, max: 1_000_000) {
+                c.engine.http2ResetsPerSecond = v
+            }
+            if let v = r.int(lim["http2SettingsPerSecond"], "limits.http2SettingsPerSecond", min: 1, max: 1_000_000) {
+                c.engine.http2SettingsPerSecond = v
+            }
+            if let v = r.int(lim["http2MaxContinuations"], "limits.http2MaxContinuations", min: 1, max: 10_000) {
+                c.engine.http2MaxContinuations = v
+            }
             if let v = r.int(lim["highWaterBytes"], "limits.highWaterBytes", min: 16 << 10, max: 64 << 20) { c.engine.highWaterBytes = v }
             if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
             if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
@@ -196,7 +213,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
             if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
-        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2"]) {
+            if let v = r.bool(tls["http2"], "tls.http2") { c.tls.http2 = v }
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
             if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }
@@ -334,7 +352,7 @@ public struct TapwireConfiguration: Sendable {
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
                             allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
-                                      "emptyResponseCodes", "emptyRequestMethods"]) {
+                                      "emptyResponseCodes", "emptyRequestMethods", "descriptorSet", "message"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -358,6 +376,26 @@ public struct TapwireConfiguration: Sendable {
             }
             if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
                 if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let file = r.string(s["descriptorSet"], "\(sp).descriptorSet") {
+                if spec.kind != .protobuf && spec.kind != .grpc {
+                    r.fail("\(sp).descriptorSet", "only applies to the protobuf and grpc serializers")
+                } else if let bytes = FileManager.default.contents(atPath: file) {
+                    do throws(ProtobufError) { spec.schema = try ProtobufSchema(descriptorSet: [UInt8](bytes)) } catch {
+                        r.fail("\(sp).descriptorSet", "\(file) is not a FileDescriptorSet (protoc --include_imports --descriptor_set_out): \(error)")
+                    }
+                } else {
+                    r.fail("\(sp).descriptorSet", "\(file) does not exist or cannot be read")
+                }
+            }
+            if let m = r.string(s["message"], "\(sp).message") {
+                if spec.kind != .protobuf { r.fail("\(sp).message", "only applies to the protobuf serializer") }
+                else if s["descriptorSet"] == nil { r.fail("\(sp).message", "needs a descriptorSet that defines it") }
+                else if let schema = spec.schema, !schema.hasMessage(m) {
+                    r.fail("\(sp).message", "\(m) is no message type of the descriptor set (write it as package.Type)")
+                } else { spec.message = m }
+            } else if spec.kind == .protobuf, spec.schema != nil {
+                r.fail("\(sp).message", "required with a descriptorSet: the body's message type, as package.Type")
             }
             if let a = r.string(s["assemble"], "\(sp).assemble") {
                 if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }

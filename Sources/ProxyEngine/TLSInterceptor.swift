@@ -10,4 +10,6 @@ public protocol TLSInterceptor: ClientTLS {
     // `clientSSL(forHost:)` (from `ClientTLS`) verifies the origin `host`: SNI, hostname
     // check, ALPN http/1.1. `failureDescription` also names a client's refused SNI, and
     // `free(ssl:)` takes a `serverSSL` one too.
+    /// The protocol ALPN settled on for a handshaken `SSL *` (`"h2"`, `"http/1.1"`), nil if none.
+    func negotiatedProtocol(ssl: OpaquePointer) -> String?
 }

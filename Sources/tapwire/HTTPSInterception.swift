@@ -20,7 +20,7 @@ struct HTTPSInterception: TLSInterceptor {
         let upstream = try UpstreamTLSContext(upstreamCAFile: tls.upstreamCAFile, insecure: tls.insecureUpstream)
         return (HTTPSInterception(intercept: tls.intercept.map { Glob($0, caseInsensitive: true) },
                                   ignore: tls.ignore.map { Glob($0, caseInsensitive: true) },
-                                  leaves: LeafCertificateCache(ca: ca), upstream: upstream), ca)
+                                  leaves: LeafCertificateCache(ca: ca, offerHTTP2: tls.http2), upstream: upstream), ca)
     }
 
     func intercepts(host: String) -> Bool {
@@ -47,6 +47,8 @@ struct HTTPSInterception: TLSInterceptor {
     func clientSSL(forHost host: String) throws -> OpaquePointer {
         try upstream.makeSSL(host: host)
     }
+
+    func negotiatedProtocol(ssl: OpaquePointer) -> String? { negotiatedALPN(ssl) }
 
     func free(ssl: OpaquePointer) { SSL_free(ssl) }
 

@@ -252,9 +252,15 @@ final class ParentProxyEndToEndTests: XCTestCase {
         XCTAssertEqual(refusal["status"] as? Int, 503)
         XCTAssertEqual(errorCode(refusal), "upstreamProxyFailed")
 
-        // The same inside an intercepted TLS stream: the page answers the request.
+        // The same inside an intercepted TLS stream: the page answers an HTTP/1.1 request;
+        // an HTTP/2 one gets a 502 naming the parent's status.
         let intercepting = try tapwire(proxy: "http://127.0.0.1:\(Self.squidOpenPort)", intercept: true)
-        let inside = try curlViaProxy(intercepting.proxyURL, ["--cacert", tapwireCA, "-i", "https://127.0.0.1:\(closedPort)/json?refused=tls"])
+        let h2 = try curlViaProxy(intercepting.proxyURL, ["--cacert", tapwireCA, "--http2", "-s", "-w", "\n%{http_version} %{http_code}",
+                                                          "https://127.0.0.1:\(closedPort)/json?refused=h2"])
+        XCTAssertTrue(h2.text.hasSuffix("\n2 502"), h2.text)
+        XCTAssertTrue(h2.text.contains("503 Service Unavailable"), h2.text)
+        let inside = try curlViaProxy(intercepting.proxyURL, ["--cacert", tapwireCA, "--http1.1", "-i",
+                                                              "https://127.0.0.1:\(closedPort)/json?refused=tls"])
         XCTAssertTrue(inside.text.contains("\r\n\r\nHTTP/1.1 503 Service Unavailable\r\n"), inside.text)  // after our 200 to CONNECT
         XCTAssertTrue(inside.text.contains("X-Squid-Error"), inside.text)
         let insideRecord = try record(intercepting) { $0.contains("refused=tls") }

@@ -100,7 +100,8 @@ final class RunningEngine {
     private var stopped = false
 
     /// `blindTunnels`: every CONNECT is relayed unread, as `capture.blindTunnels: ["*"]` does.
-    init(loops: Int = 2, blindTunnels: Bool = false, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
+    init(loops: Int = 2, blindTunnels: Bool = false, tlsInterceptor: TLSInterceptor? = nil,
+         _ adjust: (inout EngineConfiguration) -> Void = { _ in },
          beforeStart: (ProxyEngine) -> Void = { _ in }) throws {
         var config = EngineConfiguration()
         config.listen = ["127.0.0.1:0"]
@@ -108,7 +109,8 @@ final class RunningEngine {
         // A test that leaves a request hanging must not hold the next one up for the default 10 s.
         config.drainTimeout = 3
         adjust(&config)
-        engine = ProxyEngine(configuration: config, sink: sink, blindTunnels: blindTunnels ? EveryHostBlind() : nil)
+        engine = ProxyEngine(configuration: config, sink: sink, tlsInterceptor: tlsInterceptor,
+                             blindTunnels: blindTunnels ? EveryHostBlind() : nil)
         beforeStart(engine)
         try engine.start()
         guard let bound = engine.boundAddresses.first, bound.port != 0 else {
@@ -136,9 +138,11 @@ final class OriginServer {
     let port: Int
     private let stdin = Pipe()
 
-    init() throws {
+    /// `tls`: certificate and key files for an HTTPS origin.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/origin.py").path]
+            + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin
