@@ -51,6 +51,9 @@ public struct CapturedExchange: Sendable {
     public var error: TransportError?
     public var connectionReused: Bool
     public var upstreamAddress: String?
+    /// Offline replay answered the request with the response of this record (`replayedFrom`);
+    /// nothing went to the network.
+    public var replayedFrom: String? = nil
 }
 
 extension CapturedExchange {

@@ -40,6 +40,8 @@ final class Exchange: UpstreamOwner {
 
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
     let url: String
+    /// The Host value sent upstream instead of the authority's (a reverse listener's `keepHost`).
+    var forwardedHost: String?
 
     init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
          url: String? = nil) {
@@ -183,7 +185,8 @@ final class Exchange: UpstreamOwner {
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
+            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
+                                        host: forwardedHost) {
                 c.stage(capacity: $0, bev, $1)
             }
         }
@@ -439,9 +442,9 @@ final class Exchange: UpstreamOwner {
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
+                if answered { self.session.close() } else { self.session.refuseConnect(status, error) }
             case .success:
-                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
+                if !answered { self.session.answerConnectEstablished() }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start
