@@ -109,7 +109,9 @@ case "env":
     let f = flags(rest, allowed: ["--config"])
     guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
     let config = loadConfiguration(f.values["--config"])
-    print(ProxyEnvironment.exports(listen: config.engine.listen))
+    // The first forward listener: a reverse or SOCKS one is no HTTP_PROXY.
+    let forward = config.engine.listen.indices.filter { config.engine.mode(ofListener: $0) == .forward }.map { config.engine.listen[$0] }
+    print(ProxyEnvironment.exports(listen: forward))
 
 case "tail":
     let f = flags(rest, allowed: ["--config", "--log-dir"], switches: ["--follow", "-f", "--json"])
