@@ -91,7 +91,10 @@ public final class ProxyEngine: @unchecked Sendable {
             for (i, fd) in configuration.inheritedListeners.enumerated() {
                 var bound: SocketAddress?
                 for loop in loops {
-                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd, role: role(ofListener: i))
+                    // Sockets systemd passes are forward proxies: which `listen` entry one stands
+                    // for is the socket unit's business, not the order of the fds.
+                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd,
+                                         role: ListenerRole(mode: .forward, replay: role(ofListener: i).replay))
                     listeners.append(l)
                     bound = bound ?? l.boundAddress
                 }
