@@ -218,6 +218,7 @@ final class ProxyService: @unchecked Sendable {
         guard let path = configPath else {
             Self.log("SIGHUP: no --config file to reload; reopening log files")
             writer.reopen()
+            replays.reload(log: Self.log)
             return
         }
         func refuse(_ lines: [String]) {

@@ -105,4 +105,24 @@ final class ReplayEndToEndTests: XCTestCase {
         XCTAssertTrue(try curlViaProxy(strict.proxyURL, ["-i", "\(base)/echo?ts=999&keep=1"]).text.hasPrefix("HTTP/1.1 502"))
         XCTAssertTrue(try curlViaProxy(strict.proxyURL, ["-i", "\(base)/echo?ts=111&keep=1"]).text.hasPrefix("HTTP/1.1 200"))
     }
+
+    func testSIGHUPReadsTheRecordingsAgain() throws {
+        let base = origin.base
+        let recorder = try TapwireProcess(config: [:], logDirectory: recordings)
+        defer { recorder.stop() }
+        _ = try curlViaProxy(recorder.proxyURL, ["\(base)/json?first=1"])
+        XCTAssertNotNil(try waitForRecord(recordings) { $0.contains("first=1") })
+        // --replay-from on the command line is applied again by the reload.
+        let replayer = try TapwireProcess(config: [:], extraArguments: ["--replay-from", recordings.path],
+                                          logDirectory: work.appendingPathComponent("replayed"))
+        defer { replayer.stop() }
+        XCTAssertTrue(try curlViaProxy(replayer.proxyURL, ["-i", "\(base)/json?second=1"]).text.hasPrefix("HTTP/1.1 404"))
+        _ = try curlViaProxy(recorder.proxyURL, ["\(base)/json?second=1"])
+        XCTAssertNotNil(try waitForRecord(recordings) { $0.contains("second=1") })
+        kill(replayer.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(replayer.stderr.waitFor { $0.contains("SIGHUP: replay: 2 recorded answer(s)") }, replayer.stderr.all.joined(separator: "\n"))
+        XCTAssertNil(replayer.stderr.all.first { $0.contains("differ from the running values") })
+        let r = try curlViaProxy(replayer.proxyURL, ["\(base)/json?second=1"])
+        XCTAssertTrue(r.text.contains("12345678901234567890"), r.text)
+    }
 }
