@@ -41,10 +41,12 @@ public enum RecordedResponse {
         }
         let body = try self.body(record: record, response: response)
         let kept = HTTPHeaders(pairs).removingHopByHop(keepUpgrade: false)
+        // A HEAD answer's Content-Length is the size of the body it describes, not sent: kept.
+        let isHead = view.method == "HEAD"
         var headers: [(name: String, value: String)] = []
         for field in kept {
             let lower = field.name.lowercased()
-            if droppedFields.contains(lower) { continue }
+            if droppedFields.contains(lower) && !(isHead && lower == "content-length") { continue }
             // A redacted value is not the origin's; a field logged with U+FFFD lost its bytes;
             // and nothing read from a file may break the head it is written into.
             if field.value == RecordedRequest.redacted { continue }

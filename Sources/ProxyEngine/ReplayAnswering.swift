@@ -38,7 +38,10 @@ extension ClientSession {
         // 1xx, 204 and 304 have no body and no Content-Length (RFC 9110 §8.6); HEAD gets the
         // fields alone.
         let statusHasBody = answer.status >= 200 && answer.status != 204 && answer.status != 304
-        if statusHasBody { fields.append(("Content-Length", String(answer.body.count))) }
+        // A recorded HEAD answer brings its own Content-Length (the size of the GET's body).
+        if statusHasBody && !fields.contains(where: { $0.name.lowercased() == "content-length" }) {
+            fields.append(("Content-Length", String(answer.body.count)))
+        }
         if close { fields.append(("Connection", "close")) }
         var text = "HTTP/1.1 \(answer.status) \(answer.reason)\r\n"
         for field in fields { text += "\(field.name): \(field.value)\r\n" }

@@ -32,6 +32,13 @@ final class RecordedResponseTests: XCTestCase {
         XCTAssertEqual(a.headers.map(\.name), ["Content-Type", "ETag"], "framing, hop-by-hop and redacted fields are not replayed")
     }
 
+    func testAHeadAnswerKeepsItsContentLength() throws {
+        let head = try answer(Self.record(method: "HEAD", headers: #"[["Content-Type","application/json"],["Content-Length","40"]]"#,
+                                          bodySize: 0, serializer: "none", result: #"{"success":null}"#))
+        XCTAssertEqual(head.headers.map { "\($0.name): \($0.value)" }, ["Content-Type: application/json", "Content-Length: 40"])
+        XCTAssertEqual(head.body, [])
+    }
+
     func testTextGoesBackInItsCharsetAndMustBeWhole() throws {
         let latin = try answer(Self.record(headers: #"[["Content-Type","text/plain; charset=iso-8859-1"]]"#, bodySize: 2,
                                            serializer: "string", result: #"{"success":"é!"}"#,
