@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl
+DEB_TEST     := curl python3 python3-venv systemd openssl git
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
