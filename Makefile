@@ -44,10 +44,12 @@ deps:
 PIP_TEST     := jsonschema prometheus_client msgpack
 DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
 # DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
-# AnalyticsEndToEndTests runs; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON
-# names another interpreter).
+# AnalyticsEndToEndTests runs, and the `websockets` client and server WebSocketEndToEndTests
+# run through the proxy; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON and
+# TAPWIRE_WS_PYTHON name other interpreters).
 TEST_VENV    := .venv-test
 PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
+PIP_WS       := 'websockets>=15'
 
 test-deps: deps
 	$(call apt_install,$(DEB_TEST))
@@ -62,6 +64,9 @@ test-deps: deps
 	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
 	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
 	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_ANALYTICS); }
+	@$(TEST_VENV)/bin/python -c "import websockets" 2>/dev/null || { \
+	  echo "installing $(PIP_WS) into $(TEST_VENV)"; \
+	  $(TEST_VENV)/bin/pip install -q --disable-pip-version-check $(PIP_WS); }
 
 build: deps
 	$(SWIFT) build -j $(JOBS)
@@ -110,7 +115,8 @@ bench-record: deps
 	  $$($(SWIFT) build -c release --show-bin-path)/RecordBenchmark $(if $(CALLGRIND),0.02,)
 
 # Tapwire against nginx, squid, tinyproxy, mitmproxy and itself with logging off, on loopback
-# (Benchmarks/README.md).
+# (Benchmarks/README.md); then WebSocket echo with message records on and off, and mitmproxy
+# (Benchmarks/ws_bench.py).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
 # exits 1 when a goal fails.
 DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv
@@ -122,11 +128,15 @@ bench-deps: deps
 	@[ -x $(BENCH_VENV)/bin/mitmdump ] || { \
 	  echo "installing mitmproxy into $(BENCH_VENV)"; \
 	  python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q 'mitmproxy>=10'; }
+	@$(BENCH_VENV)/bin/python -c "import websockets" 2>/dev/null || { \
+	  echo "installing websockets into $(BENCH_VENV)"; $(BENCH_VENV)/bin/pip install -q 'websockets>=15'; }
 
 bench: bench-deps
 	$(SWIFT) build -c release -j $(JOBS) --product tapwire
 	python3 Benchmarks/proxy_bench.py \
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
+	$(BENCH_VENV)/bin/python Benchmarks/ws_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(if $(findstring --strict,$(BENCH_ARGS)),--strict,)
 
 # Two builds of Tapwire side by side, each with its own wrk, so that both see the same host:
 # CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;
@@ -188,8 +198,8 @@ uninstall:
 	  echo "systemctl daemon-reload"; systemctl daemon-reload; \
 	fi
 
-# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers, the JSON parser/writer and the
-# MessagePack decoder.
+# Fuzzing (Fuzz/): libFuzzer targets for the HTTP/1 parsers, the JSON parser/writer, the
+# MessagePack decoder and the WebSocket frame parser.
 # Each runs FUZZ_SECONDS (default 60); FUZZ_RUNS=N runs N inputs each instead.
 # Crashing inputs land in Fuzz/.build/crashes/. A single process per target, no -jobs.
 FUZZ_SECONDS ?= 60
@@ -199,10 +209,11 @@ FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 .PHONY: fuzz fuzz-deps
 
 fuzz:
-	Fuzz/build.sh http1 json msgpack
+	Fuzz/build.sh http1 json msgpack websocket
 	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh msgpack $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh websocket $(FUZZ_LIMIT) -rss_limit_mb=2048
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.

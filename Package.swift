@@ -28,9 +28,11 @@ let package = Package(
         .target(name: "CJSONScan"),
         .target(name: "ResponseSerialization",
                 dependencies: ["HTTP1", "CJSONScan", "CZlib", "CBrotli", "CZstd"]),
+        // WebSocket frames (RFC 6455) and permessage-deflate (RFC 7692): chunks of one direction in, messages out.
+        .target(name: "WebSocket", dependencies: ["CZlib"]),
         // The log: pure rules and record encoding, plus the worker, writer and archiver
         // threads and the log files. LogTools reads the files back (and replays requests, over TLS for https:// records).
-        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "CZlib", "CIsal", "CGlibcExtensions"]),
+        .target(name: "ExchangeLog", dependencies: ["ResponseSerialization", "HTTP1", "WebSocket", "CZlib", "CIsal", "CGlibcExtensions"]),
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal", "TLSInterception"]),
 
         // I/O: event loops, sockets, upstream pool.
@@ -54,6 +56,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "ResponseSerializationTests", dependencies: ["ResponseSerialization"], exclude: ["Resources"]),
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "CZlib"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
         .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),

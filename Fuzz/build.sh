@@ -3,7 +3,7 @@
 # clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
 # Each target is compiled into one module together with the sources it tests, so
 # internal API is reachable and no SwiftPM build is involved.
-#   Fuzz/build.sh [http1|json|msgpack]...   (default: all)   → Fuzz/.build/<target>-fuzz
+#   Fuzz/build.sh [http1|json|msgpack|websocket]...   (default: all)   → Fuzz/.build/<target>-fuzz
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -17,7 +17,7 @@ flags="-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -use-ld
 build_http1() {
     # Every file of the HTTP1 target: they form one module with no imports.
     $SWIFTC $flags -module-name HTTP1Fuzz -o "$out/http1-fuzz" \
-        "$root"/Sources/HTTP1/*.swift "$here/HTTP1Fuzz/HTTP1FuzzTarget.swift"
+        "$root"/Sources/HTTP1/*.swift "$here/Invariant.swift" "$here/HTTP1Fuzz/HTTP1FuzzTarget.swift"
 }
 
 build_json() {
@@ -26,7 +26,7 @@ build_json() {
     # byte scans, found through its module map.
     rs="$root/Sources/ResponseSerialization"
     $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" -I "$root/Sources/CJSONScan/include" \
-        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/Invariant.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
 build_msgpack() {
@@ -36,16 +36,23 @@ build_msgpack() {
     $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
         "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
-        "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
+        "$here/Invariant.swift" "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
 }
 
-targets=${*:-http1 json msgpack}
+build_websocket() {
+    # The frame and message parsers and the inflater; zlib through CZlib's module map.
+    $SWIFTC $flags -module-name WebSocketFuzz -o "$out/websocket-fuzz" -I "$root/Sources/CZlib" \
+        "$root"/Sources/WebSocket/*.swift "$here/Invariant.swift" "$here/WebSocketFuzz/WebSocketFuzzTarget.swift" -lz
+}
+
+targets=${*:-http1 json msgpack websocket}
 for t in $targets; do
     case $t in
     http1) build_http1 ;;
     json) build_json ;;
     msgpack) build_msgpack ;;
-    *) echo "unknown fuzz target: $t (http1, json, msgpack)" >&2; exit 2 ;;
+    websocket) build_websocket ;;
+    *) echo "unknown fuzz target: $t (http1, json, msgpack, websocket)" >&2; exit 2 ;;
     esac
     echo "built $out/$t-fuzz"
 done

@@ -21,16 +21,6 @@ struct InputRandom {
     mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
 }
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 enum Outcome<Head: Equatable>: Equatable {
     case incomplete
     case complete(Head, Int)

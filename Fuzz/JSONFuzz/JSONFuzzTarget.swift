@@ -3,16 +3,6 @@
 // header (see Fuzz/build.sh).
 // Any broken invariant aborts.
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 func parse(_ bytes: UnsafeRawBufferPointer, fragments: Bool, depth: Int) -> Result<JSON, JSONParseError> {
     do throws(JSONParseError) { return .success(try JSONParser.parse(bytes, allowFragments: fragments, maxDepth: depth)) }
     catch { return .failure(error) }

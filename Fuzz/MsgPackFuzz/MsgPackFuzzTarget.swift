@@ -2,16 +2,6 @@
 // JSON.swift, JSONParser.swift and JSONWriter.swift (see Fuzz/build.sh). Any broken
 // invariant aborts; a crash or an ASan report is a failure in itself.
 
-@inline(never)
-func violated(_ message: String) -> Never {
-    print("INVARIANT VIOLATED: \(message)")
-    fatalError(message)
-}
-
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    if !condition() { violated(message()) }
-}
-
 func decode(_ bytes: UnsafeRawBufferPointer, depth: Int) -> Result<JSON, MsgPackError> {
     do throws(MsgPackError) { return .success(try MsgPackDecoder.decode(bytes, maxDepth: depth)) }
     catch { return .failure(error) }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hand-written seed corpora (Fuzz/corpus/http1, Fuzz/corpus/json, Fuzz/corpus/msgpack).
+"""Writes the hand-written seed corpora (Fuzz/corpus/http1, json, msgpack, websocket).
 Re-run after editing; file names are the seed names, contents are exact bytes."""
 import os
 
@@ -114,6 +114,45 @@ MSGPACK = {
 }
 
 
+def ws_frame(opcode, payload, fin=True, rsv1=False, mask=None):
+    head = bytes([(0x80 if fin else 0) | (0x40 if rsv1 else 0) | opcode])
+    bit = 0x80 if mask else 0
+    n = len(payload)
+    if n < 126:
+        head += bytes([bit | n])
+    elif n <= 0xFFFF:
+        head += bytes([bit | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([bit | 127]) + n.to_bytes(8, "big")
+    if mask:
+        return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return head + payload
+
+def ws_deflate(*messages):
+    import zlib
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    out = []
+    for m in messages:
+        data = c.compress(m) + c.flush(zlib.Z_SYNC_FLUSH)
+        out.append(data[:-4])
+    return out
+
+# The first byte is the target's options: bit 0 client (masked), bit 1 permessage-deflate,
+# bits 2-3 no context takeover (server, client), bits 4-7 the chunk size.
+MASK = b"\x37\xfa\x21\x3d"
+_c1, _c2 = ws_deflate(b'{"a":"hello hello hello"}', b'{"a":"hello hello hello","b":2}')
+WEBSOCKET = {
+    "server-text": b"\x00" + ws_frame(1, b'{"hello":"world"}'),
+    "client-masked": b"\x11" + ws_frame(1, b"masked text", mask=MASK) + ws_frame(2, bytes(range(40)), mask=MASK),
+    "fragments-and-ping": b"\x20" + ws_frame(1, b"Hel", fin=False) + ws_frame(9, b"p") + ws_frame(0, b"lo"),
+    "close": b"\x00" + ws_frame(8, b"\x0f\xa1bye"),
+    "len16": b"\x50" + ws_frame(2, b"z" * 300),
+    "deflate-takeover": b"\x02" + ws_frame(1, _c1, rsv1=True) + ws_frame(1, _c2, rsv1=True),
+    "deflate-client": b"\x0b" + ws_frame(1, ws_deflate(b"abcabcabc")[0], rsv1=True, mask=MASK),
+    "reserved-opcode": b"\x00" + ws_frame(3, b""),
+}
+
+
 def write(directory, seeds):
     path = os.path.join(HERE, directory)
     os.makedirs(path, exist_ok=True)
@@ -126,4 +165,5 @@ if __name__ == "__main__":
     write("http1", HTTP1)
     write("json", JSON)
     write("msgpack", MSGPACK)
-    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds, msgpack: {len(MSGPACK)} seeds")
+    write("websocket", WEBSOCKET)
+    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds, msgpack: {len(MSGPACK)} seeds, websocket: {len(WEBSOCKET)} seeds")

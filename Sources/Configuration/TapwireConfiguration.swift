@@ -17,6 +17,9 @@ public struct TapwireConfiguration: Sendable {
     /// Content-Encoding (a gzip bomb stops there); applies at reload.
     public var maxDecodedBytes = ProcessorSettings.defaultDecodeLimit
     public var tls = TLSConfig()
+    /// `capture.blindTunnels`: host globs whose CONNECT is relayed unread whatever it carries
+    /// (as `tls.ignore` hosts are).
+    public var blindTunnels: [String] = []
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
     public var rules: [Rule] = []
@@ -147,7 +150,10 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
         }
-        if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes"]) {
+        if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes",
+                                                                    "websocketMessages", "blindTunnels"]) {
+            if let v = r.bool(cap["websocketMessages"], "capture.websocketMessages") { c.engine.captureWebSocketMessages = v }
+            if let v = r.strings(cap["blindTunnels"], "capture.blindTunnels") { c.blindTunnels = v }
             if let v = r.int(cap["maxDecodedBytes"], "capture.maxDecodedBytes", min: 1024, max: 1 << 30) { c.maxDecodedBytes = v }
             if let v = r.int(cap["maxBodyBytes"], "capture.maxBodyBytes", min: 0, max: 1 << 30) { c.engine.captureMaxBodyBytes = v }
             if let v = r.bool(cap["requestBodies"], "capture.requestBodies") { c.engine.captureRequestBodies = v }
@@ -249,8 +255,10 @@ public struct TapwireConfiguration: Sendable {
             name = ""
         }
         var match = RuleMatch()
-        if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers"]) {
+        if let m = r.object(o["match"], "\(path).match", allowed: ["host", "path", "method", "status", "contentType", "headers",
+                                                                   "websocket"]) {
             let mp = "\(path).match"
+            if let w = r.bool(m["websocket"], "\(mp).websocket") { match.websocket = w }
             // Patterns that could never match are refused, not kept silently: a host is matched
             // without its port (or IPv6 brackets), a path without its query.
             if let h = r.string(m["host"], "\(mp).host") {

@@ -149,6 +149,14 @@ public final class ExchangePipeline: @unchecked Sendable {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
+            // A WebSocket's later pieces must not wait for this one.
+            if case .webSocket(let piece) = event {
+                let processor = condition.withLock { self.processor }
+                piece.capture.state.withLock { state in
+                    WebSocketRecorder.of(piece.capture, in: &state, processor: processor, ids: ids)
+                        .markLost(piece.sequence, capture: piece.capture)
+                }
+            }
             return
         }
         queue.append(Queued(event: consume event, source: source))
@@ -233,16 +241,28 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// A separate function, not a `switch` in `work`: matching on a borrowed parameter binds
     /// the payload in place, where the `switch` on `work`'s local, moved on afterwards, copied
     /// the whole event (a retain and a release of each of its references).
+    ///
+    /// Each record is followed by its newline and its end offset in `ends`; a WebSocket piece
+    /// writes as many records as it completes messages (often none).
     @inline(never)
     private static func encode(_ event: CapturedEvent, processor: ExchangeProcessor, ids: RecordIDGenerator,
-                               into buffer: inout RecordBuffer, scratch: inout [UInt8]) {
+                               into buffer: inout RecordBuffer, ends: inout [Int], scratch: inout [UInt8]) {
         switch event {
         case .http(let exchange):
             processor.encodeRecord(for: exchange, id: .generated(ids.nextID(startTime: exchange.clock.requestStart)),
                                    into: &buffer, scratch: &scratch)
         case .tunnel(let tunnel):
             processor.encodeRecord(for: tunnel, id: .generated(ids.nextID(startTime: tunnel.start)), into: &buffer)
+        case .webSocket(let piece):
+            // Under the connection's lock: another worker may hold its next piece.
+            piece.capture.state.withLock { state in
+                WebSocketRecorder.of(piece.capture, in: &state, processor: processor, ids: ids)
+                    .take(piece, processor: processor, ids: ids, into: &buffer, ends: &ends, scratch: &scratch)
+            }
+            return
         }
+        buffer.append(UInt8(ascii: "\n"))
+        ends.append(buffer.count)
     }
 
     private func work(_ role: Role) {
@@ -329,17 +349,18 @@ public final class ExchangePipeline: @unchecked Sendable {
             // lines the loop's core holds.
             for i in batch.indices {
                 guard let event = batch[i].event.take() else { continue }
-                Self.encode(event, processor: processor, ids: ids, into: &buffer, scratch: &scratch)
+                Self.encode(event, processor: processor, ids: ids, into: &buffer, ends: &ends, scratch: &scratch)
                 // Every source was added before its events were queued, so it has a slot.
                 if let source = batch[i].source { toFree[source].append(event) }
-                buffer.append(UInt8(ascii: "\n"))
-                ends.append(buffer.count)
             }
             batch.removeAll(keepingCapacity: true)
             if scratch.capacity > 1 << 18 { scratch = [] }
-            let lines = RecordBatch(encoded: buffer.intoEncodedRecords(), ends: ends)
-            writer.submit(lines, waitingForRoom: waitForWriter)
-            processedCount.add(lines.count, ordering: .relaxed)
+            // WebSocket pieces that completed no message write nothing.
+            if !ends.isEmpty {
+                let lines = RecordBatch(encoded: buffer.intoEncodedRecords(), ends: ends)
+                writer.submit(lines, waitingForRoom: waitForWriter)
+                processedCount.add(lines.count, ordering: .relaxed)
+            }
             if let firstBacklog, decodeBehind || writer.isBacklogged, !backlogSeen.exchange(true, ordering: .relaxed) {
                 firstBacklog()
             }
@@ -365,6 +386,9 @@ public final class ExchangePipeline: @unchecked Sendable {
         // Capacity, not count: the memory held is what the byte bound is for.
         case .http(let x): return x.requestBody.bytes.capacity + x.responseBody.bytes.capacity + 512
         case .tunnel(let t): return 256 + (t.upgrade.map { $0.requestBody.bytes.capacity + $0.responseBody.bytes.capacity } ?? 0)
+        case .webSocket(let piece):
+            if case .bytes(_, let bytes, _) = piece.content { return 64 + bytes.capacity }
+            return 256
         }
     }
 

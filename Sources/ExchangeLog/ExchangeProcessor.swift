@@ -18,9 +18,9 @@ import ResponseSerialization
 public struct ExchangeProcessor: Sendable {
     public let settings: ProcessorSettings
     public let ruleSet: RuleSet
-    private let encoder: RecordEncoder
+    let encoder: RecordEncoder
     private let decoder: ContentDecoder
-    private let keyRedactor: JSONKeySet
+    let keyRedactor: JSONKeySet
     private let clock: @Sendable () -> Double
     /// Whether compact-JSON records skip the exchange objects (see `outcome`); tests turn it
     /// off to hold the two paths to the same bytes.
@@ -121,16 +121,18 @@ public struct ExchangeProcessor: Sendable {
         return Array(buffer.bytes)
     }
 
-    func encodeRecord(for tunnel: CapturedTunnel, id: RecordKey, into buffer: inout RecordBuffer) {
+    /// - Parameter webSocket: the messages' summary, for a websocket whose messages were parsed.
+    func encodeRecord(for tunnel: CapturedTunnel, id: RecordKey, webSocket: WebSocketSummary? = nil,
+                      into buffer: inout RecordBuffer) {
         // A websocket's target is its URL (with the upgrade request's query).
         if tunnel.upgrade != nil, let target = redactingQuery(tunnel.target) {
             var redacted = tunnel
             redacted.target = target
             if let url = redacted.upgrade.flatMap({ redactingQuery($0.url) }) { redacted.upgrade?.url = url }
-            encoder.encodeTunnelRecord(id: id, tunnel: redacted, into: &buffer)
+            encoder.encodeTunnelRecord(id: id, tunnel: redacted, webSocket: webSocket, into: &buffer)
             return
         }
-        encoder.encodeTunnelRecord(id: id, tunnel: tunnel, into: &buffer)
+        encoder.encodeTunnelRecord(id: id, tunnel: tunnel, webSocket: webSocket, into: &buffer)
     }
 
     // MARK: Pipeline
@@ -145,7 +147,11 @@ public struct ExchangeProcessor: Sendable {
     /// the outcome shares it. Once the outcome is gone the next record reuses that memory,
     /// rather than allocating and freeing a text array per record.
     func outcome(for exchange: CapturedExchange, reusing scratch: inout [UInt8]) -> HTTPRecordOutcome {
-        let rule = ruleSet.match(exchange)
+        outcome(for: exchange, rule: ruleSet.match(exchange), reusing: &scratch)
+    }
+
+    /// The same with the rule already chosen (a WebSocket message's, see `messageResult`).
+    func outcome(for exchange: CapturedExchange, rule: Rule?, reusing scratch: inout [UInt8]) -> HTTPRecordOutcome {
         // The head is read in place (a borrowed parameter), never copied: a copy retains and
         // releases its arrays, atomics on memory the event loop wrote (cache lines fetched
         // from the other core).

@@ -116,20 +116,7 @@ public struct RecordEncoder: Sendable {
         out.appendQuoted(outcome.serializer.rawValue)
 
         RecordEncoder.ascii(",\"result\":", &out)
-        switch outcome.result {
-        case .success(let value):
-            RecordEncoder.ascii("{\"success\":", &out)
-            out.appendJSON(value)
-            out.append(UInt8(ascii: "}"))
-        case .successText(let text):
-            RecordEncoder.ascii("{\"success\":", &out)
-            out.append(contentsOf: text)
-            out.append(UInt8(ascii: "}"))
-        case .failure(let fields):
-            RecordEncoder.ascii("{\"failure\":", &out)
-            RecordEncoder.appendErrorFields(fields, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
+        appendResult(outcome.result, into: &out)
 
         RecordEncoder.ascii(",\"error\":", &out)
         RecordEncoder.appendTransportError(exchange.error, into: &out)
@@ -143,6 +130,10 @@ public struct RecordEncoder: Sendable {
         out.appendTime(t.requestCompletedTime)
         RecordEncoder.ascii(",\"serializationCompletedTime\":", &out)
         out.appendTime(t.serializationCompletedTime)
+        if exchange.clock.eventStream {
+            RecordEncoder.ascii(",\"firstEventTime\":", &out)
+            if let first = exchange.clock.firstEvent { out.appendTime(first) } else { RecordEncoder.ascii("null", &out) }
+        }
         RecordEncoder.ascii(",\"latency\":", &out)
         RecordEncoder.appendSeconds(t.latency, into: &out)
         RecordEncoder.ascii(",\"requestDuration\":", &out)
@@ -182,7 +173,8 @@ public struct RecordEncoder: Sendable {
     }
 
     /// A `tunnel` or `websocket` record (by `tunnel.kind`).
-    func encodeTunnelRecord(id: RecordKey, tunnel: CapturedTunnel, into out: inout RecordBuffer) {
+    func encodeTunnelRecord(id: RecordKey, tunnel: CapturedTunnel, webSocket: WebSocketSummary? = nil,
+                            into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"id\":", &out)
         out.appendID(id)
         RecordEncoder.ascii(",\"kind\":", &out)
@@ -221,9 +213,70 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendSeconds(tunnel.end - tunnel.start, into: &out)
         RecordEncoder.ascii(",\"closedBy\":", &out)
         out.appendQuoted(tunnel.closedBy.rawValue)
+        if tunnel.kind == .websocket { appendWebSocketSummary(webSocket, into: &out) }
         RecordEncoder.ascii(",\"error\":", &out)
         RecordEncoder.appendTransportError(tunnel.error, into: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The message counts, the close and the parsing error of a `websocket` record; all
+    /// null when its messages were not parsed (`capture.websocketMessages: false`, or an
+    /// upgrade to another protocol).
+    private func appendWebSocketSummary(_ summary: WebSocketSummary?, into out: inout RecordBuffer) {
+        func count(_ name: StaticString, _ value: UInt64?) {
+            RecordEncoder.ascii(name, &out)
+            if let value { RecordEncoder.appendInteger(value, into: &out) } else { RecordEncoder.ascii("null", &out) }
+        }
+        count(",\"messagesFromClient\":", summary?.messagesFromClient)
+        count(",\"messagesFromUpstream\":", summary?.messagesFromUpstream)
+        count(",\"pingsFromClient\":", summary?.pingsFromClient)
+        count(",\"pingsFromUpstream\":", summary?.pingsFromUpstream)
+        count(",\"pongsFromClient\":", summary?.pongsFromClient)
+        count(",\"pongsFromUpstream\":", summary?.pongsFromUpstream)
+        count(",\"closeCode\":", summary?.close?.code.map(UInt64.init))
+        RecordEncoder.ascii(",\"closeReason\":", &out)
+        RecordEncoder.appendOptionalString(summary?.close?.reason, into: &out)
+        RecordEncoder.ascii(",\"closeFrom\":", &out)
+        RecordEncoder.appendOptionalString(summary?.closeFrom?.rawValue, into: &out)
+        RecordEncoder.ascii(",\"frameError\":", &out)
+        RecordEncoder.appendOptionalString(summary?.frameError, into: &out)
+    }
+
+    /// A `wsMessage` record: one message of a WebSocket connection (`connection` is the
+    /// connection's `websocket` record id).
+    func encodeWebSocketMessageRecord(id: RecordKey, connection: RecordID, direction: WebSocketDirection, opcode: StaticString,
+                                      size: UInt64, time: Double, result: RecordResult, into out: inout RecordBuffer) {
+        RecordEncoder.ascii("{\"id\":", &out)
+        out.appendID(id)
+        RecordEncoder.ascii(",\"kind\":\"wsMessage\",\"connection\":", &out)
+        out.appendID(.generated(connection))
+        RecordEncoder.ascii(direction == .client ? ",\"direction\":\"client\",\"opcode\":\"" : ",\"direction\":\"server\",\"opcode\":\"", &out)
+        RecordEncoder.ascii(opcode, &out)
+        RecordEncoder.ascii("\",\"size\":", &out)
+        RecordEncoder.appendInteger(size, into: &out)
+        RecordEncoder.ascii(",\"time\":", &out)
+        out.appendTime(time)
+        RecordEncoder.ascii(",\"result\":", &out)
+        appendResult(result, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// `{"success": VALUE}` or `{"failure": {...}}`.
+    func appendResult(_ result: RecordResult, into out: inout RecordBuffer) {
+        switch result {
+        case .success(let value):
+            RecordEncoder.ascii("{\"success\":", &out)
+            out.appendJSON(value)
+            out.append(UInt8(ascii: "}"))
+        case .successText(let text):
+            RecordEncoder.ascii("{\"success\":", &out)
+            out.append(contentsOf: text)
+            out.append(UInt8(ascii: "}"))
+        case .failure(let fields):
+            RecordEncoder.ascii("{\"failure\":", &out)
+            RecordEncoder.appendErrorFields(fields, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
     }
 
     // MARK: Parts

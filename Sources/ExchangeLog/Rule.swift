@@ -35,6 +35,9 @@ public struct RuleMatch: Sendable, Equatable {
     public var contentType: [MediaTypePattern]?
     /// Header names that must be present (request or response).
     public var headers: [String]?
+    /// `websocket: true`: the rule is for the messages of WebSocket connections whose
+    /// upgrade request matches (host, path, method, headers), and never for `http` records.
+    public var websocket = false
     public init() {}
 }
 

@@ -31,7 +31,22 @@ public struct RuleSet: Sendable {
         guard !rules.isEmpty else { return nil }
         let target = URLTarget(url: exchange.url, hostHeader: exchange.request.headers.first(name: "Host"))
         let contentType = exchange.response?.headers.first(name: "Content-Type")
-        return rules.first { RuleSet.matches($0.match, exchange, target, contentType) }
+        return rules.first { !$0.match.websocket && RuleSet.matches($0.match, exchange, target, contentType) }
+    }
+
+    /// The first `websocket: true` rule whose match the connection's upgrade exchange meets:
+    /// what its messages are serialized with (nil: the defaults). Status and Content-Type
+    /// patterns describe an answer with a body, so they are not checked here.
+    public func matchWebSocket(_ upgrade: CapturedExchange) -> Rule? {
+        guard !rules.isEmpty else { return nil }
+        let target = URLTarget(url: upgrade.url, hostHeader: upgrade.request.headers.first(name: "Host"))
+        return rules.first { rule in
+            guard rule.match.websocket else { return false }
+            var match = rule.match
+            match.status = nil
+            match.contentType = nil
+            return RuleSet.matches(match, upgrade, target, nil)
+        }
     }
 
     private static func matches(_ match: RuleMatch, _ exchange: CapturedExchange, _ target: URLTarget,

@@ -30,6 +30,11 @@ public struct ExchangeClock: Sendable, Equatable {
     public var firstResponseByte: Double?
     public var lastResponseByte: Double?
     public var connectStart: Double?
+    /// The response is a `text/event-stream` (not content-encoded): the record's timeline
+    /// carries `firstEventTime`.
+    public var eventStream = false
+    /// The first event of an event stream ended (`FirstEventScanner`), if within the capture.
+    public var firstEvent: Double?
     public init() {}
 }
 
@@ -113,4 +118,6 @@ public struct CapturedTunnel: Sendable {
 public enum CapturedEvent: Sendable {
     case http(CapturedExchange)
     case tunnel(CapturedTunnel)
+    /// Bytes of an upgraded connection, or its end, for the log to parse into message records.
+    case webSocket(CapturedWebSocketPiece)
 }

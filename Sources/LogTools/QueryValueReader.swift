@@ -6,7 +6,7 @@ import ResponseSerialization
 /// with its unit for `duration>`, a size for `size>=`, a time for `time>=`, a regex for `~`…
 /// Errors point at the value's column.
 enum QueryValueReader {
-    static let kinds = ["http", "tunnel", "websocket", "loss"]
+    static let kinds = ["http", "tunnel", "websocket", "wsMessage", "loss"]
 
     static func read(_ text: String, quoted: Bool, for field: QueryField, op: QueryOperator,
                      column: Int) throws(QuerySyntaxError) -> QueryValue {
@@ -85,7 +85,7 @@ enum QueryValueReader {
                 return .anyOf(types.map { $0.0.lowercased() })
             case .kind:
                 let wanted = alternatives(text)
-                for (kind, offset) in wanted where !kinds.contains(kind.lowercased()) {
+                for (kind, offset) in wanted where !kinds.contains(where: { $0.lowercased() == kind.lowercased() }) {
                     throw QuerySyntaxError(column: column + offset,
                                            message: "expected a kind (\(kinds.joined(separator: ", "))), found '\(kind)'")
                 }

@@ -56,6 +56,7 @@ public struct TailFormatter: Sendable {
         case "tunnel": return formatTunnel(view)
         case "websocket": return view.request != nil ? formatExchange(view) : formatTunnel(view)
         case "loss": return formatLoss(view)
+        case "wsMessage": return formatMessage(view)
         default:
             let time = TailFormatter.timeOfDay(record[member: "time"]?.stringValue
                                                ?? record[member: "startTime"]?.stringValue)
@@ -121,6 +122,20 @@ public struct TailFormatter: Sendable {
         }
         if let transport = view.transportError {
             parts.append(paint(clip(sanitize(transport.code + ": " + transport.message), previewWidth), .red))
+        }
+        return parts.joined(separator: " ")
+    }
+
+    /// `10:11:12.345 WS client text 23 B {"hello":"world"}`: the value (or the failure) clipped.
+    private func formatMessage(_ view: RecordView) -> String {
+        var parts = [TailFormatter.timeOfDay(view.json[member: "time"]?.stringValue), "WS"]
+        parts.append(sanitize(view.json[member: "direction"]?.stringValue ?? "-"))
+        parts.append(sanitize(view.json[member: "opcode"]?.stringValue ?? "-"))
+        parts.append("\(view.json[member: "size"]?.intValue ?? 0) B")
+        if let value = view.json[path: "result", "success"] {
+            parts.append(clip(sanitize(value.compactText), previewWidth))
+        } else if let reason = view.json[path: "result", "failure", "reason"]?.stringValue {
+            parts.append(paint(sanitize(reason), .red))
         }
         return parts.joined(separator: " ")
     }

@@ -18,8 +18,14 @@ final class ClientSession {
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
-    /// The slow-header / idle deadline while waiting for a head.
-    private(set) var headTimer: LoopTimer?
+    /// The slow-header / idle deadline while waiting for a head (`clientIdleTimeout`).
+    private var headTimer: LoopTimer?
+    /// When the head timer's wait ends (monotonic seconds); nil when none is awaited. The
+    /// libevent timer is not moved for every exchange: it fires when it was scheduled to and,
+    /// when the deadline has moved later meanwhile, is scheduled again for the rest.
+    private var headDeadline: Double?
+    /// When the libevent timer fires, while it is scheduled.
+    private var headTimerFiresAt: Double?
     /// Resumes the scan of a head that arrives in pieces; the input only grows until
     /// the head is drained, which is the parser's invariant.
     private var requestHeadParser = HTTPHeadParser()
@@ -86,13 +92,34 @@ final class ClientSession {
     // MARK: reading heads
 
     private func armHeadTimer() {
+        let timeout = config.clientIdleTimeout
+        let deadline = EventLoop.monotonicNow() + timeout
+        headDeadline = deadline
+        // Already due by then: nothing to move (the common case, once per keep-alive exchange).
+        if let firesAt = headTimerFiresAt, firesAt <= deadline { return }
         if headTimer == nil {
-            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimedOut() }
+            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimerLapsed() }
         }
-        headTimer?.schedule(after: config.clientIdleTimeout)
+        headTimer?.schedule(after: timeout)
+        headTimerFiresAt = deadline
     }
 
-    private func headTimedOut() {
+    func cancelHeadTimer() {
+        headDeadline = nil
+    }
+
+    /// The libevent timer fired: the wait is over, or it goes on for what is left of it.
+    private func headTimerLapsed() {
+        headTimerFiresAt = nil
+        guard let deadline = headDeadline else { return }
+        let remaining = deadline - EventLoop.monotonicNow()
+        // libevent's clock may run a little behind this one: a millisecond short is due.
+        if remaining > 0.001 {
+            headTimer?.schedule(after: remaining)
+            headTimerFiresAt = deadline
+            return
+        }
+        headDeadline = nil
         // A SOCKS handshake that stalls gets no HTTP 408: there is no way to say it.
         if isNegotiatingSOCKS { close(); return }
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
@@ -115,7 +142,7 @@ final class ClientSession {
         for action in actions {
             switch action {
             case .pauseReading:
-                pauseReading()
+                reader?.setEnabled(false)
             case .deliverToExchange:
                 guard let ex = exchange else { break }
                 ex.clientReadable()
@@ -131,6 +158,8 @@ final class ClientSession {
                 if let input { firstBytesAfterConnect(input) }
             case .respondRequestTimeout:
                 respondError(.requestTimeout, "the request head did not arrive within \(config.clientIdleTimeout) s", close: true)
+            case .startBlindTunnel:
+                startParkedTunnel()
             case .recordInterceptionFailure(let failure):
                 guard let authority = machine.interceptionAuthority else { break }
                 let why: String
@@ -159,12 +188,21 @@ final class ClientSession {
                 reader?.setEnabled(true)
             case .armHeadTimer:
                 armHeadTimer()
-            case .closeAfterFlush:
-                closeAfterFlush()
-            case .refuseHeldForShutdown:
+            case .cancelHeadTimer:
+                cancelHeadTimer()
+            case .registerHeld:
+                loop.heldSessions[ObjectIdentifier(self)] = self
+                engine.metrics.heldClients.add()
+                engine.metrics.holds.add()
+            case .unregisterHeld:
                 engine.metrics.heldClients.sub()
                 loop.heldSessions[ObjectIdentifier(self)] = nil
+            case .closeAfterFlush:
+                stopReadingUntilFlushed()
+            case .refuseHeldForShutdown:
                 respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
+            case .leaveLoop:
+                finishClose()
             case .close:
                 close()
             }
@@ -196,12 +234,13 @@ final class ClientSession {
             guard case .complete(let head, let length) = result else { return }
             evbuffer_drain(input, length)
             engine.metrics.bytesFromClients.add(length)
-            headTimer?.cancel()
             start(head)
         }
     }
 
-    private func start(_ head: HTTPRequestHead) {
+    /// Starts (or holds, or answers) a parsed request. `clientEnded`: the client half-closed
+    /// while this request was held, before an exchange could read its body.
+    private func start(_ head: HTTPRequestHead, clientEnded: Bool = false) {
         let form: ProxyRequestForm
         let framing: BodyFraming
         do {
@@ -212,7 +251,7 @@ final class ClientSession {
             return
         }
         if case .reverse(let upstream) = role.mode {
-            startReverse(head: head, form: form, framing: framing, upstream: upstream)
+            startReverse(head: head, form: form, framing: framing, upstream: upstream, clientEnded: clientEnded)
             return
         }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
@@ -223,15 +262,16 @@ final class ClientSession {
             return
         }
         if let sink = engine.sink, sink.isBehind, form.startsExchange(intercepted: isIntercepting) {
-            hold(head)
+            perform(machine.hold(head))
             return
         }
         switch form {
         case .absolute(let authority, let originTarget):
             if answerFromReplay(head, url: head.target, framing: framing) { return }
-            let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing)
+            let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing,
+                              clientEnded: clientEnded)
             exchange = ex
-            machine.exchangeStarted()
+            perform(machine.exchangeStarted())
             ex.begin()
         case .authority(let authority):
             guard framing == .none else {
@@ -243,9 +283,9 @@ final class ClientSession {
             guard let authority = interceptedAuthority else { return }
             if answerFromReplay(head, url: authority.url(originTarget: path), framing: framing) { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
-                              url: authority.url(originTarget: path))
+                              url: authority.url(originTarget: path), clientEnded: clientEnded)
             exchange = ex
-            machine.exchangeStarted()
+            perform(machine.exchangeStarted())
             ex.begin()
         case .origin(let path):
             answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
@@ -259,54 +299,42 @@ final class ClientSession {
 
     /// A reverse listener: every origin-form request goes to its upstream, as if the client
     /// had sent it there; Tapwire's own endpoints are the upstream's paths here.
-    private func startReverse(head: HTTPRequestHead, form: ProxyRequestForm, framing: BodyFraming, upstream: ReverseUpstream) {
+    private func startReverse(head: HTTPRequestHead, form: ProxyRequestForm, framing: BodyFraming, upstream: ReverseUpstream,
+                              clientEnded: Bool) {
         guard case .origin(let path) = form else {
             respondError(.badRequest, "this listener is a reverse proxy for \(upstream.authority.url(originTarget: "/")): "
                          + "send origin-form requests (GET /path), not proxy requests", close: true)
             return
         }
         if let sink = engine.sink, sink.isBehind {
-            hold(head)
+            perform(machine.hold(head))
             return
         }
         let url = upstream.authority.url(originTarget: path)
         if answerFromReplay(head, url: url, framing: framing) { return }
-        let ex = Exchange(session: self, head: head, authority: upstream.authority, originTarget: path, framing: framing, url: url)
+        let ex = Exchange(session: self, head: head, authority: upstream.authority, originTarget: path, framing: framing, url: url,
+                          clientEnded: clientEnded)
         if upstream.keepHost { ex.forwardedHost = head.headers.first(name: "host") }
         exchange = ex
-        machine.exchangeStarted()
+        perform(machine.exchangeStarted())
         ex.begin()
     }
 
     // MARK: holding requests while the log is behind
 
-    /// `log.whenBehind: wait`: the request is parsed but not started until the log catches
-    /// up. Admin endpoints are never held. Reading goes on (a head's worth at most, see
-    /// `readable`), so a client that resets or closes while held is noticed: a reset
-    /// closes the session, and a half-close is answered after the release, as it would be
-    /// for an exchange in flight.
-    private func hold(_ head: HTTPRequestHead) {
-        machine.hold(head)
-        loop.heldSessions[ObjectIdentifier(self)] = self
-        engine.metrics.heldClients.add()
-        engine.metrics.holds.add()
-    }
+    // `log.whenBehind: wait`: the request is parsed but not started until the log catches
+    // up (`machine.hold`). Admin endpoints are never held. Reading goes on (a head's worth
+    // at most, see `readable`), so a client that resets or closes while held is noticed: a
+    // reset closes the session, and a half-close is answered after the release, as it
+    // would be for an exchange in flight.
 
     /// Called by the loop once the sink caught up.
     func releaseHeldRequest() {
-        guard let head = machine.release() else { return }
-        engine.metrics.heldClients.sub()
-        resumeReading()
-        start(head)
-        if let ex = exchange, machine.inputEnded {
-            // The client half-closed while held: its body is whatever is buffered. (Calling
-            // clientEOF now would abort a whole body not yet pumped while connecting.)
-            ex.clientEndedWhileHeld()
-            return
-        }
-        guard machine.canReadHead else { return }
-        // Answered at once (a refused request): go on as `parseNextHead` would.
-        if machine.inputEnded { answerBufferedThenClose() } else if let input { parseNextHead(input) }
+        guard let (head, actions) = machine.release() else { return }
+        perform(actions)
+        // A client that half-closed while held: the exchange's body is whatever is buffered.
+        start(head, clientEnded: machine.inputEnded)
+        perform(machine.heldRequestStarted())
     }
 
     // MARK: admin endpoints (origin-form requests to the proxy itself)
@@ -334,14 +362,53 @@ final class ClientSession {
             respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
         }
-        if let interceptor = engine.tlsInterceptor, interceptor.intercepts(host: authority.host) {
+        let route = engine.connectRoute(host: authority.host)
+        if route == .inspect(interceptsTLS: true), let interceptor = engine.tlsInterceptor {
             startInterception(head: head, authority: authority, interceptor: interceptor)
             return
         }
         let ex = Exchange(session: self, head: head, authority: authority, originTarget: "", framing: .none)
         exchange = ex
-        machine.exchangeStarted()
-        ex.beginConnectTunnel()
+        perform(machine.exchangeStarted())
+        ex.beginConnectTunnel(inspectFirstBytes: route != .blind)
+    }
+
+    /// A CONNECT's upstream is connected and the client has its 200: the client's first
+    /// bytes decide what the connection is (`ConnectPayloadStateMachine`), while the upstream
+    /// waits, watched for bytes of its own (a server that speaks first makes it blind).
+    func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double) {
+        exchange = nil
+        interceptStart = start
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(upstream.bev, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().parkedUpstreamSpoke()
+        }, nil, { _, _, ctx in
+            guard let ctx else { return }
+            Unmanaged<ClientSession>.fromOpaque(ctx).takeUnretainedValue().parkedUpstreamSpoke()
+        }, ctx)
+        bufferevent_enable(upstream.bev, Int16(EV_READ))
+        let wait = ClientSessionStateMachine.ClientHelloWait(head: head, authority: authority, ssl: nil, upstream: upstream,
+                                                             payload: ConnectPayloadStateMachine(interceptsTLS: false))
+        reader?.setEnabled(true)
+        perform(machine.awaitClientHello(wait, inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
+        if upstream.pendingErrno != 0 || evbuffer_get_length(bufferevent_get_input(upstream.bev)) > 0 { parkedUpstreamSpoke() }
+    }
+
+    private func parkedUpstreamSpoke() {
+        perform(machine.upstreamSpokeFirst())
+    }
+
+    /// The waiting CONNECT is a blind tunnel after all: both sockets go to a `Tunnel`, which
+    /// relays what either side already sent.
+    private func startParkedTunnel() {
+        guard let wait = machine.firstByteArrived(), let upstream = wait.upstream else { return }
+        if let ssl = wait.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+        let start = interceptStart
+        handOver { clientSocket in
+            Tunnel.start(loop: loop, engine: engine, kind: .connect, client: clientSocket, upstream: upstream,
+                         clientText: peerText, target: wait.authority.description, status: 200, start: start, upgrade: nil)
+        }
     }
 
     /// Answers the CONNECT, then, once the client's first byte shows a TLS ClientHello,
@@ -359,24 +426,37 @@ final class ClientSession {
         }
         answerConnectEstablished()
         flush()
-        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl),
+        perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl, upstream: nil,
+                                               payload: ConnectPayloadStateMachine(interceptsTLS: true)),
                                          inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
     private func firstBytesAfterConnect(_ input: OpaquePointer) {
-        guard evbuffer_get_length(input) > 0, let waiting = machine.firstByteArrived() else { return }
-        var first: UInt8 = 0
-        _ = evbuffer_copyout(input, &first, 1)
-        if first == 0x16 {
-            beginTLS(authority: waiting.authority, ssl: waiting.ssl)
-            return
+        guard evbuffer_get_length(input) > 0, var payload = machine.connectWait?.payload else { return }
+        let n = min(evbuffer_get_length(input), ConnectPayloadStateMachine.requestLinePrefixBytes)
+        guard let p = evbuffer_pullup(input, n),
+              let decision = payload.clientSent(UnsafeRawBufferPointer(start: p, count: n)) else { return }
+        switch decision {
+        case .interceptTLS:
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { beginTLS(authority: waiting.authority, ssl: ssl) } else { close() }
+        case .decodeHTTP:
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+            // Requests go through exchanges of their own: the upstream connected for the
+            // CONNECT is not needed.
+            if let upstream = waiting.upstream { bufferevent_free(upstream.bev) }
+            perform(machine.plainHTTPStarted(HTTPAuthority(scheme: "http", host: waiting.authority.host,
+                                                           port: waiting.authority.port)))
+        case .blindTunnel:
+            if machine.connectWait?.upstream != nil { startParkedTunnel(); return }
+            guard let waiting = machine.firstByteArrived() else { return }
+            if let ssl = waiting.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+            let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
+            exchange = ex
+            perform(machine.exchangeStarted())
+            ex.beginConnectTunnel(answered: true)
         }
-        engine.tlsInterceptor?.free(ssl: waiting.ssl)
-        headTimer?.cancel()
-        let ex = Exchange(session: self, head: waiting.head, authority: waiting.authority, originTarget: "", framing: .none)
-        exchange = ex
-        machine.exchangeStarted()
-        ex.beginConnectTunnel(answered: true)
     }
 
     private func beginTLS(authority: HTTPAuthority, ssl: OpaquePointer) {
@@ -414,13 +494,11 @@ final class ClientSession {
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) {
         flush()
         guard let b = bev else { return }
-        headTimer?.cancel()
         let pending = reader?.detach() ?? 0
         reader = nil
         bev = nil
         exchange = nil
-        machine.handedOver()
-        finishClose()
+        perform(machine.handedOver())
         tunnelBuilder(HandedOverSocket(bev: b, pendingErrno: pending))
     }
 
@@ -485,13 +563,11 @@ final class ClientSession {
     // MARK: flow control, called by the exchange
 
     func pauseReading() {
-        guard machine.pauseReading() else { return }
-        reader?.setEnabled(false)
+        perform(machine.pauseReadingRequested())
     }
 
     func resumeReading() {
-        guard machine.resumeReading() else { return }
-        reader?.setEnabled(true)
+        perform(machine.resumeReadingRequested())
     }
 
     func setClientReadTimeout(_ seconds: Double?) {
@@ -538,7 +614,11 @@ final class ClientSession {
     }
 
     func closeAfterFlush() {
-        guard bev != nil, machine.closeAfterFlush() else { return }
+        perform(machine.closeAfterFlush())
+    }
+
+    private func stopReadingUntilFlushed() {
+        guard bev != nil else { close(); return }
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
         pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
@@ -588,6 +668,7 @@ final class ClientSession {
     func close() {
         guard let leftovers = machine.close() else { return }
         if let ssl = leftovers.ssl { engine.tlsInterceptor?.free(ssl: ssl) }
+        if let upstream = leftovers.upstream { bufferevent_free(upstream.bev) }
         if leftovers.held {
             engine.metrics.heldClients.sub()
             loop.heldSessions[ObjectIdentifier(self)] = nil
@@ -604,6 +685,8 @@ final class ClientSession {
     private func finishClose() {
         headTimer?.cancel()
         headTimer = nil
+        headDeadline = nil
+        headTimerFiresAt = nil
         engine.metrics.activeClients.sub()
         engine.connectionClosed()
         loop.sessions[ObjectIdentifier(self)] = nil

@@ -35,6 +35,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var captureMaxBodyBytes: Int = 1_048_576
     /// `capture.requestBodies`: copy request bodies too.
     public var captureRequestBodies: Bool = true
+    /// `capture.websocketMessages`: after a 101, copy each direction's bytes for the log to
+    /// parse into message records; false relays them unread (the connection record stays).
+    public var captureWebSocketMessages: Bool = true
     /// `log.loopNice`: nice steps the event loop threads take below the process's other
     /// threads once decoding falls behind (`ProxyEngine.lowerLoopPriority`), so that a
     /// saturated CPU goes first to decoding and writing the exchanges already accepted

@@ -43,8 +43,12 @@ final class Exchange: UpstreamOwner {
     /// The Host value sent upstream instead of the authority's (a reverse listener's `keepHost`).
     var forwardedHost: String?
 
+    /// - Parameter clientEnded: the client half-closed while this request was held
+    ///   (`log.whenBehind: wait`), before the exchange could read its body: the body can
+    ///   only be what is buffered, which the pump forwards once an upstream is attached,
+    ///   and then judges.
     init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
-         url: String? = nil) {
+         url: String? = nil, clientEnded: Bool = false) {
         self.session = session
         self.url = url ?? head.target
         self.head = head
@@ -55,18 +59,18 @@ final class Exchange: UpstreamOwner {
         wall0 = Date().timeIntervalSince1970
         mono0 = EventLoop.monotonicNow()
         clock.requestStart = wall0
-        // Upgrades inside an intercepted TLS stream are not tunnelled (the tunnel code
-        // works on plain sockets): the request goes on without its Upgrade fields. So does
-        // an HTTP/1.0 request's, which must be ignored (RFC 9110 §7.8); it would otherwise
-        // reach the origin as an HTTP/1.1 upgrade request.
+        // Upgrades are forwarded in plain HTTP and inside an intercepted TLS stream alike (the
+        // tunnel after the 101 moves bytes between bufferevents, TLS filters included). An
+        // HTTP/1.0 request's Upgrade must be ignored (RFC 9110 §7.8): it goes on without it,
+        // or it would reach the origin as an HTTP/1.1 upgrade request.
         let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && !session.isIntercepting && head.version != .http1_0
+            && head.version != .http1_0
         let config = session.config
         machine = ExchangeStateMachine(
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
                           clientIdleTimeout: config.clientIdleTimeout),
             hasBody: framing != .none, isHTTP10: head.version == .http1_0,
-            wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose)
+            wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose, clientEndedBeforeStart: clientEnded)
     }
 
     private func now() -> Double { wall0 + (EventLoop.monotonicNow() - mono0) }
@@ -237,13 +241,6 @@ final class Exchange: UpstreamOwner {
         perform(machine.requestBodyPumped(progress, clientInputEmpty: evbuffer_get_length(input) == 0))
     }
 
-    /// The client half-closed while this request was held (`log.whenBehind: wait`), before
-    /// the exchange could read its body: the body can only be what is already buffered,
-    /// which the pump forwards once an upstream is attached, and then judges.
-    func clientEndedWhileHeld() {
-        perform(machine.clientEndedWhileHeld())
-    }
-
     func upstreamWritable(_ connection: UpstreamConnection) {
         guard connection.bev != nil else { return }
         perform(machine.upstreamDrained())
@@ -295,6 +292,9 @@ final class Exchange: UpstreamOwner {
                 }
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
+                // Time to first event: only a plain event stream can be scanned as it comes.
+                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
+                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -319,6 +319,7 @@ final class Exchange: UpstreamOwner {
             responseFramer = framer
             session.flush()
             engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
+            if clock.eventStream && clock.firstEvent == nil { scanForFirstEvent() }
             progress = done ? .complete : .partial(queued: session.bev != nil ? session.queuedOutputLength : 0)
         } catch {
             responseFramer = framer
@@ -326,6 +327,24 @@ final class Exchange: UpstreamOwner {
             progress = .malformed(error)
         }
         perform(machine.responseBodyPumped(progress))
+    }
+
+    /// The event-stream scanner's progress over the captured body (a few bytes of state).
+    private var firstEventScanner = FirstEventScanner()
+
+    /// Looks at the captured bytes not yet scanned for the end of the first event. The scan
+    /// stops there, so it costs the bytes before the first event, once; past the capture
+    /// limit nothing is left to scan, and `firstEventTime` stays null.
+    private func scanForFirstEvent() {
+        let from = firstEventScanner.scanned
+        guard from < responseCapture.bytes.count else { return }
+        let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
+        if found { clock.firstEvent = now() }
+    }
+
+    static func isEventStream(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
@@ -356,7 +375,7 @@ final class Exchange: UpstreamOwner {
     func upstreamEvent(_ c: UpstreamConnection, events: Int16) {
         guard !machine.isFinished else { return }
         let e = Int32(events)
-        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { machine.upstreamEndedNoted() }
+        if e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { machine.upstreamEnded() }
         if e & BEV_EVENT_TIMEOUT != 0 {
             perform(machine.upstreamTimedOut())
             return
@@ -377,7 +396,7 @@ final class Exchange: UpstreamOwner {
     // MARK: ending
 
     private func finish(_ outcome: ExchangeStateMachine.Outcome) {
-        let failure = outcome.failed ? machine.failure : nil
+        let failure = machine.failure
         stallTimer?.cancel()
         if clock.lastResponseByte == nil { clock.lastResponseByte = now() }
         if let c = upstream {
@@ -426,7 +445,9 @@ final class Exchange: UpstreamOwner {
 
     /// - Parameter answered: the client already got its 200 (an intercepted CONNECT that
     ///   turned out not to speak TLS): none is sent, and a failure can only close.
-    func beginConnectTunnel(answered: Bool = false) {
+    /// - Parameter inspectFirstBytes: once connected and answered, the session looks at the
+    ///   client's first bytes before anything is relayed (`ConnectPayloadStateMachine`).
+    func beginConnectTunnel(answered: Bool = false, inspectFirstBytes: Bool = false) {
         session.pauseReading()
         machine.beginTunnel()
         let c = UpstreamConnection(loop: session.loop, authority: authority)
@@ -448,6 +469,11 @@ final class Exchange: UpstreamOwner {
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start
+                if inspectFirstBytes {
+                    session.flush()
+                    session.awaitFirstBytes(head: self.head, authority: self.authority, upstream: upstreamSocket, start: tunnelStart)
+                    return
+                }
                 session.handOver { clientSocket in
                     Tunnel.start(loop: session.loop, engine: session.engine, kind: .connect, client: clientSocket,
                                  upstream: upstreamSocket, clientText: session.peerText, target: self.authority.description,
@@ -470,10 +496,13 @@ final class Exchange: UpstreamOwner {
         let session = self.session
         let start = clock.requestStart
         let target = url
+        // Only a WebSocket's frames are parsed (any other protocol switch is relayed blind).
+        let webSocket = config.captureWebSocketMessages && engine.sink != nil
+            && rh.headers.listContains(name: "upgrade", token: "websocket") ? WebSocketCapture(upgrade: upgrade) : nil
         session.handOver { clientSocket in
             Tunnel.start(loop: session.loop, engine: session.engine, kind: .websocket, client: clientSocket,
                          upstream: upstreamSocket, clientText: session.peerText, target: target,
-                         status: 101, start: start, upgrade: upgrade)
+                         status: 101, start: start, upgrade: upgrade, webSocket: webSocket)
         }
     }
 }

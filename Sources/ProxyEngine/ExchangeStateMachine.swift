@@ -10,14 +10,15 @@ import HTTP1
 /// - While connecting, a request body stays unread in the client's input (reading is
 ///   paused), so a failed connection loses none of it; a request without a body is whole
 ///   from its head on.
-/// - `exchanging` pairs the request (`sending` its body, possibly `paused`, or `sent`)
-///   with the response (`awaitingHead`, noting whether any byte came, or `streaming`
-///   its body, possibly `paused`). The response may start before the request is sent.
+/// - `exchanging` pairs the request (`sending` its body, or `sent`) with the response
+///   (`awaitingHead`, noting whether any byte came, or `streaming` its body) and the
+///   `Stall` of the two bodies. The response may start before the request is sent.
 /// - Backpressure: a body direction pauses when its destination's queue reaches
-///   `highWaterBytes` and resumes when it drains; while paused, the stall timer runs
-///   (`upstreamReadTimeout` for a request body the origin does not take, `clientTimeout`
-///   for an answer the client does not take): past it the exchange fails and the client
-///   connection closes.
+///   `highWaterBytes` and resumes when it drains; only a request being sent and a
+///   response being streamed can be paused. While one is, the stall timer runs for the
+///   one paused last (`upstreamReadTimeout` for a request body the origin does not take,
+///   `clientTimeout` for an answer the client does not take): past it the exchange fails
+///   and the client connection closes.
 /// - Interim (1xx) answers go to the client, except to an HTTP/1.0 client; 101 is only
 ///   accepted when the client asked to upgrade, and hands both sockets to a tunnel.
 /// - The client connection closes after the answer when the client asked, the answer is
@@ -25,34 +26,99 @@ import HTTP1
 ///   engine is draining, the client half-closed with nothing more buffered, or on any
 ///   failure once the answer has begun.
 /// - A pooled connection the origin had closed (EOF before any response byte) is
-///   retried once on a new connection, for a bodyless idempotent request only.
+///   retried once on a new connection, for a bodyless idempotent request only. What the
+///   origin did to a connection (`upstreamEnded`) is its `Attempt`'s: the retry's
+///   connection starts clean, and may go back to the pool.
 /// - A failure before the answer began is answered: 504 for a timeout, 508 for a loop
 ///   back to this proxy, else 502. After it began, the client connection is closed.
 /// - The upstream is returned to the pool only after a clean, whole exchange the origin
 ///   did not end (and that the driver finds with nothing left to send).
+/// - The client connection's fate is decided once, at the end (`Outcome.closeClient`):
+///   the client asked, the answer's head said `close` (kept in `streaming`), or the
+///   ending forces it.
 struct ExchangeStateMachine {
+    /// One upstream connection's try at the exchange.
     struct Attempt: Equatable {
         /// The upstream connection came from the pool.
         var reused: Bool
         /// This is the second connection, after a pooled one the origin had closed.
         var retried: Bool
+        /// The origin closed (or reset) this connection: it never goes back to the pool.
+        var upstreamEnded = false
     }
 
     enum Request: Equatable {
-        case sending(paused: Bool)
+        case sending
         case sent
     }
 
     enum Response: Equatable {
         case awaitingHead(bytesSeen: Bool)
-        /// `dechunk`: a chunked answer to an HTTP/1.0 client goes as its payload, ended by the close.
-        case streaming(dechunk: Bool, paused: Bool)
+        /// `dechunk`: a chunked answer to an HTTP/1.0 client goes as its payload, ended by
+        /// the close. `closesClient`: its head told the client the connection closes.
+        case streaming(dechunk: Bool, closesClient: Bool)
+    }
+
+    enum StallSide { case request, response }
+
+    /// Which body directions are paused for backpressure. `request` only while the request
+    /// is `sending`, `response` only while the response is `streaming`. With both paused,
+    /// `timing` is the one paused last: its limit is the stall timer's, its stall the one
+    /// reported.
+    enum Stall: Equatable {
+        case none
+        case request
+        case response
+        case both(timing: StallSide)
+
+        var requestPaused: Bool {
+            switch self {
+            case .request, .both: return true
+            case .none, .response: return false
+            }
+        }
+
+        var responsePaused: Bool {
+            switch self {
+            case .response, .both: return true
+            case .none, .request: return false
+            }
+        }
+
+        /// The side the stall timer runs for: the paused one, the later of two.
+        var timing: StallSide? {
+            switch self {
+            case .none: return nil
+            case .request: return .request
+            case .response: return .response
+            case .both(let side): return side
+            }
+        }
+
+        /// `side` paused now (or again): it is timed from now on.
+        func pausing(_ side: StallSide) -> Stall {
+            switch (self, side) {
+            case (.none, .request), (.request, .request): return .request
+            case (.none, .response), (.response, .response): return .response
+            default: return .both(timing: side)
+            }
+        }
+
+        /// `side` resumed: the other, if paused, is timed again.
+        func resuming(_ side: StallSide) -> Stall {
+            switch (self, side) {
+            case (.request, .request), (.response, .response): return .none
+            case (.both, .request): return .response
+            case (.both, .response): return .request
+            default: return self
+            }
+        }
     }
 
     enum State: Equatable {
         case idle
         case connecting(Attempt)
-        case exchanging(Attempt, Request, Response)
+        case exchanging(Attempt, Request, Response, Stall)
         /// Ended without a failure. `connectionReused`: the last attempt's upstream came
         /// from the pool (the record says so).
         case finished(Outcome, connectionReused: Bool)
@@ -76,10 +142,9 @@ struct ExchangeStateMachine {
         var detail: String
     }
 
-    /// How the exchange ends, in plain values (the action carries it).
+    /// How the exchange ends, in plain values (the action carries it); whether it failed,
+    /// and how, is the state's (`failure`).
     struct Outcome: Equatable {
-        /// The exchange failed: `failure` says how.
-        var failed: Bool
         /// As far as the exchange goes, the upstream may go back to the pool (the driver
         /// still checks the connection itself).
         var upstreamReusable: Bool
@@ -174,7 +239,7 @@ struct ExchangeStateMachine {
     var connectionReused: Bool {
         switch state {
         case .idle: return false
-        case .connecting(let a), .exchanging(let a, _, _): return a.reused
+        case .connecting(let a), .exchanging(let a, _, _, _): return a.reused
         case .finished(_, let reused), .failed(_, let reused, _), .tunnelled(let reused): return reused
         }
     }
@@ -182,21 +247,20 @@ struct ExchangeStateMachine {
     let hasBody: Bool
     let isHTTP10: Bool
     let wantsUpgrade: Bool
-    private(set) var closeClientAfter: Bool
-    /// The client half-closed while its request was held (see `clientEndedWhileHeld`).
-    private(set) var clientEnded = false
-    /// The origin closed (or reset) the connection: never pool it.
-    private(set) var upstreamEnded = false
-    /// Which direction paused last: its stall is the one reported.
-    private var lastPaused: StallSide?
-    enum StallSide { case request, response }
+    /// The request asked for the connection to close after the answer.
+    let clientWantsClose: Bool
+    /// The client half-closed before the exchange could read its body (its request was
+    /// held for the log): the body can only be what is already buffered.
+    let clientEndedBeforeStart: Bool
 
-    init(limits: Limits, hasBody: Bool, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool) {
+    init(limits: Limits, hasBody: Bool, isHTTP10: Bool, wantsUpgrade: Bool, clientWantsClose: Bool,
+         clientEndedBeforeStart: Bool = false) {
         self.limits = limits
         self.hasBody = hasBody
         self.isHTTP10 = isHTTP10
         self.wantsUpgrade = wantsUpgrade
-        closeClientAfter = clientWantsClose
+        self.clientWantsClose = clientWantsClose
+        self.clientEndedBeforeStart = clientEndedBeforeStart
     }
 
     // MARK: queries
@@ -210,31 +274,31 @@ struct ExchangeStateMachine {
 
     var attempt: Attempt? {
         switch state {
-        case .connecting(let a), .exchanging(let a, _, _): return a
+        case .connecting(let a), .exchanging(let a, _, _, _): return a
         case .idle, .finished, .failed, .tunnelled: return nil
         }
     }
 
     /// The head went out on an attached upstream and the body is still being sent.
     var isSendingRequest: Bool {
-        if case .exchanging(_, .sending, _) = state { return true } else { return false }
+        if case .exchanging(_, .sending, _, _) = state { return true } else { return false }
     }
 
     var isAwaitingResponseHead: Bool {
-        if case .exchanging(_, _, .awaitingHead) = state { return true } else { return false }
+        if case .exchanging(_, _, .awaitingHead, _) = state { return true } else { return false }
     }
 
     var isStreamingResponse: Bool {
-        if case .exchanging(_, _, .streaming) = state { return true } else { return false }
+        if case .exchanging(_, _, .streaming, _) = state { return true } else { return false }
     }
 
     var isDechunking: Bool {
-        if case .exchanging(_, _, .streaming(true, _)) = state { return true } else { return false }
+        if case .exchanging(_, _, .streaming(dechunk: true, _), _) = state { return true } else { return false }
     }
 
     /// The request is whole upstream.
     var requestSent: Bool {
-        if case .exchanging(_, .sent, _) = state { return true } else { return false }
+        if case .exchanging(_, .sent, _, _) = state { return true } else { return false }
     }
 
     /// A request without a body is whole once its head is read, even while connecting.
@@ -275,7 +339,7 @@ struct ExchangeStateMachine {
     }
 
     private mutating func attach(_ a: Attempt) -> ActionList<Action> {
-        state = .exchanging(a, hasBody ? .sending(paused: false) : .sent, .awaitingHead(bytesSeen: false))
+        state = .exchanging(a, hasBody ? .sending : .sent, .awaitingHead(bytesSeen: false), .none)
         return ActionList(.attach(bodyFollows: hasBody))
     }
 
@@ -288,24 +352,22 @@ struct ExchangeStateMachine {
 
     /// The driver pumped the request body; `clientInputEmpty`: nothing is left unread.
     mutating func requestBodyPumped(_ progress: Progress, clientInputEmpty: Bool) -> ActionList<Action> {
-        guard case .exchanging(let a, .sending(let paused), let response) = state else { return ActionList() }
+        guard case .exchanging(let a, .sending, let response, let stall) = state else { return ActionList() }
         switch progress {
         case .complete:
-            state = .exchanging(a, .sent, response)
+            state = .exchanging(a, .sent, response, stall.resuming(.request))
             return ActionList(.requestSent)
         case .malformed(let e):
-            closeClientAfter = true
             let error = TransportError(.malformedRequest, e.reason)
-            if case .streaming = response { return finish(error: error, answer: nil) }
-            return finish(error: error, answer: ErrorAnswer(status: e.answerStatus, detail: e.reason))
+            if case .streaming = response { return finish(error: error, answer: nil, closingClient: true) }
+            return finish(error: error, answer: ErrorAnswer(status: e.answerStatus, detail: e.reason), closingClient: true)
         case .partial(let queued):
             var actions = ActionList<Action>()
             if queued >= limits.highWaterBytes {
-                if !paused { state = .exchanging(a, .sending(paused: true), response) }
-                lastPaused = .request
+                state = .exchanging(a, .sending, response, stall.pausing(.request))
                 actions.append(.pauseRequestBody)
             }
-            if clientEnded && clientInputEmpty {
+            if clientEndedBeforeStart && clientInputEmpty {
                 // Everything the client sent before its half-close is forwarded and the body
                 // is still short: no more is coming.
                 actions.append(contentsOf: clientFailed(TransportError(.clientAborted, "the client closed the connection mid-exchange")))
@@ -316,52 +378,39 @@ struct ExchangeStateMachine {
 
     /// The upstream's output drained below its mark.
     mutating func upstreamDrained() -> ActionList<Action> {
-        guard case .exchanging(let a, .sending(paused: true), let response) = state else { return ActionList() }
-        state = .exchanging(a, .sending(paused: false), response)
-        if stalledSide == .response { lastPaused = .response }
+        guard case .exchanging(let a, .sending, let response, let stall) = state, stall.requestPaused else { return ActionList() }
+        state = .exchanging(a, .sending, response, stall.resuming(.request))
         return ActionList(.resumeRequestBody, .pumpRequest)
     }
 
-    /// The direction still paused, if any: its stall timer must keep running when the other
-    /// direction resumes (one timer serves both, and a paused side has no read timeout).
+    /// The direction still paused, if any (the one paused last of two): the stall timer
+    /// must keep running for it when the other direction resumes (one timer serves both,
+    /// and a paused side has no read timeout).
     var stalledSide: StallSide? {
-        guard case .exchanging(_, let request, let response) = state else { return nil }
-        if case .streaming(_, true) = response { return .response }
-        if request == .sending(paused: true) { return .request }
-        return nil
-    }
-
-    /// The client half-closed while this request was held, before the exchange could read
-    /// its body: the body can only be what is already buffered.
-    mutating func clientEndedWhileHeld() -> ActionList<Action> {
-        clientEnded = true
-        return isSendingRequest ? ActionList(.pumpRequest) : ActionList()
+        guard case .exchanging(_, _, _, let stall) = state else { return nil }
+        return stall.timing
     }
 
     /// The client reset, timed out, or the engine cut the exchange (`error` says which).
     mutating func clientFailed(_ error: TransportError) -> ActionList<Action> {
         guard !isFinished, state != .idle else { return ActionList() }
-        closeClientAfter = true
-        return finish(error: error, answer: nil)
+        return finish(error: error, answer: nil, closingClient: true)
     }
 
     // MARK: response
 
     /// Bytes from the origin are buffered.
     mutating func upstreamBytesArrived() -> ActionList<Action> {
-        guard case .exchanging(let a, let request, .awaitingHead(bytesSeen: false)) = state else { return ActionList() }
-        state = .exchanging(a, request, .awaitingHead(bytesSeen: true))
+        guard case .exchanging(let a, let request, .awaitingHead(bytesSeen: false), let stall) = state else { return ActionList() }
+        state = .exchanging(a, request, .awaitingHead(bytesSeen: true), stall)
         return ActionList(.noteFirstResponseByte)
     }
 
     /// The origin's head or body broke the protocol (`message` says how).
     mutating func malformedResponse(_ message: String) -> ActionList<Action> {
-        guard case .exchanging(_, _, let response) = state else { return ActionList() }
+        guard case .exchanging(_, _, let response, _) = state else { return ActionList() }
         let error = TransportError(.malformedResponse, message)
-        if case .streaming = response {
-            closeClientAfter = true
-            return finish(error: error, answer: nil)
-        }
+        if case .streaming = response { return finish(error: error, answer: nil, closingClient: true) }
         return failBeforeResponse(error)
     }
 
@@ -369,7 +418,7 @@ struct ExchangeStateMachine {
     /// `draining`: the engine is shutting down; `clientSentLast`: the client half-closed and
     /// nothing more of it is buffered.
     mutating func responseHead(status: Int, framing: BodyFraming?, draining: Bool, clientSentLast: Bool) -> ActionList<Action> {
-        guard case .exchanging(let a, let request, .awaitingHead) = state else { return ActionList() }
+        guard case .exchanging(let a, let request, .awaitingHead, let stall) = state else { return ActionList() }
         if status == 101 {
             guard wantsUpgrade else { return malformedResponse("the origin switched protocols without being asked") }
             state = .tunnelled(connectionReused: a.reused)
@@ -384,16 +433,17 @@ struct ExchangeStateMachine {
         // gets the payload without Transfer-Encoding and the end of the body by the close,
         // as nginx and squid do (RFC 9112 §6.1).
         let dechunk = framing == .chunked && isHTTP10
-        if framing == .closeDelimited || dechunk || request != .sent || draining || clientSentLast {
-            closeClientAfter = true
-        }
-        state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
-        let connection: ConnectionField = closeClientAfter ? .close : isHTTP10 ? .keepAlive : .none
+        let closesClient = clientWantsClose || framing == .closeDelimited || dechunk || request != .sent || draining
+            || clientSentLast
+        state = .exchanging(a, request, .streaming(dechunk: dechunk, closesClient: closesClient), stall)
+        let connection: ConnectionField = closesClient ? .close : isHTTP10 ? .keepAlive : .none
         return ActionList(.forwardResponseHead(connection: connection, dechunk: dechunk))
     }
 
     mutating func responseBodyPumped(_ progress: Progress) -> ActionList<Action> {
-        guard case .exchanging(let a, let request, .streaming(let dechunk, let paused)) = state else { return ActionList() }
+        guard case .exchanging(let a, let request, let response, let stall) = state, case .streaming = response else {
+            return ActionList()
+        }
         switch progress {
         case .complete:
             return finish(error: nil, answer: nil)
@@ -401,45 +451,37 @@ struct ExchangeStateMachine {
             return malformedResponse("malformed response body from the origin: \(e.reason)")
         case .partial(let queued):
             guard queued >= limits.highWaterBytes else { return ActionList() }
-            if !paused { state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: true)) }
-            lastPaused = .response
+            state = .exchanging(a, request, response, stall.pausing(.response))
             return ActionList(.pauseResponseBody)
         }
     }
 
     /// The client's output drained below its mark.
     mutating func clientDrained() -> ActionList<Action> {
-        guard case .exchanging(let a, let request, .streaming(let dechunk, paused: true)) = state else { return ActionList() }
-        state = .exchanging(a, request, .streaming(dechunk: dechunk, paused: false))
-        if stalledSide == .request { lastPaused = .request }
+        guard case .exchanging(let a, let request, let response, let stall) = state, stall.responsePaused else {
+            return ActionList()
+        }
+        state = .exchanging(a, request, response, stall.resuming(.response))
         return ActionList(.resumeResponseBody, .pumpResponse)
     }
 
     /// A paused direction took nothing for its whole limit.
     mutating func stallTimerFired() -> ActionList<Action> {
-        guard case .exchanging(_, let request, let response) = state else { return ActionList() }
-        let requestPaused = request == .sending(paused: true)
-        let responsePaused: Bool
-        if case .streaming(_, true) = response { responsePaused = true } else { responsePaused = false }
-        guard requestPaused || responsePaused else { return ActionList() }
+        guard case .exchanging(_, _, _, let stall) = state, let side = stall.timing else { return ActionList() }
         // The stall armed last is the one reported.
-        let error = lastPaused == .response
+        let error = side == .response
             ? TransportError(.clientTimeout, "the client took none of the answer for \(limits.clientIdleTimeout) s")
             : TransportError(.upstreamTimeout, "the origin took none of the request body for \(limits.upstreamReadTimeout) s")
-        closeClientAfter = true
-        var actions = finish(error: error, answer: nil)
+        var actions = finish(error: error, answer: nil, closingClient: true)
         actions.append(.closeClient)
         return actions
     }
 
     /// The origin sent nothing for `upstreamReadTimeout` while an answer was due.
     mutating func upstreamTimedOut() -> ActionList<Action> {
-        guard case .exchanging(_, _, let response) = state else { return ActionList() }
+        guard case .exchanging(_, _, let response, _) = state else { return ActionList() }
         let error = TransportError(.upstreamTimeout, "the origin sent nothing for \(limits.upstreamReadTimeout) s")
-        if case .streaming = response {
-            closeClientAfter = true
-            return finish(error: error, answer: nil)
-        }
+        if case .streaming = response { return finish(error: error, answer: nil, closingClient: true) }
         return failBeforeResponse(error)
     }
 
@@ -447,14 +489,13 @@ struct ExchangeStateMachine {
     /// `cleanEndOfBody`: the answer's framing ends at the close, and it was not a reset;
     /// `idempotent`: the request's method may be sent twice.
     mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool, idempotent: Bool) -> ActionList<Action> {
-        upstreamEnded = true
-        guard case .exchanging(let a, _, let response) = state else { return ActionList() }
+        upstreamEnded()
+        guard case .exchanging(let a, _, let response, _) = state else { return ActionList() }
         switch response {
         case .streaming:
-            closeClientAfter = true
             var actions: ActionList<Action> = ActionList(.closeUpstream)
             actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError(.upstreamReset,
-                "the origin closed the connection before the body was complete"), answer: nil))
+                "the origin closed the connection before the body was complete"), answer: nil, closingClient: true))
             return actions
         case .awaitingHead(let bytesSeen):
             if !bytesSeen && a.reused && !a.retried && idempotent && !hasBody {
@@ -468,23 +509,40 @@ struct ExchangeStateMachine {
         }
     }
 
-    /// An error or EOF noted before the driver handles what was buffered.
-    mutating func upstreamEndedNoted() { upstreamEnded = true }
+    /// The origin ended the connection (an error or EOF), noted before the driver handles
+    /// what was buffered: however the exchange ends, this connection is not pooled. No
+    /// action: `upstreamClosed` follows once the buffered bytes are handled.
+    mutating func upstreamEnded() {
+        switch state {
+        case .connecting(var a):
+            a.upstreamEnded = true
+            state = .connecting(a)
+        case .exchanging(var a, let request, let response, let stall):
+            a.upstreamEnded = true
+            state = .exchanging(a, request, response, stall)
+        case .idle, .finished, .failed, .tunnelled:
+            break
+        }
+    }
 
     // MARK: ending
 
     /// A failure before any response head reached the client: answered with its status.
     private mutating func failBeforeResponse(_ error: TransportError) -> ActionList<Action> {
-        if !requestSent { closeClientAfter = true }
-        return finish(error: error, answer: ErrorAnswer(status: Self.answer(for: error), detail: error.message))
+        finish(error: error, answer: ErrorAnswer(status: Self.answer(for: error), detail: error.message),
+               closingClient: !requestSent)
     }
 
-    private mutating func finish(error: TransportError?, answer: ErrorAnswer?) -> ActionList<Action> {
-        let wasPaused: Bool
-        if case .exchanging(_, _, .streaming(_, true)) = state { wasPaused = true } else { wasPaused = false }
-        let reusable = error == nil && requestSent && !upstreamEnded
-        let outcome = Outcome(failed: error != nil, upstreamReusable: reusable, responseWasPaused: wasPaused,
-                              closeClient: closeClientAfter)
+    /// `closingClient`: the ending closes the client connection, whatever the request and
+    /// the answer's head said.
+    private mutating func finish(error: TransportError?, answer: ErrorAnswer?, closingClient: Bool = false) -> ActionList<Action> {
+        var wasPaused = false, reusable = false, closeClient = closingClient || clientWantsClose
+        if case .exchanging(let a, let request, let response, let stall) = state {
+            wasPaused = stall.responsePaused
+            reusable = error == nil && request == .sent && !a.upstreamEnded
+            if case .streaming(_, closesClient: true) = response { closeClient = true }
+        }
+        let outcome = Outcome(upstreamReusable: reusable, responseWasPaused: wasPaused, closeClient: closeClient)
         if let error {
             state = .failed(outcome, connectionReused: connectionReused, Failure(error: error, answer: answer))
         } else {

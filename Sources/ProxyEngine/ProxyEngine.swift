@@ -30,10 +30,23 @@ public final class ProxyEngine: @unchecked Sendable {
     private var periodicTimers: [LoopTimer] = []
     private let heartbeatsStarted = Atomic<Bool>(false)
 
-    public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil) {
+    /// Hosts whose CONNECT stays a blind tunnel whatever it carries (`tls.ignore`,
+    /// `capture.blindTunnels`); nil: none.
+    public let blindTunnels: BlindTunnelPolicy?
+
+    public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil,
+                blindTunnels: BlindTunnelPolicy? = nil) {
         self.configuration = configuration
         self.sink = sink
         self.tlsInterceptor = tlsInterceptor
+        self.blindTunnels = blindTunnels
+    }
+
+    /// How a CONNECT to `host` is handled before any byte (`ConnectPayloadStateMachine`):
+    /// every inbound path that opens tunnels asks this.
+    public func connectRoute(host: String) -> ConnectPayloadStateMachine.Route {
+        ConnectPayloadStateMachine.route(interceptsTLS: tlsInterceptor?.intercepts(host: host) ?? false,
+                                         keepsBlind: blindTunnels?.keepsBlind(host: host) ?? false)
     }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }

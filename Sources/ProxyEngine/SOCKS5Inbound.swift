@@ -39,7 +39,7 @@ extension ClientSession {
                 write(reply)
                 flush()
             case .connect(let target):
-                headTimer?.cancel()
+                cancelHeadTimer()
                 // A CONNECT head as an HTTP client would have sent it: what the tunnel or the
                 // interception records show as the target.
                 let head = HTTPRequestHead(method: "CONNECT", target: target.description,

@@ -27,24 +27,36 @@ final class Tunnel {
     let status: Int
     let start: Double
     let upgrade: CapturedExchange?
+    /// A WebSocket whose messages the log parses: each direction's bytes are copied to it as
+    /// they are relayed (`capture.websocketMessages`), numbered in the order read.
+    let webSocket: WebSocketCapture?
+    private var nextPiece: UInt64 = 0
+    /// Wall time from the loop's monotonic clock, for the pieces' times.
+    private let wall0 = Date().timeIntervalSince1970
+    private let mono0 = EventLoop.monotonicNow()
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap.
     @exclusivity(unchecked) private var machine: TunnelStateMachine
     private var idleTimer: LoopTimer?
+    /// Waits for a TLS side's ciphertext to be written before its half-close (`shutdownWrite`).
+    private var shutdownPoll: LoopTimer?
 
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
-                 clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
+                 clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?,
+                 webSocket: WebSocketCapture?) {
         self.loop = loop; self.engine = engine; self.kind = kind
         self.client = Side(client); self.upstream = Side(upstream)
         self.clientText = clientText; self.target = target; self.status = status; self.start = start
         self.upgrade = upgrade
+        self.webSocket = webSocket
         machine = TunnelStateMachine(highWaterBytes: engine.configuration.highWaterBytes,
                                      idleTimeout: engine.configuration.tunnelIdleTimeout, now: EventLoop.monotonicNow())
     }
 
     static func start(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
-                      clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?) {
+                      clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?,
+                      webSocket: WebSocketCapture? = nil) {
         let t = Tunnel(loop: loop, engine: engine, kind: kind, client: client, upstream: upstream, clientText: clientText,
-                       target: target, status: status, start: start, upgrade: upgrade)
+                       target: target, status: status, start: start, upgrade: upgrade, webSocket: webSocket)
         loop.tunnels[ObjectIdentifier(t)] = t
         engine.metrics.activeTunnels.add()
         // The session that handed its socket over stopped counting it.
@@ -90,6 +102,7 @@ final class Tunnel {
         let source = side(s), destination = side(s.partner)
         let n = evbuffer_get_length(source.input)
         if n > 0 {
+            if let webSocket, webSocket.isParsing { copyForParsing(source.input, count: n, from: s, webSocket) }
             // Straight to the socket when nothing is queued (see SocketOutput), the rest queued.
             if evbuffer_get_length(destination.output) == 0 && bufferevent_get_underlying(destination.bev) == nil {
                 let fd = bufferevent_getfd(destination.bev)
@@ -100,6 +113,25 @@ final class Tunnel {
         }
         perform(machine.forwarded(from: s, count: n, destinationQueued: evbuffer_get_length(destination.output),
                                   now: n > 0 ? EventLoop.monotonicNow() : 0))
+    }
+
+    /// Hands the log a copy of the `count` bytes about to be relayed from `s` (the frames
+    /// are parsed off the loop, by the log's workers; the originals go on untouched).
+    private func copyForParsing(_ input: OpaquePointer, count: Int, from s: TunnelSide, _ webSocket: WebSocketCapture) {
+        guard let sink = engine.sink else { return }
+        // With log.whenBehind: wait the queue takes whatever comes, and one connection could
+        // fill memory while the log is behind: its parsing stops instead (the bytes are relayed).
+        if sink.isBehind {
+            webSocket.stopParsing(because: "the log fell behind (log.whenBehind: wait); the rest was relayed unparsed")
+            return
+        }
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = buffer.baseAddress.map { Int(evbuffer_copyout(input, $0, count)) } ?? 0
+        }
+        let time = wall0 + (EventLoop.monotonicNow() - mono0)
+        sink.accept(.webSocket(CapturedWebSocketPiece(capture: webSocket, sequence: nextPiece,
+                                                      content: .bytes(s == .client ? .client : .server, bytes, time: time))))
+        nextPiece += 1
     }
 
     /// `s`'s output fell below its low mark.
@@ -132,13 +164,28 @@ final class Tunnel {
             case .forward(let s):
                 forward(from: s)
             case .shutdownWrite(let s):
-                _ = Foundation.shutdown(bufferevent_getfd(side(s).bev), Int32(SHUT_WR))
+                shutdownWrite(side(s))
             case .end(let closedBy, let resetBy):
                 close(closedBy: closedBy, error: resetBy.map {
                     TransportError($0 == .client ? .clientAborted : .upstreamReset, "connection reset")
                 })
             }
         }
+    }
+
+    /// Passes a half-close on. A TLS filter (an intercepted client, an HTTPS origin) may
+    /// still hold ciphertext in the socket's bufferevent below it, which a shutdown now
+    /// would cut: the socket is shut once that is written, polled (the filter owns the
+    /// lower bufferevent's callbacks) from 5 ms up to 250 ms apart.
+    private func shutdownWrite(_ side: Side, interval: Double = 0.005) {
+        guard machine.isOpen else { return }
+        if let below = bufferevent_get_underlying(side.bev), evbuffer_get_length(bufferevent_get_output(below)) > 0 {
+            let timer = LoopTimer(loop: loop) { [weak self] in self?.shutdownWrite(side, interval: min(interval * 2, 0.25)) }
+            timer.schedule(after: interval)
+            shutdownPoll = timer
+            return
+        }
+        _ = Foundation.shutdown(bufferevent_getfd(side.bev), Int32(SHUT_WR))
     }
 
     /// At shutdown: closes both sides and records the tunnel.
@@ -150,6 +197,8 @@ final class Tunnel {
     private func close(closedBy: CapturedTunnel.ClosedBy, error: TransportError?) {
         idleTimer?.cancel()
         idleTimer = nil
+        shutdownPoll?.cancel()
+        shutdownPoll = nil
         client.reader?.detach()
         upstream.reader?.detach()
         bufferevent_free(client.bev)
@@ -162,7 +211,12 @@ final class Tunnel {
                                     bytesFromClient: machine.bytesFromClient, bytesFromUpstream: machine.bytesFromUpstream,
                                     start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade)
         if let error { engine.metrics.recordTransportError(error.code) }
-        engine.sink?.accept(.tunnel(record))
+        if let webSocket {
+            // After the last bytes, so the record counts every message.
+            engine.sink?.accept(.webSocket(CapturedWebSocketPiece(capture: webSocket, sequence: nextPiece, content: .end(record))))
+        } else {
+            engine.sink?.accept(.tunnel(record))
+        }
         loop.tunnels[ObjectIdentifier(self)] = nil
     }
 }

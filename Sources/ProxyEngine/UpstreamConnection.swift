@@ -185,7 +185,7 @@ final class UpstreamConnection {
                 let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
                 perform(machine.tlsFailed("TLS with \(authority) failed: \(why)"))
             }
-        case .created, .resolving, .closed:
+        case .created, .resolving, .connectFailed, .closed:
             return
         case .lent, .pooled:
             if let o = owner { o.upstreamEvent(self, events: events) } else { perform(machine.eventWhileIdle()) }

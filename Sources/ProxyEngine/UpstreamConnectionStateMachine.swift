@@ -6,7 +6,7 @@ import HTTP1
 /// Rules:
 /// - `created` → `resolving` → `connecting` (each address in turn) → `handshaking` (HTTPS
 ///   only) → `lent`. Connecting ends once, with `finishConnect`: success when TCP (and TLS)
-///   are up, else the first of: the resolver's error; `loopDetected` when an address is
+///   are up (`lent`), else (`connectFailed`, final, with the error) the first of: the resolver's error; `loopDetected` when an address is
 ///   one of this proxy's listeners; `upstreamConnectFailed` when every address failed
 ///   (naming the last failure); `tlsFailed` (never retried on another address: it would
 ///   not fix a certificate); `upstreamTimeout` when `connectTimeout` passed first.
@@ -14,10 +14,13 @@ import HTTP1
 ///   already finished or closed are ignored.
 /// - Once connected it is `lent` to one exchange, or `pooled` with an idle deadline.
 ///   Bytes or an EOF while pooled mean the origin closed it or misbehaved: it is dropped.
-///   The idle timer is armed when pooled and not already running; when it fires it closes
-///   a connection pooled past its deadline, waits out what is left of a later deadline,
-///   and does nothing for one lent out meanwhile (the next `pooled` arms it again).
-/// - `closed` is final (closing twice, or after a hand-over to a tunnel, does nothing).
+///   The idle timer always runs while `pooled`, and may still run while `lent` (it is
+///   not cancelled when an exchange takes the connection, which saves a timer operation
+///   per exchange): `pooled` arms it unless it runs. When it fires it closes a connection
+///   pooled past its deadline, waits out what is left of a later deadline, and does
+///   nothing for one lent out meanwhile (the next `pooled` arms it again).
+/// - `closed` and `connectFailed` are final (closing twice, or after a hand-over to a
+///   tunnel, does nothing).
 struct UpstreamConnectionStateMachine {
     enum State: Equatable {
         case created
@@ -25,8 +28,13 @@ struct UpstreamConnectionStateMachine {
         /// Trying `addresses[next - 1]`; `lastError` explains the previous failure.
         case connecting(addresses: [SocketAddress], next: Int, lastError: String)
         case handshaking
-        case lent
+        /// Owned by one exchange; `idleTimerRunning`: the timer armed when it was last pooled
+        /// has not fired yet.
+        case lent(idleTimerRunning: Bool)
+        /// In the pool until `idleDeadline`; the idle timer runs.
         case pooled(idleDeadline: Double)
+        /// Connecting failed with this error; closed before the completion runs.
+        indirect case connectFailed(TransportError)
         case closed
     }
 
@@ -44,8 +52,8 @@ struct UpstreamConnectionStateMachine {
         /// Open a socket to `addressToTry` (a previous one is freed).
         case tryAddress
         case startTLS
-        /// Connecting is over, failed when `connectError` is set: then the connection is
-        /// closed before the completion runs.
+        /// Connecting is over, failed when the state is `connectFailed` (`connectError`):
+        /// then the connection is closed before the completion runs.
         case finishConnect
         case armIdleTimer(after: Double)
         /// Take it out of the pool and close it.
@@ -55,9 +63,11 @@ struct UpstreamConnectionStateMachine {
     let authority: HTTPAuthority
     let usesTLS: Bool
     private(set) var state: State = .created
-    private var idleTimerRunning = false
+
     /// Why connecting failed, once it has.
-    private(set) var connectError: TransportError?
+    var connectError: TransportError? {
+        if case .connectFailed(let error) = state { return error } else { return nil }
+    }
 
     /// The address being tried.
     var addressToTry: SocketAddress? {
@@ -76,7 +86,12 @@ struct UpstreamConnectionStateMachine {
         default: return false
         }
     }
-    var isClosed: Bool { state == .closed }
+    var isClosed: Bool {
+        switch state {
+        case .closed, .connectFailed: return true
+        default: return false
+        }
+    }
     var isPooled: Bool { if case .pooled = state { return true } else { return false } }
 
     // MARK: connecting
@@ -149,13 +164,12 @@ struct UpstreamConnectionStateMachine {
     }
 
     private mutating func succeed() -> ActionList<Action> {
-        state = .lent
+        state = .lent(idleTimerRunning: false)
         return ActionList(.finishConnect)
     }
 
     private mutating func fail(_ error: TransportError) -> ActionList<Action> {
-        state = .closed
-        connectError = error
+        state = .connectFailed(error)
         return ActionList(.finishConnect)
     }
 
@@ -163,40 +177,41 @@ struct UpstreamConnectionStateMachine {
 
     /// Put in the pool at `now` for `idleTimeout`.
     mutating func pooled(now: Double, idleTimeout: Double) -> ActionList<Action> {
-        guard state == .lent else { return ActionList() }
+        guard case .lent(let timerRunning) = state else { return ActionList() }
         state = .pooled(idleDeadline: now + idleTimeout)
-        guard !idleTimerRunning else { return ActionList() }
-        idleTimerRunning = true
-        return ActionList(.armIdleTimer(after: idleTimeout))
+        return timerRunning ? ActionList() : ActionList(.armIdleTimer(after: idleTimeout))
     }
 
     /// Taken from the pool by an exchange (the idle timer keeps running).
     mutating func taken() {
-        if isPooled { state = .lent }
+        if isPooled { state = .lent(idleTimerRunning: true) }
     }
 
     mutating func idleTimerFired(now: Double) -> ActionList<Action> {
-        idleTimerRunning = false
-        guard case .pooled(let deadline) = state else { return ActionList() }
-        let remaining = deadline - now
-        if remaining > 0 {
-            idleTimerRunning = true
-            return ActionList(.armIdleTimer(after: remaining))
+        switch state {
+        case .lent:
+            state = .lent(idleTimerRunning: false)
+            return ActionList()
+        case .pooled(let deadline):
+            let remaining = deadline - now
+            if remaining > 0 { return ActionList(.armIdleTimer(after: remaining)) }
+            state = .closed
+            return ActionList(.closeIdle)
+        case .created, .resolving, .connecting, .handshaking, .connectFailed, .closed:
+            return ActionList()
         }
-        state = .closed
-        return ActionList(.closeIdle)
     }
 
     /// Bytes, an EOF or an error while no exchange owns the connection.
     mutating func eventWhileIdle() -> ActionList<Action> {
-        guard state != .closed else { return ActionList() }
+        guard !isClosed else { return ActionList() }
         state = .closed
         return ActionList(.closeIdle)
     }
 
     /// Closed, or handed over to a tunnel. Whether it was open until now.
     mutating func close() -> Bool {
-        guard state != .closed else { return false }
+        guard !isClosed else { return false }
         state = .closed
         return true
     }

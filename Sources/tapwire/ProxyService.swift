@@ -33,7 +33,8 @@ final class ProxyService: @unchecked Sendable {
 
     static func processor(for c: TapwireConfiguration) -> ExchangeProcessor {
         ExchangeProcessor(settings: ProcessorSettings(rules: c.rules, redactHeaders: Set(c.redactHeaders),
-                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes))
+                                                      redactJSONKeys: Set(c.redactJSONKeys), decodeLimit: c.maxDecodedBytes,
+                                                      messageKeepBytes: c.engine.captureMaxBodyBytes))
     }
 
     func run() -> Int32 {
@@ -76,7 +77,8 @@ final class ProxyService: @unchecked Sendable {
             return 1
         }
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
-                                 tlsInterceptor: interception)
+                                 tlsInterceptor: interception,
+                                 blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels))
         do {
             replays = try ReplaySources.make(config)
         } catch {

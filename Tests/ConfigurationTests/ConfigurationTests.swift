@@ -24,7 +24,9 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.engine.captureMaxBodyBytes, 1_048_576)
         XCTAssertEqual(config.log.directory, "logs")
         XCTAssertEqual(config.rules.map(\.name), ["github-api", "problem-details", "legacy-text", "openai-chat-stream: assembled completion text, first 100 events",
-                                               "server-events", "binary-downloads"])
+                                               "server-events", "binary-downloads",
+                                               "socket-messages: the app at /socket sends MessagePack over WebSocket"])
+        XCTAssertTrue(config.rules[6].match.websocket)
         XCTAssertEqual(config.rules[0].select.count, 2)
         XCTAssertEqual(config.rules[2].serializer.encoding, "windows-1252")
         XCTAssertEqual(config.rules[3].serializer.assemble?.description, "/choices/0/delta/content")
@@ -252,6 +254,18 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try parse(#"{"log": {"syncInterval": 1.5}}"#).get().log.syncInterval, 1.5)
         XCTAssertEqual(errors(#"{"log": {"syncInterval": -1}}"#).first?.hasPrefix("log.syncInterval: must be between 0"), true)
         XCTAssertEqual(errors(#"{"log": {"syncInterval": "1s"}}"#).first?.hasPrefix("log.syncInterval: expected a number of seconds"), true)
+    }
+
+    func testWebSocketMessagesAndBlindTunnels() throws {
+        let defaults = try parse("{}").get()
+        XCTAssertTrue(defaults.engine.captureWebSocketMessages)
+        XCTAssertEqual(defaults.blindTunnels, [])
+        let set = try parse(#"{"capture": {"websocketMessages": false, "blindTunnels": ["*.corp.test", "10.0.0.1"]}}"#).get()
+        XCTAssertFalse(set.engine.captureWebSocketMessages)
+        XCTAssertEqual(set.blindTunnels, ["*.corp.test", "10.0.0.1"])
+        XCTAssertEqual(errors(#"{"capture": {"websocketMessages": 1}}"#),
+                       ["capture.websocketMessages: expected true or false, found the number 1"])
+        XCTAssertEqual(errors(#"{"capture": {"blindTunnels": "*"}}"#).first?.hasPrefix("capture.blindTunnels: expected"), true)
     }
 
     func testWrongTypesNameWhatWasFound() {

@@ -15,6 +15,19 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""connectionReused":false"#), "the retry must use a fresh connection: \(line)")
     }
 
+    /// The connection the retry opened is as good as any other: once its answer is whole it
+    /// goes back to the pool, and the next request reuses it.
+    func testTheConnectionOfARetryIsPooled() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-w", " %{http_code}\n", "\(origin.base)/drop-next",
+                                                  "\(origin.base)/json", "\(origin.base)/json?again"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasSuffix("\"password\":\"hunter2\"} 200\n"), r.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/json?again") })
+        XCTAssertTrue(line.contains(#""connectionReused":true"#), "the retry's connection was not pooled: \(line)")
+    }
+
     /// Operators tell the threads apart in `top -H` and `perf` by these names.
     func testThreadsCarryTheirNamesInTheKernel() throws {
         let origin = try OriginServer()
@@ -193,7 +206,7 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
 
     func testTunnelHalfCloseStillDeliversTheAnswer() throws {
         let origin = try OriginServer()
-        let proxy = try TapwireProcess()
+        let proxy = try TapwireProcess(config: ["capture": ["blindTunnels": ["127.0.0.1"]]])
         let c = try RawClient(port: proxy.port)
         c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
         XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200 Connection established"))
@@ -208,7 +221,8 @@ final class EngineBehaviourEndToEndTests: XCTestCase {
 
     func testIdleTunnelIsClosedAndRecorded() throws {
         let origin = try OriginServer()
-        let proxy = try TapwireProcess(config: ["limits": ["tunnelIdleTimeout": 1]])
+        // Blind: a silent client's CONNECT would first wait clientIdleTimeout for its first bytes.
+        let proxy = try TapwireProcess(config: ["limits": ["tunnelIdleTimeout": 1], "capture": ["blindTunnels": ["*"]]])
         let c = try RawClient(port: proxy.port)
         c.send("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(c.read { $0.hasSuffix("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))

@@ -32,6 +32,20 @@ struct TestPKI {
     }
 }
 
+/// `tapwire ca export` for a CA in `caDirectory` (made on first use), written to
+/// `directory/tapwire-ca.pem` for clients to trust.
+func exportTapwireCA(caDirectory: String, into directory: URL, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    let cfg = directory.appendingPathComponent("export.json")
+    try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
+    let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
+    XCTAssertEqual(r.status, 0, r.stderr, file: file, line: line)
+    XCTAssertTrue(r.text.hasPrefix("-----BEGIN CERTIFICATE-----"), r.text, file: file, line: line)
+    XCTAssertTrue(r.stderr.contains("update-ca-certificates"), r.stderr, file: file, line: line)
+    let pem = directory.appendingPathComponent("tapwire-ca.pem")
+    try r.stdout.write(to: pem)
+    return pem
+}
+
 final class InterceptionEndToEndTests: XCTestCase {
     var work: URL!
     var pki: TestPKI!
@@ -51,17 +65,7 @@ final class InterceptionEndToEndTests: XCTestCase {
 
     private var caDirectory: String { work.appendingPathComponent("tapwire-ca").path }
 
-    private func exportCA() throws -> URL {
-        let cfg = work.appendingPathComponent("export.json")
-        try JSONSerialization.data(withJSONObject: ["tls": ["caDirectory": caDirectory]]).write(to: cfg)
-        let r = try runCommand(try tapwireBinary(), ["ca", "export", "--config", cfg.path])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.text.hasPrefix("-----BEGIN CERTIFICATE-----"), r.text)
-        XCTAssertTrue(r.stderr.contains("update-ca-certificates"), r.stderr)
-        let pem = work.appendingPathComponent("tapwire-ca.pem")
-        try r.stdout.write(to: pem)
-        return pem
-    }
+    private func exportCA() throws -> URL { try exportTapwireCA(caDirectory: caDirectory, into: work) }
 
     func testInterceptedHTTPSIsDecodedAndLogged() throws {
         let tapwireCA = try exportCA()
@@ -186,9 +190,9 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(line.contains(#""code":"tlsFailed""#), line)
     }
 
-    /// Not every CONNECT carries TLS (plain HTTP to port 80, SSH): a client whose first byte
-    /// is not a ClientHello gets a blind tunnel instead of a failed handshake.
-    func testPlainTrafficThroughAnInterceptedConnectIsTunnelled() throws {
+    /// Not every CONNECT carries TLS (plain HTTP to port 80, SSH): plain HTTP is decoded as
+    /// exchanges to http://host:port, anything else is a blind tunnel, never a failed handshake.
+    func testPlainTrafficThroughAnInterceptedConnectIsDecodedOrTunnelled() throws {
         let plain = try OriginServer()
         _ = try exportCA()
         let proxy = try TapwireProcess(config: ["tls": ["intercept": ["127.0.0.1"], "caDirectory": caDirectory]])
@@ -200,8 +204,18 @@ final class InterceptionEndToEndTests: XCTestCase {
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 OK"), answer)
         XCTAssertTrue(answer.contains("hunter2"), answer)
         c.shutdownWrite()
-        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
-        XCTAssertFalse(line.contains("clientTLSFailed"), line)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"http""#) })
+        XCTAssertTrue(line.contains(#""url":"http://127.0.0.1:\#(plain.port)/json""#), line)
+
+        let ssh = try RawClient(port: proxy.port)
+        ssh.send("CONNECT 127.0.0.1:\(plain.port) HTTP/1.1\r\nHost: 127.0.0.1:\(plain.port)\r\n\r\n")
+        XCTAssertTrue(ssh.read(timeout: 5) { $0.contains("\r\n\r\n") }.text.hasPrefix("HTTP/1.1 200"))
+        ssh.send("SSH-2.0-test\r\n")
+        ssh.shutdownWrite()
+        _ = ssh.read(timeout: 5)
+        let tunnel = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains(#""kind":"tunnel""#) })
+        XCTAssertFalse(tunnel.contains("clientTLSFailed"), tunnel)
+        XCTAssertTrue(tunnel.contains(#""bytesFromClient":14"#), tunnel)
     }
 
     /// A trailing dot names the same host, so it must not escape `tls.ignore`.

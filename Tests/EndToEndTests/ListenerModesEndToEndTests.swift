@@ -83,7 +83,9 @@ final class ListenerModesEndToEndTests: XCTestCase {
         let plain = try curlDirect(["--socks5-hostname", socks, "http://localhost:\(origin.port)/json?via=socks"])
         XCTAssertEqual(plain.status, 0, plain.stderr)
         XCTAssertTrue(plain.text.contains("12345678901234567890"), plain.text)
-        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("localhost:\(origin.port)") })
+        // Parsed and recorded as after an HTTP CONNECT: an http record with the URL.
+        let plainLine = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("via=socks") })
+        XCTAssertTrue(plainLine.contains(#""kind":"http""#) && plainLine.contains(#""url":"http://localhost:\#(origin.port)/json?via=socks""#), plainLine)
         // HTTPS to an intercepted host: decrypted and recorded as an http record.
         let tls = try curlDirect(["--socks5-hostname", socks, "--cacert", "\(caDirectory)/ca.pem",
                                   "https://localhost:\(tlsOrigin.port)/json?tls=socks"])

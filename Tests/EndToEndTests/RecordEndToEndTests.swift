@@ -57,7 +57,8 @@ final class RecordEndToEndTests: XCTestCase {
 
     override func setUpWithError() throws {
         origin = try OriginServer()
-        proxy = try TapwireProcess(config: ["upstream": ["readTimeout": 2]])
+        // blindTunnels: testTunnelRecord's CONNECT carries plain HTTP, which would be decoded.
+        proxy = try TapwireProcess(config: ["upstream": ["readTimeout": 2], "capture": ["blindTunnels": ["127.0.0.1"]]])
     }
 
     override func tearDown() {

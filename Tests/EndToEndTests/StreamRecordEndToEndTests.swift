@@ -33,6 +33,19 @@ final class StreamRecordEndToEndTests: XCTestCase {
         let record = try parseRecord(line)
         let success = try XCTUnwrap((record["result"] as? [String: Any])?["success"] as? [String: Any])
         XCTAssertEqual((success["events"] as? [Any])?.count, 2, "maxEvents keeps the first two")
+        // Time to first token: the first event's end, before the stream's.
+        let timeline = try XCTUnwrap(record["timeline"] as? [String: Any])
+        let first = try XCTUnwrap(timeline["firstEventTime"] as? String, line)
+        let initial = try XCTUnwrap(timeline["initialResponseTime"] as? String)
+        let completed = try XCTUnwrap(timeline["requestCompletedTime"] as? String)
+        XCTAssertLessThanOrEqual(initial, first, "RFC 3339 in UTC with fixed digits sorts as time")
+        XCTAssertLessThan(first, completed, "five more events came after the first")
+    }
+
+    func testOnlyEventStreamsHaveAFirstEventTime() throws {
+        _ = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "\(origin.base)/msgpack"])
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("/msgpack") })
+        XCTAssertFalse(line.contains("firstEventTime"), line)
     }
 
     func testAnthropicStreamRecordHasTheAssembledText() throws {

@@ -106,7 +106,10 @@ final class RecordEncoderTests: XCTestCase {
         let record = try ParsedRecord(processor.record(for: tunnel, id: "x"))
         XCTAssertEqual(record.keys(""), ["id", "kind", "client", "target", "status", "request", "response",
                                          "bytesFromClient", "bytesFromUpstream", "startTime", "endTime", "duration",
-                                         "closedBy", "error"])
+                                         "closedBy", "messagesFromClient", "messagesFromUpstream", "pingsFromClient",
+                                         "pingsFromUpstream", "pongsFromClient", "pongsFromUpstream", "closeCode", "closeReason",
+                                         "closeFrom", "frameError", "error"])
+        XCTAssertEqual(record["/messagesFromClient"], .null, "not parsed: null")
         XCTAssertEqual(record["/kind"], .string("websocket"))
         XCTAssertEqual(record.keys("/request"), ["method", "url", "httpVersion", "headers", "bodySize"])
         XCTAssertEqual(record["/request/url"], .string("http://echo.local/socket"))

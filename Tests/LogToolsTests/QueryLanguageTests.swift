@@ -48,6 +48,10 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(try kept("kind=tunnel"), [4])
         XCTAssertEqual(try kept("kind=loss"), [0])
         XCTAssertEqual(try kept("kind=websocket,tunnel"), [4, 5])
+        XCTAssertEqual(try kept("kind=wsMessage"), [], "a kind the language knows, any case")
+        XCTAssertEqual(try kept("kind=WSMESSAGE,tunnel"), [4])
+        let message = #"{"id":"0000018c2b1f4a1e-000009","kind":"wsMessage","connection":"0000018c2b1f4a1e-000005","direction":"client","opcode":"text","size":2,"time":"2026-12-02T10:00:00.000000Z","result":{"success":"hi"}}"#
+        XCTAssertTrue(try Query.parse("kind=wsMessage", now: 0).matches(line: Array(message.utf8)))
         XCTAssertEqual(try kept("kind=http"), [1, 2, 3, 6])
         XCTAssertEqual(try kept("rule=default"), [1, 2, 3, 6])
         XCTAssertEqual(try kept("client=127.0.0.1:53500"), [4])
@@ -357,7 +361,7 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertNil(error("time>=2000-02-29"))
         XCTAssertEqual(error("time>=1900-02-29")?.column, 7)
         XCTAssertEqual(error("status>=abc")?.column, 9)
-        XCTAssertEqual(error("kind=tcp")?.description, "query:1:6: expected a kind (http, tunnel, websocket, loss), found 'tcp'")
+        XCTAssertEqual(error("kind=tcp")?.description, "query:1:6: expected a kind (http, tunnel, websocket, wsMessage, loss), found 'tcp'")
         XCTAssertEqual(error("url~(")?.column, 5)
         XCTAssertEqual(error("json:abc=1")?.column, 6)
         XCTAssertEqual(try Query.parse("json:/a~1b=1").expression,

@@ -77,6 +77,13 @@ final class TailFormatterTests: XCTestCase {
         XCTAssertEqual(line(plain, bare), "10:11:17.250 WEBSOCKET chat.local:80 101 up 10 B down 20 B 2000.0 ms closed by client")
     }
 
+    func testWebSocketMessagesShowDirectionOpcodeSizeAndValue() {
+        let message = #"{"id":"x","kind":"wsMessage","connection":"y","direction":"client","opcode":"text","size":17,"time":"2026-12-02T10:11:18.000000Z","result":{"success":{"hello":"world"}}}"#
+        XCTAssertEqual(line(plain, message), #"10:11:18.000 WS client text 17 B {"hello":"world"}"#)
+        let cut = #"{"kind":"wsMessage","direction":"server","opcode":"text","size":9,"time":"2026-12-02T10:11:18.000000Z","result":{"failure":{"error":"responseSerializationFailed","reason":"inputDataTruncated","message":"m"}}}"#
+        XCTAssertEqual(line(plain, cut), "10:11:18.000 WS server text 9 B inputDataTruncated")
+    }
+
     func testLossRecordsSayHowManyRecordsWereLostAndWhy() {
         XCTAssertEqual(line(plain, Fixture.loss(3)), "10:11:15.000 LOST 3 records (disk full)")
         XCTAssertEqual(line(plain, Fixture.loss(1, reason: "")), "10:11:15.000 LOST 1 record")

@@ -26,14 +26,19 @@ final class ClientSessionStateMachineTests: XCTestCase {
             case .inspectFirstByte: return "inspectFirstByte"
             case .respondRequestTimeout: return "respond408"
             case .recordInterceptionFailure(let why): return "record:\(why)"
+            case .startBlindTunnel: return "startBlindTunnel"
             case .failExchange(let code): return "failExchange:\(code)"
             case .answerBufferedThenClose: return "answerBufferedThenClose"
             case .answerBufferedThenCloseNextTurn: return "answerBufferedThenClose(nextTurn)"
             case .parseHeadsNextTurn: return "parseHeads(nextTurn)"
             case .resumeReading: return "resumeReading"
             case .armHeadTimer: return "armHeadTimer"
+            case .cancelHeadTimer: return "cancelHeadTimer"
+            case .registerHeld: return "registerHeld"
+            case .unregisterHeld: return "unregisterHeld"
             case .closeAfterFlush: return "closeAfterFlush"
             case .refuseHeldForShutdown: return "refuse503"
+            case .leaveLoop: return "leaveLoop"
             case .close: return "close"
             }
         }
@@ -50,7 +55,9 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testHeadsAreReadOnlyBetweenExchanges() {
         var m = machine()
         XCTAssertEqual(names(m.readable(buffered: 100, maxHeaderBytes: 1000)), ["parseHeads"])
-        m.exchangeStarted()
+        XCTAssertEqual(names(m.exchangeStarted()), [], "the head timer runs on, ignored (no timer call per exchange)")
+        XCTAssertTrue(m.isExchanging)
+        XCTAssertEqual(names(m.exchangeStarted()), [], "one exchange at a time")
         XCTAssertFalse(m.canReadHead)
         XCTAssertTrue(m.hasExchange)
         // Pipelined bytes go to the exchange, which leaves what is not its body in the input.
@@ -63,18 +70,18 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testKeepAliveGoesOnToTheNextPipelinedHead() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
                        ["armHeadTimer", "parseHeads(nextTurn)"])
         XCTAssertTrue(m.canReadHead)
         // The pipelined head starts the next exchange, which ends the same way.
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["armHeadTimer"])
     }
 
     func testANonKeepAliveAnswerClosesAfterTheFlush() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(names(m.exchangeFinished(keepAlive: false, draining: false, inputBuffered: true)), ["closeAfterFlush"],
                        "pipelined bytes after a closing answer are not read")
         XCTAssertFalse(m.hasExchange)
@@ -85,31 +92,31 @@ final class ClientSessionStateMachineTests: XCTestCase {
         XCTAssertEqual(names(idle.drain()), ["closeAfterFlush"])
 
         var busy = machine()
-        busy.exchangeStarted()
+        _ = busy.exchangeStarted()
         XCTAssertEqual(names(busy.drain()), [], "the exchange in flight finishes first")
         XCTAssertEqual(names(busy.exchangeFinished(keepAlive: true, draining: true, inputBuffered: true)), ["closeAfterFlush"],
                        "then the connection closes, keep-alive or not")
 
         var held = machine()
-        held.hold(head())
-        XCTAssertEqual(names(held.drain()), ["refuse503"])
+        _ = held.hold(head())
+        XCTAssertEqual(names(held.drain()), ["unregisterHeld", "refuse503"])
         XCTAssertFalse(held.isHeld)
         XCTAssertNil(held.release(), "the refused request is not started later")
     }
 
     func testAHalfClosedClientGetsItsAnswersThenTheClose() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(event(&m, eof: true, complete: true), [], "the answer is still sent")
         XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["closeAfterFlush"])
 
         var pipelined = machine()
-        pipelined.exchangeStarted()
+        _ = pipelined.exchangeStarted()
         XCTAssertEqual(event(&pipelined, eof: true, complete: true), [])
         XCTAssertEqual(names(pipelined.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
                        ["answerBufferedThenClose(nextTurn)"])
         // The buffered bytes held a whole request: it is answered, then the same again.
-        pipelined.exchangeStarted()
+        _ = pipelined.exchangeStarted()
         XCTAssertEqual(names(pipelined.bufferedHeadsParsed()), [], "a request was started from them")
         XCTAssertEqual(names(pipelined.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["closeAfterFlush"])
 
@@ -120,7 +127,7 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testPipelinedBytesPastAHeadsWorthPauseReadingOnceTheRequestIsWhole() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(names(m.exchangeTookInput(requestComplete: false, buffered: 5000, maxHeaderBytes: 1000)), [],
                        "the bytes are still the body")
         XCTAssertEqual(names(m.exchangeTookInput(requestComplete: true, buffered: 1000, maxHeaderBytes: 1000)), [])
@@ -131,15 +138,38 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testBackpressurePausesReadingOnceAndTheEndOfTheExchangeResumesIt() {
         var m = machine()
-        m.exchangeStarted()
-        XCTAssertTrue(m.pauseReading())
-        XCTAssertFalse(m.pauseReading(), "already off")
-        XCTAssertTrue(m.resumeReading())
-        XCTAssertFalse(m.resumeReading(), "already on")
-        XCTAssertTrue(m.pauseReading())
+        _ = m.exchangeStarted()
+        XCTAssertEqual(names(m.pauseReadingRequested()), ["pauseReading"])
+        XCTAssertEqual(names(m.pauseReadingRequested()), [], "already off")
+        XCTAssertTrue(m.readingPaused)
+        XCTAssertEqual(names(m.resumeReadingRequested()), ["resumeReading"])
+        XCTAssertEqual(names(m.resumeReadingRequested()), [], "already on")
+        XCTAssertEqual(names(m.pauseReadingRequested()), ["pauseReading"])
         XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)),
                        ["resumeReading", "armHeadTimer"])
         XCTAssertFalse(m.readingPaused)
+    }
+
+    func testReadingPausesOnlyForARequestAndStaysOffWhileClosing() {
+        var m = machine()
+        XCTAssertEqual(names(m.pauseReadingRequested()), [], "between requests reading stays on")
+        XCTAssertFalse(m.readingPaused)
+        _ = m.exchangeStarted()
+        _ = m.pauseReadingRequested()
+        XCTAssertEqual(names(m.closeAfterFlush()), ["closeAfterFlush"])
+        XCTAssertFalse(m.readingPaused, "closing reads nothing: there is no pause to undo")
+        XCTAssertEqual(names(m.resumeReadingRequested()), [], "the exchange cannot turn reading back on")
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)), [],
+                       "nor can its end")
+    }
+
+    func testAPausedExchangeThatEndsForAClosingAnswerDoesNotResume() {
+        var m = machine()
+        _ = m.exchangeStarted()
+        _ = m.pauseReadingRequested()
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: false, draining: false, inputBuffered: true)), ["closeAfterFlush"])
+        XCTAssertTrue(m.isClosingAfterFlush)
+        XCTAssertFalse(m.hasExchange)
     }
 
     // MARK: timeouts
@@ -148,13 +178,39 @@ final class ClientSessionStateMachineTests: XCTestCase {
         var m = machine()
         XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), ["respond408"])
         XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), ["close"])
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), [], "not while an exchange runs")
+        // The exchange's end arms it again for the next head.
+        XCTAssertEqual(names(m.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)), ["armHeadTimer"])
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), ["respond408"])
+
+        // After a half-close the buffered requests are answered within the turn (or the next):
+        // a timer left running from before does nothing meanwhile.
+        var ended = machine()
+        _ = ended.exchangeStarted()
+        _ = event(&ended, eof: true, complete: true)
+        XCTAssertEqual(names(ended.exchangeFinished(keepAlive: true, draining: false, inputBuffered: true)),
+                       ["answerBufferedThenClose(nextTurn)"])
+        XCTAssertEqual(names(ended.headTimerFired(inputBuffered: true)), [])
+    }
+
+    func testTheHeadTimerAnswersNothingAfterAClosingAnswer() {
+        // A malformed head is answered 400 and the connection closes once that is written.
+        var m = machine()
+        XCTAssertEqual(names(m.readable(buffered: 100, maxHeaderBytes: 1000)), ["parseHeads"])
+        XCTAssertEqual(names(m.closeAfterFlush()), ["closeAfterFlush"])
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: true)), [], "no 408 after the 400")
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), [], "the flush poll ends a client that does not read")
+        XCTAssertTrue(m.isClosingAfterFlush)
+    }
+
+    func testTheHotPhaseIsOneWord() {
+        XCTAssertLessThanOrEqual(MemoryLayout<M.Phase>.size, MemoryLayout<Int>.size)
     }
 
     func testAReadTimeoutFailsTheExchangeAndCloses() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(event(&m, timeout: true), ["failExchange:clientTimeout", "close"])
         var idle = machine()
         XCTAssertEqual(event(&idle, timeout: true), ["close"])
@@ -164,7 +220,7 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testAHalfCloseKeepsTheConnectionForTheAnswerToAWholeRequest() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(event(&m, eof: true, complete: true), [])
         XCTAssertTrue(m.inputEnded)
         XCTAssertTrue(m.hasExchange)
@@ -172,7 +228,7 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testAHalfCloseMidBodyAbortsTheExchange() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(event(&m, eof: true, complete: false), ["failExchange:clientAborted", "close"])
     }
 
@@ -182,13 +238,13 @@ final class ClientSessionStateMachineTests: XCTestCase {
         var empty = machine()
         XCTAssertEqual(event(&empty, eof: true), ["close"])
         var closing = machine()
-        XCTAssertTrue(closing.closeAfterFlush())
+        XCTAssertEqual(names(closing.closeAfterFlush()), ["closeAfterFlush"])
         XCTAssertEqual(event(&closing, eof: true), [], "the answers still go out")
     }
 
     func testAResetClosesAtOnce() {
         var m = machine()
-        m.exchangeStarted()
+        _ = m.exchangeStarted()
         XCTAssertEqual(event(&m, eof: true, error: true, complete: true), ["failExchange:clientAborted", "close"])
     }
 
@@ -197,20 +253,52 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAHeldRequestReadsAHeadsWorthAndIsAnsweredAfterAHalfClose() {
         var m = machine()
         let h = head()
-        m.hold(h)
+        XCTAssertEqual(names(m.hold(h)), ["cancelHeadTimer", "registerHeld"])
+        XCTAssertEqual(names(m.hold(h)), [], "one request at a time")
         XCTAssertTrue(m.isHeld)
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 500, maxHeaderBytes: 1000)), [])
         XCTAssertEqual(names(m.readable(buffered: 1001, maxHeaderBytes: 1000)), ["pauseReading"])
+        XCTAssertEqual(names(m.readable(buffered: 2000, maxHeaderBytes: 1000)), [], "paused once")
+        XCTAssertTrue(m.readingPaused)
         XCTAssertEqual(event(&m, eof: true, buffered: true), [], "answered after the release")
-        XCTAssertEqual(m.release()?.target, h.target)
         XCTAssertTrue(m.inputEnded)
+        let released = m.release()
+        XCTAssertEqual(released?.head.target, h.target)
+        XCTAssertEqual(released.map { names($0.actions) }, ["unregisterHeld", "resumeReading"])
+        XCTAssertTrue(m.inputEnded, "the exchange is told the client half-closed")
+        XCTAssertFalse(m.readingPaused)
         XCTAssertNil(m.release(), "released once")
+        // The request was answered at once (say, refused): what is buffered is answered, then the close.
+        XCTAssertEqual(names(m.heldRequestStarted()), ["answerBufferedThenClose"])
+    }
+
+    func testAReleasedRequestGoesOnAsAnExchangeOrAsTheNextHead() {
+        var started = machine()
+        _ = started.hold(head())
+        XCTAssertEqual(started.release().map { names($0.actions) }, ["unregisterHeld"], "reading was never paused")
+        XCTAssertEqual(names(started.exchangeStarted()), [])
+        XCTAssertFalse(started.inputEnded)
+        XCTAssertEqual(names(started.heldRequestStarted()), [], "the exchange reads on")
+
+        var answered = machine()
+        _ = answered.hold(head())
+        _ = answered.release()
+        XCTAssertEqual(names(answered.heldRequestStarted()), ["parseHeads"], "the next head, as after an exchange")
+
+        var halfClosed = machine()
+        _ = halfClosed.hold(head())
+        _ = event(&halfClosed, eof: true)
+        _ = halfClosed.release()
+        _ = halfClosed.exchangeStarted()
+        XCTAssertTrue(halfClosed.inputEnded, "carried into the exchange")
+        XCTAssertEqual(names(halfClosed.exchangeFinished(keepAlive: true, draining: false, inputBuffered: false)),
+                       ["closeAfterFlush"], "its answer was the last")
     }
 
     func testClosingWhileHeldDropsTheRequest() {
         var m = machine()
-        m.hold(head())
+        _ = m.hold(head())
         let leftovers = m.close()
         XCTAssertEqual(leftovers?.held, true)
         XCTAssertEqual(leftovers?.exchange, false)
@@ -223,21 +311,23 @@ final class ClientSessionStateMachineTests: XCTestCase {
 
     func testAnExchangeThatFailsKeepsItsPlaceUntilTheClose() {
         var m = machine()
-        m.exchangeStarted()
-        XCTAssertTrue(m.closeAfterFlush())
+        _ = m.exchangeStarted()
+        XCTAssertEqual(names(m.closeAfterFlush()), ["closeAfterFlush"])
+        XCTAssertEqual(names(m.closeAfterFlush()), [], "closing already")
         XCTAssertTrue(m.hasExchange, "counted busy until the answer is out")
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 10, maxHeaderBytes: 1000)), ["deliverToExchange"])
         XCTAssertEqual(m.close()?.exchange, true)
-        XCTAssertFalse(m.closeAfterFlush(), "nothing after the close")
+        XCTAssertEqual(names(m.closeAfterFlush()), [], "nothing after the close")
     }
 
     func testAHandOverEndsTheSession() {
         var m = machine()
-        m.exchangeStarted()
-        m.handedOver()
+        _ = m.exchangeStarted()
+        XCTAssertEqual(names(m.handedOver()), ["leaveLoop"])
         XCTAssertTrue(m.isClosed)
         XCTAssertNil(m.close(), "the socket is the tunnel's")
+        XCTAssertEqual(names(m.handedOver()), [], "once")
     }
 
     // MARK: interception
@@ -246,7 +336,8 @@ final class ClientSessionStateMachineTests: XCTestCase {
         var m = machine()
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x1000))
         XCTAssertEqual(names(m.awaitClientHello(.init(head: head("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test\r\n\r\n"),
-                                                      authority: origin, ssl: ssl), inputBuffered: false)), ["armHeadTimer"])
+                                                      authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)), ["armHeadTimer"])
         XCTAssertFalse(m.canReadHead)
         XCTAssertEqual(names(m.readable(buffered: 1, maxHeaderBytes: 1000)), ["inspectFirstByte"])
         XCTAssertEqual(m.firstByteArrived()?.ssl, ssl)
@@ -270,17 +361,79 @@ final class ClientSessionStateMachineTests: XCTestCase {
     func testAClientGoneOrSilentBeforeItsClientHelloIsRecordedAndItsTLSObjectFreed() throws {
         let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
         var gone = machine()
-        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: true)),
+        XCTAssertEqual(names(gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: true)),
                        ["armHeadTimer", "inspectFirstByte"], "a ClientHello sent with the CONNECT is looked at now")
         XCTAssertEqual(gone.firstByteArrived()?.ssl, ssl)
         gone = machine()
-        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
+        _ = gone.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)
         XCTAssertEqual(event(&gone, eof: true), ["record:closedBeforeHello", "close"])
         XCTAssertEqual(gone.interceptionAuthority, origin)
         XCTAssertEqual(gone.close()?.ssl, ssl, "the close frees it")
 
         var silent = machine()
-        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl), inputBuffered: false)
+        _ = silent.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil,
+                                                      payload: .init(interceptsTLS: true)), inputBuffered: false)
         XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["record:nothingSent", "close"])
+    }
+
+    // MARK: the first bytes after a CONNECT whose upstream is connected
+
+    func parked(_ m: inout M) throws -> HandedOverSocket {
+        let upstream = HandedOverSocket(bev: try XCTUnwrap(OpaquePointer(bitPattern: 0x3000)), pendingErrno: 0)
+        m.exchangeStarted()
+        XCTAssertEqual(names(m.awaitClientHello(.init(head: head(), authority: origin, ssl: nil, upstream: upstream,
+                                                      payload: .init(interceptsTLS: false)), inputBuffered: false)),
+                       ["armHeadTimer"], "from the finished CONNECT exchange")
+        XCTAssertFalse(m.hasExchange)
+        XCTAssertNil(m.interceptionAuthority, "no TLS: nothing to record as an interception failure")
+        return upstream
+    }
+
+    func testAWaitingUpstreamThatSpeaksFirstOrASilentOrClosedClientMakeItBlind() throws {
+        var speaks = machine()
+        _ = try parked(&speaks)
+        XCTAssertEqual(names(speaks.upstreamSpokeFirst()), ["startBlindTunnel"])
+        XCTAssertEqual(speaks.firstByteArrived()?.upstream?.bev, OpaquePointer(bitPattern: 0x3000))
+        XCTAssertEqual(names(speaks.upstreamSpokeFirst()), [], "once")
+
+        var silent = machine()
+        _ = try parked(&silent)
+        XCTAssertEqual(names(silent.headTimerFired(inputBuffered: false)), ["startBlindTunnel"])
+        var closed = machine()
+        _ = try parked(&closed)
+        XCTAssertEqual(event(&closed, eof: true), ["startBlindTunnel"], "the tunnel passes the close on and records it")
+        var reset = machine()
+        _ = try parked(&reset)
+        XCTAssertEqual(event(&reset, eof: true, error: true), ["startBlindTunnel"])
+    }
+
+    func testPlainHTTPThroughAConnectIsParsedHereAndGoesToItsOrigin() throws {
+        var m = machine()
+        _ = try parked(&m)
+        XCTAssertEqual(names(m.readable(buffered: 5, maxHeaderBytes: 1000)), ["inspectFirstByte"])
+        XCTAssertNotNil(m.firstByteArrived())
+        let plain = HTTPAuthority(scheme: "http", host: "origin.test", port: 443)
+        XCTAssertEqual(names(m.plainHTTPStarted(plain)), ["armHeadTimer", "parseHeads"])
+        XCTAssertTrue(m.canReadHead)
+        XCTAssertTrue(m.isIntercepting, "origin-form requests go to the CONNECT's origin")
+        XCTAssertEqual(m.interceptedAuthority, plain)
+        XCTAssertEqual(names(m.headTimerFired(inputBuffered: false)), ["close"], "no TLS failure to record")
+    }
+
+    func testClosingOrDrainingWhileWaitingFreesWhatTheWaitOwns() throws {
+        var closing = machine()
+        let upstream = try parked(&closing)
+        XCTAssertEqual(closing.close()?.upstream?.bev, upstream.bev)
+        var draining = machine()
+        _ = try parked(&draining)
+        XCTAssertEqual(names(draining.drain()), ["startBlindTunnel"], "the shutdown ends the tunnel and records it")
+        let ssl = try XCTUnwrap(OpaquePointer(bitPattern: 0x2000))
+        var intercepted = machine()
+        _ = intercepted.awaitClientHello(.init(head: head(), authority: origin, ssl: ssl, upstream: nil, payload: .init(interceptsTLS: true)),
+                                         inputBuffered: false)
+        XCTAssertEqual(names(intercepted.drain()), ["close"], "close, not closeAfterFlush, which would lose the TLS object")
+        XCTAssertEqual(intercepted.close()?.ssl, ssl)
     }
 }

@@ -64,21 +64,43 @@ final class CollectingSink: ExchangeSink, @unchecked Sendable {
         return all
     }
 
+    /// The first `count` tunnel records, a WebSocket's end (the record it carries) included.
     func tunnels(_ count: Int, file: StaticString = #filePath, line: UInt = #line) -> [CapturedTunnel] {
-        let all = waitForCount(count).compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
-        XCTAssertGreaterThanOrEqual(all.count, count, "captured tunnels", file: file, line: line)
-        return all
+        func all() -> [CapturedTunnel] {
+            events.compactMap { event -> CapturedTunnel? in
+                switch event {
+                case .tunnel(let t): return t
+                case .webSocket(let piece): if case .end(let t) = piece.content { return t } else { return nil }
+                case .http: return nil
+                }
+            }
+        }
+        let deadline = Date().addingTimeInterval(15)
+        while all().count < count && Date() < deadline { _ = waitForCount(events.count + 1, timeout: 0.05) }
+        let found = all()
+        XCTAssertGreaterThanOrEqual(found.count, count, "captured tunnels", file: file, line: line)
+        return found
+    }
+
+    /// The pieces a WebSocket's tunnel handed over, in the order accepted.
+    var webSocketPieces: [CapturedWebSocketPiece] {
+        events.compactMap { if case .webSocket(let piece) = $0 { return piece } else { return nil } }
     }
 }
 
 /// A started engine with its sink; stopped (drained) on `stop()` or deinit.
+struct EveryHostBlind: BlindTunnelPolicy {
+    func keepsBlind(host: String) -> Bool { true }
+}
+
 final class RunningEngine {
     let engine: ProxyEngine
     let sink = CollectingSink()
     let port: Int
     private var stopped = false
 
-    init(loops: Int = 2, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
+    /// `blindTunnels`: every CONNECT is relayed unread, as `capture.blindTunnels: ["*"]` does.
+    init(loops: Int = 2, blindTunnels: Bool = false, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
          beforeStart: (ProxyEngine) -> Void = { _ in }) throws {
         var config = EngineConfiguration()
         config.listen = ["127.0.0.1:0"]
@@ -86,7 +108,7 @@ final class RunningEngine {
         // A test that leaves a request hanging must not hold the next one up for the default 10 s.
         config.drainTimeout = 3
         adjust(&config)
-        engine = ProxyEngine(configuration: config, sink: sink)
+        engine = ProxyEngine(configuration: config, sink: sink, blindTunnels: blindTunnels ? EveryHostBlind() : nil)
         beforeStart(engine)
         try engine.start()
         guard let bound = engine.boundAddresses.first, bound.port != 0 else {

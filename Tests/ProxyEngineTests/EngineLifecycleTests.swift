@@ -35,6 +35,30 @@ final class EngineLifecycleTests: XCTestCase {
         }
     }
 
+    /// `limits.clientIdleTimeout` between requests counts from the last answer: a keep-alive
+    /// client whose requests straddle the first wait's deadline is not closed there (the
+    /// timer fires, finds the wait moved on and waits out the rest), and one left idle is
+    /// closed, not before most of the limit has passed.
+    func testTheClientIdleTimeoutCountsFromTheLastAnswer() throws {
+        let origin = try origin()
+        let limit = 1.0
+        let proxy = try RunningEngine(loops: 1) { $0.clientIdleTimeout = limit }
+        let client = try RawClient(port: proxy.port)
+        let request = "GET \(origin.url("/json")) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n"
+        // Answers at ~0, 0.6, 1.2 and 1.8 limits: the third comes after the first wait's deadline.
+        for _ in 0..<3 {
+            client.send(request)
+            XCTAssertEqual(client.readResponses(1).count, 1, "closed while a keep-alive exchange was due")
+            _ = stays(for: 0.6 * limit) { true }
+        }
+        client.send(request)
+        XCTAssertEqual(client.readResponses(1).count, 1)
+        let lastAnswer = Date()
+        XCTAssertTrue(client.read(timeout: 10 * limit).eof, "an idle client is closed")
+        XCTAssertGreaterThan(Date().timeIntervalSince(lastAnswer), 0.8 * limit, "closed before its limit")
+        XCTAssertEqual(proxy.sink.exchanges(4).count, 4)
+    }
+
     /// `upstream.idleTimeout` counts from the last return to the pool: a connection lent out
     /// and returned keeps going past its first deadline (the timer runs on and checks the
     /// deadline when it fires), and one left idle is closed.

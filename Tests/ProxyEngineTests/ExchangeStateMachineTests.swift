@@ -9,8 +9,9 @@ final class ExchangeStateMachineTests: XCTestCase {
     let limits = M.Limits(highWaterBytes: 1000, upstreamReadTimeout: 60, clientIdleTimeout: 30)
 
     func machine(method: String = "GET", body: Bool = false, http10: Bool = false, upgrade: Bool = false,
-                 close: Bool = false) -> M {
-        M(limits: limits, hasBody: body, isHTTP10: http10, wantsUpgrade: upgrade, clientWantsClose: close)
+                 close: Bool = false, clientEnded: Bool = false) -> M {
+        M(limits: limits, hasBody: body, isHTTP10: http10, wantsUpgrade: upgrade, clientWantsClose: close,
+          clientEndedBeforeStart: clientEnded)
     }
 
     func ending(error: TransportError? = nil, answer: M.ErrorAnswer? = nil, reusable: Bool = false,
@@ -192,20 +193,23 @@ final class ExchangeStateMachineTests: XCTestCase {
 
     func testAHalfCloseWhileHeldForwardsWhatIsBufferedThenJudgesIt() {
         // The whole body was buffered: it goes through and the exchange completes.
-        var whole = machine(method: "POST", body: true)
-        XCTAssertEqual(steps(whole.clientEndedWhileHeld(), whole), [], "not attached yet")
-        _ = whole.begin(pooled: false)
+        var whole = machine(method: "POST", body: true, clientEnded: true)
+        XCTAssertEqual(steps(whole.begin(pooled: false), whole), [.pauseClientReading, .connect], "not attached yet")
         _ = whole.connected()
         XCTAssertEqual(steps(whole.requestBodyPumped(.complete, clientInputEmpty: true), whole), [.requestSent])
 
         // The body was cut short by the half-close: nothing more is coming.
-        var cut = machine(method: "POST", body: true)
+        var cut = machine(method: "POST", body: true, clientEnded: true)
         _ = cut.begin(pooled: false)
         _ = cut.connected()
-        XCTAssertEqual(steps(cut.clientEndedWhileHeld(), cut), [.pumpRequest])
         let aborted = TransportError(.clientAborted, "the client closed the connection mid-exchange")
         XCTAssertEqual(steps(cut.requestBodyPumped(.partial(queued: 5), clientInputEmpty: true), cut),
                        [ending(error: aborted, close: true)])
+
+        // A client that did not half-close may still send the rest.
+        var open = machine(method: "POST", body: true)
+        _ = open.begin(pooled: true)
+        XCTAssertEqual(steps(open.requestBodyPumped(.partial(queued: 5), clientInputEmpty: true), open), [])
     }
 
     // MARK: backpressure and stalls
@@ -214,9 +218,20 @@ final class ExchangeStateMachineTests: XCTestCase {
         var m = machine(method: "PUT", body: true)
         _ = m.begin(pooled: true)
         XCTAssertEqual(steps(m.requestBodyPumped(.partial(queued: 1000), clientInputEmpty: false), m), [.pauseRequestBody])
-        XCTAssertEqual(m.state, .exchanging(.init(reused: true, retried: false), .sending(paused: true), .awaitingHead(bytesSeen: false)))
+        XCTAssertEqual(m.state, .exchanging(.init(reused: true, retried: false), .sending, .awaitingHead(bytesSeen: false), .request))
         XCTAssertEqual(steps(m.upstreamDrained(), m), [.resumeRequestBody, .pumpRequest])
         XCTAssertEqual(steps(m.upstreamDrained(), m), [], "nothing paused")
+    }
+
+    func testARequestBodyThatCompletesWhilePausedLeavesNothingToTime() {
+        var m = machine(method: "PUT", body: true)
+        _ = m.begin(pooled: true)
+        _ = m.requestBodyPumped(.partial(queued: 5000), clientInputEmpty: false)
+        XCTAssertEqual(m.stalledSide, .request)
+        XCTAssertEqual(steps(m.requestBodyPumped(.complete, clientInputEmpty: true), m), [.requestSent])
+        XCTAssertNil(m.stalledSide, "a sent request cannot be paused")
+        XCTAssertEqual(steps(m.upstreamDrained(), m), [])
+        XCTAssertEqual(steps(m.stallTimerFired(), m), [], "the timer armed for it does nothing")
     }
 
     func testAnOriginThatTakesNoneOfTheBodyStallsTheExchange() {
@@ -310,7 +325,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         var m = machine()
         _ = m.begin(pooled: true)
         _ = head(&m)
-        m.upstreamEndedNoted()
+        m.upstreamEnded()
         XCTAssertEqual(steps(m.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), m),
                        [.closeUpstream, ending(error: TransportError(.upstreamReset,
                             "the origin closed the connection before the body was complete"), close: true)])
@@ -320,7 +335,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         var m = machine()
         _ = m.begin(pooled: true)
         _ = head(&m)
-        m.upstreamEndedNoted()
+        m.upstreamEnded()
         XCTAssertEqual(steps(m.responseBodyPumped(.complete), m), [ending(close: false)])
     }
 
@@ -331,7 +346,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         _ = m.begin(pooled: true)
         _ = head(&m)
         _ = m.responseBodyPumped(.complete)
-        let outcome = M.Outcome(failed: false, upstreamReusable: true, responseWasPaused: false, closeClient: false)
+        let outcome = M.Outcome(upstreamReusable: true, responseWasPaused: false, closeClient: false)
         XCTAssertEqual(m.state, .finished(outcome, connectionReused: true))
         XCTAssertTrue(m.connectionReused)
         XCTAssertNil(m.failure)
@@ -341,7 +356,7 @@ final class ExchangeStateMachineTests: XCTestCase {
         let error = TransportError(.upstreamConnectFailed, "refused")
         _ = failed.connectFailed(error)
         guard case .failed(let o, let reused, let failure) = failed.state else { return XCTFail("\(failed.state)") }
-        XCTAssertTrue(o.failed)
+        XCTAssertFalse(o.upstreamReusable)
         XCTAssertFalse(reused)
         XCTAssertEqual(failure.error, error)
         XCTAssertEqual(failure.answer?.status, .badGateway)
@@ -387,6 +402,22 @@ final class ExchangeStateMachineTests: XCTestCase {
         let error = TransportError(.upstreamReset, "the origin closed the connection without answering")
         XCTAssertEqual(steps(m.upstreamClosed(reset: true, cleanEndOfBody: false, idempotent: true), m),
                        [ending(error: error, answer: .init(status: .badGateway, detail: error.message), close: false)])
+    }
+
+    func testARetriedConnectionThatAnswersWholeGoesBackToThePool() {
+        var m = machine()
+        _ = m.begin(pooled: true)
+        m.upstreamEnded()
+        XCTAssertEqual(steps(m.upstreamClosed(reset: false, cleanEndOfBody: false, idempotent: true), m), [.retry])
+        // The origin's close was the dropped connection's, not the new one's.
+        XCTAssertEqual(m.attempt?.upstreamEnded, false)
+        _ = m.connected()
+        _ = m.upstreamBytesArrived()
+        _ = head(&m)
+        XCTAssertEqual(steps(m.responseBodyPumped(.complete), m), [ending(reusable: true, close: false)])
+        XCTAssertFalse(m.connectionReused, "the record says the answer came on a new connection")
+        XCTAssertEqual(steps(m.releaseUpstream(responseAllowsReuse: true, responseComplete: true, connectionIdle: true,
+                                               draining: false), m), [.act(.returnToPool)])
     }
 
     func testNoRetryForANewConnectionABodyANonIdempotentMethodOrAfterBytes() {

@@ -5,25 +5,41 @@ import XCTest
 
 /// Reverse and SOCKS5 listeners and offline replay, driven in-process with raw sockets.
 final class ListenerModeEngineTests: XCTestCase {
-    func testSOCKS5ConnectCarriesTheBytesAndIsRecordedAsATunnel() throws {
+    /// Greets, connects to `port` on 127.0.0.1 and checks the two replies.
+    private func socksConnect(_ client: RawClient, port: Int) {
+        client.send([5, 1, 0])
+        XCTAssertEqual(client.read { $0.count >= 2 }.bytes, [5, 0])
+        client.send([5, 1, 0, 1, 127, 0, 0, 1, UInt8(port >> 8), UInt8(port & 0xFF)])
+        XCTAssertEqual(client.read { $0.count >= 10 }.bytes, [5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+    }
+
+    func testAfterTheSOCKS5ConnectHTTPIsRecordedAsAnHTTPCONNECTsWouldBe() throws {
         let origin = try OriginServer()
         let running = try RunningEngine { $0.listenerModes = [.socks5(nil)] }
         defer { running.stop() }
         let client = try RawClient(port: running.port)
-        client.send([5, 1, 0])
-        XCTAssertEqual(client.read { $0.count >= 2 }.bytes, [5, 0])
-        client.send([5, 1, 0, 1, 127, 0, 0, 1, UInt8(origin.port >> 8), UInt8(origin.port & 0xFF)])
-        XCTAssertEqual(client.read { $0.count >= 10 }.bytes, [5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
-        client.send("GET /json HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n")
-        let answer = String(decoding: client.read(until: { String(decoding: $0, as: UTF8.self).contains("hunter2") }).bytes, as: UTF8.self)
-        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200"), answer)
-        XCTAssertTrue(answer.contains("12345678901234567890"), answer)
-        // The tunnel is recorded once both sides are done.
+        socksConnect(client, port: origin.port)
+        client.send("GET /json HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let answer = try XCTUnwrap(client.readResponses(1).first)
+        XCTAssertTrue(answer.head.hasPrefix("HTTP/1.1 200"), answer.head)
+        XCTAssertTrue(String(decoding: answer.body, as: UTF8.self).contains("12345678901234567890"))
+        let exchange = try XCTUnwrap(running.sink.exchanges(1).first)
+        XCTAssertEqual(exchange.url, "http://\(origin.authority)/json")
+    }
+
+    func testAfterTheSOCKS5ConnectOtherBytesAreABlindTunnel() throws {
+        let origin = try OriginServer()
+        let running = try RunningEngine { $0.listenerModes = [.socks5(nil)] }
+        defer { running.stop() }
+        let client = try RawClient(port: running.port)
+        socksConnect(client, port: origin.port)
+        client.send([0x00, 0x01, 0x02, 0x03])
         client.shutdownWrite()
+        _ = client.read(timeout: 5)
         let tunnel = try XCTUnwrap(running.sink.tunnels(1).first)
         XCTAssertEqual(tunnel.target, origin.authority)
         XCTAssertEqual(tunnel.status, 200)
-        XCTAssertGreaterThan(tunnel.bytesFromUpstream, 0)
+        XCTAssertEqual(tunnel.bytesFromClient, 4)
     }
 
     func testARefusedSOCKS5ConnectGetsItsReplyAndARecord() throws {

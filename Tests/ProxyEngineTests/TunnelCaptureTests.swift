@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HTTP1
 import ProxyEngine
 import XCTest
@@ -7,7 +8,8 @@ import XCTest
 final class TunnelCaptureTests: XCTestCase {
     func testConnectTunnelIsCapturedWithByteCounts() throws {
         let origin = try origin()
-        let proxy = try RunningEngine()
+        // Blind whatever it carries: plain HTTP would otherwise be decoded (below).
+        let proxy = try RunningEngine(blindTunnels: true)
         let client = try RawClient(port: proxy.port)
         client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
@@ -58,11 +60,102 @@ final class TunnelCaptureTests: XCTestCase {
     }
 }
 
+/// After a CONNECT the client's first bytes decide (`ConnectPayloadStateMachine`): plain
+/// HTTP/1 is decoded as exchanges, anything else relayed blind.
+final class ConnectPayloadTests: XCTestCase {
+    /// A client whose CONNECT to `origin` was answered.
+    func connected(_ proxy: RunningEngine, _ origin: OriginServer) throws -> RawClient {
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        return client
+    }
+
+    func testPlainHTTPThroughAConnectIsRecordedAsExchanges() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try connected(proxy, origin)
+        client.send("GET /json?first=1 HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        let first = client.readResponses(1)
+        XCTAssertTrue(first.first?.head.hasPrefix("HTTP/1.1 200") ?? false, first.first?.head ?? "no answer")
+        client.send("GET /json?second=1 HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).count, 1)
+        let exchanges = proxy.sink.exchanges(2)
+        XCTAssertEqual(exchanges.map(\.url), [origin.url("/json?first=1"), origin.url("/json?second=1")])
+        XCTAssertEqual(exchanges.first?.response?.status, 200)
+        XCTAssertTrue(eventually { proxy.engine.metrics.activeClients.value == 0 })
+        XCTAssertTrue(proxy.sink.events.allSatisfy { if case .http = $0 { return true } else { return false } },
+                      "no tunnel record besides the exchanges")
+    }
+
+    func testOtherBytesThroughAConnectAreRelayedBlind() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try connected(proxy, origin)
+        client.send("SSH-2.0-test\r\n")
+        client.shutdownWrite()
+        _ = client.read()
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.status, 200)
+        XCTAssertEqual(t.bytesFromClient, 14)
+    }
+
+    /// SSH, SMTP: the origin speaks first, so the client's first bytes never come before
+    /// the origin's: the tunnel is blind, and the banner reaches the client.
+    func testAnOriginThatSpeaksFirstMakesItBlind() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Foundation.close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
+                _ = bind(listener, sa, len)
+                _ = listen(listener, 1)
+                return getsockname(listener, sa, &len)
+            }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let banner = Array("SSH-2.0-origin\r\n".utf8)
+        Thread {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            _ = banner.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            var scratch = [UInt8](repeating: 0, count: 256)
+            while Foundation.read(fd, &scratch, scratch.count) > 0 {}
+            Foundation.close(fd)
+        }.start()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let got = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("SSH-2.0-origin\r\n") }
+        XCTAssertTrue(String(decoding: got.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        client.send("SSH-2.0-client\r\n")
+        client.shutdownWrite()
+        guard let t = proxy.sink.tunnels(1).first else { return }
+        XCTAssertEqual(t.kind, .connect)
+        XCTAssertEqual(t.bytesFromUpstream, UInt64(banner.count))
+        XCTAssertEqual(t.bytesFromClient, 16)
+    }
+
+    func testAConnectStillWaitingForItsFirstBytesIsATunnelAtShutdown() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let client = try connected(proxy, origin)
+        proxy.stop()
+        let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
+        XCTAssertEqual(tunnels.map(\.closedBy), [.shutdown])
+        XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
+    }
+}
+
 /// Tunnels have no "in flight" end: shutdown closes them after the drain and still reports them.
 final class TunnelShutdownTests: XCTestCase {
     func testShutdownEndsAnOpenTunnelAndReportsIt() throws {
         let origin = try origin()
-        let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
+        let proxy = try RunningEngine(blindTunnels: true) { $0.drainTimeout = 0.2 }
         let client = try RawClient(port: proxy.port)
         client.send("CONNECT \(origin.authority) HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
         _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
@@ -103,5 +196,54 @@ final class WebSocketCaptureTests: XCTestCase {
         XCTAssertEqual(t.upgrade?.response?.status, 101)
         XCTAssertEqual(t.upgrade?.url, origin.url("/ws"))
         XCTAssertEqual(proxy.engine.metrics.exchanges.value, 1, "the upgrade counts as one exchange")
+
+        // A copy of each direction's bytes went to the log, numbered in order, then the end.
+        let pieces = proxy.sink.webSocketPieces
+        XCTAssertEqual(pieces.map(\.sequence), Array(0..<UInt64(pieces.count)))
+        XCTAssertTrue(pieces.allSatisfy { $0.capture === pieces.first?.capture })
+        var fromClient: [UInt8] = [], fromServer: [UInt8] = []
+        for piece in pieces {
+            if case .bytes(let direction, let bytes, _) = piece.content {
+                if direction == .client { fromClient += bytes } else { fromServer += bytes }
+            }
+        }
+        XCTAssertEqual(String(decoding: fromClient, as: UTF8.self), "ping-through-the-tunnel")
+        XCTAssertEqual(String(decoding: fromServer, as: UTF8.self), "ping-through-the-tunnel")
+        guard case .end? = pieces.last?.content else { return XCTFail("the last piece is not the end") }
+    }
+
+    func testALogBehindStopsTheCopiesNotTheRelay() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine()
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("first")
+        _ = client.read { $0.count >= 5 }
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        client.send("second")
+        XCTAssertEqual(String(decoding: client.read { $0.count >= 6 }.bytes, as: UTF8.self), "second", "still relayed")
+        client.shutdownWrite()
+        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 11)
+        let pieces = proxy.sink.webSocketPieces
+        let copied = pieces.compactMap { piece -> String? in
+            if case .bytes(.client, let bytes, _) = piece.content { return String(decoding: bytes, as: UTF8.self) } else { return nil }
+        }
+        XCTAssertEqual(copied, ["first"])
+        XCTAssertEqual(pieces.first?.capture.stoppedBy?.hasPrefix("the log fell behind"), true)
+        proxy.sink.catchUp()
+    }
+
+    func testWithoutMessageCaptureNothingIsCopied() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.captureWebSocketMessages = false }
+        let client = try RawClient(port: proxy.port)
+        client.send("GET \(origin.url("/ws")) HTTP/1.1\r\nHost: \(origin.authority)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        _ = client.read { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\n") }
+        client.send("bytes")
+        _ = client.read { $0.count >= 5 }
+        client.shutdownWrite()
+        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 5)
+        XCTAssertTrue(proxy.sink.webSocketPieces.isEmpty)
     }
 }

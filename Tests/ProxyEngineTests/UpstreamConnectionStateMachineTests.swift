@@ -50,7 +50,7 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(steps(m.attemptFailed("Connection refused"), m), [.tryAddress(a2)])
         XCTAssertTrue(m.isConnecting)
         XCTAssertEqual(steps(m.tcpConnected(), m), [.finishConnect(nil)])
-        XCTAssertEqual(m.state, .lent)
+        XCTAssertEqual(m.state, .lent(idleTimerRunning: false))
         XCTAssertFalse(m.isConnecting)
     }
 
@@ -62,7 +62,11 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(steps(m.attemptFailed("Connection refused"), m),
                        [.finishConnect(TransportError(.upstreamConnectFailed, "cannot connect to origin.test:80: Connection refused"))])
         XCTAssertTrue(m.isClosed)
+        XCTAssertEqual(m.state, .connectFailed(TransportError(.upstreamConnectFailed,
+                                                              "cannot connect to origin.test:80: Connection refused")),
+                       "the error is the final state's")
         XCTAssertEqual(steps(m.connectDeadlinePassed(), m), [], "a finished connect ignores its deadline")
+        XCTAssertEqual(steps(m.eventWhileIdle(), m), [], "nor does a late event close it again")
         XCTAssertFalse(m.close(), "already closed")
     }
 
@@ -110,14 +114,15 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         _ = ok.resolved(.success([a1]), lookedUp: true, ownListener: nil)
         _ = ok.tcpConnected()
         XCTAssertEqual(steps(ok.tlsConnected(), ok), [.finishConnect(nil)])
-        XCTAssertEqual(ok.state, .lent)
+        XCTAssertEqual(ok.state, .lent(idleTimerRunning: false))
+        XCTAssertNil(ok.connectError)
     }
 
     func testThePoolArmsOneIdleTimerAndItWaitsOutALaterDeadline() {
         var m = connected()
         XCTAssertEqual(steps(m.pooled(now: 0, idleTimeout: 60), m), [.armIdleTimer(after: 60)])
         m.taken()
-        XCTAssertEqual(m.state, .lent)
+        XCTAssertEqual(m.state, .lent(idleTimerRunning: true), "taking it does not cancel the timer")
         // Back in the pool while the timer still runs: no second timer.
         XCTAssertEqual(steps(m.pooled(now: 10, idleTimeout: 60), m), [])
         // The timer set at 0 fires at 60: the deadline is now 70.
@@ -131,7 +136,7 @@ final class UpstreamConnectionStateMachineTests: XCTestCase {
         _ = m.pooled(now: 0, idleTimeout: 5)
         m.taken()
         XCTAssertEqual(steps(m.idleTimerFired(now: 5), m), [])
-        XCTAssertEqual(m.state, .lent)
+        XCTAssertEqual(m.state, .lent(idleTimerRunning: false))
         XCTAssertEqual(steps(m.pooled(now: 6, idleTimeout: 5), m), [.armIdleTimer(after: 5)])
     }
 

@@ -1,0 +1,58 @@
+import Synchronization
+
+/// Which side sent a WebSocket message: the record's `direction`.
+public enum WebSocketDirection: String, Sendable {
+    case client, server
+}
+
+/// One upgraded connection whose frames the log parses: shared by every piece the engine
+/// hands over for it, so that the log's workers, whichever takes a piece, find the same
+/// parsing state and handle the pieces in `sequence` order.
+public final class WebSocketCapture: Sendable {
+    /// The upgrade exchange (its request and 101 answer): rules match its host and path,
+    /// and its `Sec-WebSocket-Extensions` says what was negotiated.
+    public let upgrade: CapturedExchange
+    /// The log's parsing state for this connection (this module knows no parser: the log
+    /// keeps its own type here), locked while a worker handles a piece.
+    public let state = Mutex<AnyObject?>(nil)
+    private let parsing = Atomic<Bool>(true)
+    /// Why the engine stopped copying on its own (the log behind), for the record.
+    private let engineReason = Mutex<String?>(nil)
+
+    public init(upgrade: CapturedExchange) {
+        self.upgrade = upgrade
+    }
+
+    /// False once the log stopped parsing (a malformed frame, lost bytes): the engine then
+    /// stops copying bytes for it and hands over only the end.
+    public var isParsing: Bool { parsing.load(ordering: .relaxed) }
+    public func stopParsing() { parsing.store(false, ordering: .relaxed) }
+
+    /// The engine stops copying (see `stoppedBy`): the rest of the bytes go unparsed.
+    public func stopParsing(because reason: String) {
+        engineReason.withLock { $0 = $0 ?? reason }
+        stopParsing()
+    }
+
+    /// The reason the engine gave when it stopped copying, if it did.
+    public var stoppedBy: String? { engineReason.withLock { $0 } }
+}
+
+/// A piece of an upgraded connection, in the order the engine saw it (`sequence` counts
+/// from 0 per connection): bytes one side sent, or the end with the connection's record.
+public struct CapturedWebSocketPiece: Sendable {
+    public enum Content: Sendable {
+        /// A copy of bytes relayed from `direction` (the original went on unchanged), read at `time`.
+        case bytes(WebSocketDirection, [UInt8], time: Double)
+        /// The connection closed: its `websocket` record.
+        case end(CapturedTunnel)
+    }
+
+    public var capture: WebSocketCapture
+    public var sequence: UInt64
+    public var content: Content
+
+    public init(capture: WebSocketCapture, sequence: UInt64, content: Content) {
+        self.capture = capture; self.sequence = sequence; self.content = content
+    }
+}
