@@ -45,7 +45,7 @@ final class ListenerModeEngineTests: XCTestCase {
     func testARefusedSOCKS5ConnectGetsItsReplyAndARecord() throws {
         let running = try RunningEngine { $0.listenerModes = [.socks5(nil)] }
         defer { running.stop() }
-        let closedPort = try unusedPort()
+        let closedPort = try unusedLoopbackPort()
         let client = try RawClient(port: running.port)
         client.send([5, 1, 0] + [5, 1, 0, 1, 127, 0, 0, 1, UInt8(closedPort >> 8), UInt8(closedPort & 0xFF)])
         let r = client.read { $0.count >= 12 }
@@ -111,19 +111,5 @@ final class ListenerModeEngineTests: XCTestCase {
         // A reload swaps the index whole.
         responder.replace([:])
         XCTAssertNil(responder.answer(method: "POST", url: "http://api.test/v1?ts=1"))
-    }
-
-    private func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Foundation.close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let rc = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
-        }
-        guard rc == 0 else { throw NSError(domain: "port", code: Int(errno)) }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
