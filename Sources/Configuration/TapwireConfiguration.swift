@@ -27,6 +27,19 @@ public struct TapwireConfiguration: Sendable {
     public var replay: ReplaySettings?
     /// `listen[i].replay`, by index (nil: the top-level one, if any).
     public var listenerReplays: [ReplaySettings?] = []
+    /// `viewer.*`: the web viewer `tapwire run` serves on its listen address (and `tapwire view`
+    /// on its own); a restart applies them.
+    public var viewer = ViewerConfig()
+
+    public struct ViewerConfig: Sendable, Equatable {
+        /// `viewer.enabled`: false answers origin-form requests other than /healthz and /metrics 400, as before.
+        public var enabled = true
+        /// `viewer.maxConnections`: connections served at once (one thread each).
+        public var maxConnections = 32
+        /// `viewer.idleTimeout`: seconds a viewer connection may stay silent, or a write wait.
+        public var idleTimeout = 60.0
+        public init() {}
+    }
 
     public init() {}
 
@@ -54,6 +67,8 @@ public struct TapwireConfiguration: Sendable {
         public var caDirectory = "ca"
         public var upstreamCAFile: String?
         public var insecureUpstream = false
+        /// `tls.http2`: intercepted clients may pick HTTP/2 by ALPN.
+        public var http2 = true
         public init() {}
     }
 
@@ -89,7 +104,7 @@ public struct TapwireConfiguration: Sendable {
 
     private static func read(_ doc: JSON, _ r: ConfigReader) -> TapwireConfiguration {
         var c = TapwireConfiguration()
-        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "replay"]) else {
+        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "viewer", "replay"]) else {
             return c
         }
         if let items = r.listEntries(top["listen"], "listen") {
@@ -142,13 +157,33 @@ public struct TapwireConfiguration: Sendable {
             }
         }
         if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
-                                                              "tunnelIdleTimeout", "highWaterBytes"]) {
+                                                              "tunnelIdleTimeout", "highWaterBytes", "http2MaxConcurrentStreams",
+                                                              "http2ResetBurst", "http2ResetsPerSecond", "http2SettingsPerSecond",
+                                                              "http2MaxContinuations"]) {
+            if let v = r.int(lim["http2MaxConcurrentStreams"], "limits.http2MaxConcurrentStreams", min: 1, max: 10_000) {
+                c.engine.http2MaxConcurrentStreams = v
+            }
+            if let v = r.int(lim["http2ResetBurst"], "limits.http2ResetBurst", min: 1, max: 1_000_000) { c.engine.http2ResetBurst = v }
+            if let v = r.int(lim["http2ResetsPerSecond"], "limits.http2ResetsPerSecond", min: 0, max: 1_000_000) {
+                c.engine.http2ResetsPerSecond = v
+            }
+            if let v = r.int(lim["http2SettingsPerSecond"], "limits.http2SettingsPerSecond", min: 1, max: 1_000_000) {
+                c.engine.http2SettingsPerSecond = v
+            }
+            if let v = r.int(lim["http2MaxContinuations"], "limits.http2MaxContinuations", min: 1, max: 10_000) {
+                c.engine.http2MaxContinuations = v
+            }
             if let v = r.int(lim["highWaterBytes"], "limits.highWaterBytes", min: 16 << 10, max: 64 << 20) { c.engine.highWaterBytes = v }
             if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
             if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
             if let v = r.seconds(lim["clientIdleTimeout"], "limits.clientIdleTimeout") { c.engine.clientIdleTimeout = v }
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
+        }
+        if let viewer = r.object(top["viewer"], "viewer", allowed: ["enabled", "maxConnections", "idleTimeout"]) {
+            if let v = r.bool(viewer["enabled"], "viewer.enabled") { c.viewer.enabled = v }
+            if let v = r.int(viewer["maxConnections"], "viewer.maxConnections", min: 1, max: 4096) { c.viewer.maxConnections = v }
+            if let v = r.seconds(viewer["idleTimeout"], "viewer.idleTimeout") { c.viewer.idleTimeout = v }
         }
         if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes",
                                                                     "websocketMessages", "blindTunnels"]) {
@@ -196,7 +231,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
             if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
-        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2"]) {
+            if let v = r.bool(tls["http2"], "tls.http2") { c.tls.http2 = v }
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
             if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }
@@ -300,7 +336,7 @@ public struct TapwireConfiguration: Sendable {
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
                             allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
-                                      "emptyResponseCodes", "emptyRequestMethods"]) {
+                                      "emptyResponseCodes", "emptyRequestMethods", "descriptorSet", "message"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -324,6 +360,26 @@ public struct TapwireConfiguration: Sendable {
             }
             if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
                 if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let file = r.string(s["descriptorSet"], "\(sp).descriptorSet") {
+                if spec.kind != .protobuf && spec.kind != .grpc {
+                    r.fail("\(sp).descriptorSet", "only applies to the protobuf and grpc serializers")
+                } else if let bytes = FileManager.default.contents(atPath: file) {
+                    do throws(ProtobufError) { spec.schema = try ProtobufSchema(descriptorSet: [UInt8](bytes)) } catch {
+                        r.fail("\(sp).descriptorSet", "\(file) is not a FileDescriptorSet (protoc --include_imports --descriptor_set_out): \(error)")
+                    }
+                } else {
+                    r.fail("\(sp).descriptorSet", "\(file) does not exist or cannot be read")
+                }
+            }
+            if let m = r.string(s["message"], "\(sp).message") {
+                if spec.kind != .protobuf { r.fail("\(sp).message", "only applies to the protobuf serializer") }
+                else if s["descriptorSet"] == nil { r.fail("\(sp).message", "needs a descriptorSet that defines it") }
+                else if let schema = spec.schema, !schema.hasMessage(m) {
+                    r.fail("\(sp).message", "\(m) is no message type of the descriptor set (write it as package.Type)")
+                } else { spec.message = m }
+            } else if spec.kind == .protobuf, spec.schema != nil {
+                r.fail("\(sp).message", "required with a descriptorSet: the body's message type, as package.Type")
             }
             if let a = r.string(s["assemble"], "\(sp).assemble") {
                 if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }

@@ -16,6 +16,10 @@ public final class ProxyEngine: @unchecked Sendable {
     public var replayResponders: [ReplayResponder?] = []
     /// Extra `/metrics` text (log writer, serialization queue), appended as is.
     public var additionalMetrics: (@Sendable () -> String)?
+    /// Takes origin-form requests other than `/healthz` and `/metrics` (the web viewer);
+    /// nil answers them 400. Set before `start()`; called on an event loop, so it must only
+    /// hand the connection to another thread.
+    public var viewer: (@Sendable (ViewerHandoff) -> Void)?
     private var loops: [EventLoop] = []
     private var listeners: [Listener] = []
     /// The addresses actually bound (port 0 resolved), in `listen` order.

@@ -5,6 +5,7 @@ import HTTP1
 import ProxyEngine
 import Synchronization
 import Systemd
+import Viewer
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
 /// that order, answers signals, and stops them in reverse order so every
@@ -88,12 +89,18 @@ final class ProxyService: @unchecked Sendable {
         }
         engine.replayResponders = replays.responders
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
+        let viewer = ViewerCLI.forRun(config: config)
+        if let viewer { engine.viewer = { viewer.serve($0) } }
         do {
             try engine.start()
         } catch {
             Self.log("\(error)")
             writer.flushAndStop()
             return 1
+        }
+        if let viewer, let address = engine.boundAddresses.first {
+            viewer.bind(to: address)
+            Self.log("viewer on \(ViewerCLI.url(address))")
         }
         installSignalHandlers(engine: engine, pipeline: pipeline, writer: writer)
         // Installed, not only queued: whoever waits for the line below (a test, a script,
@@ -270,6 +277,7 @@ final class ProxyService: @unchecked Sendable {
             }
             if restartReplay { restartOnly.append("replay") }
             if fresh.engine.allow != started.engine.allow { restartOnly.append("access.allow") }
+            if fresh.viewer != started.viewer { restartOnly.append("viewer") }
             var runningLimits = started.engine, newLimits = fresh.engine
             runningLimits.listen = []; newLimits.listen = []; runningLimits.listenerModes = []; newLimits.listenerModes = []
             runningLimits.allow = []; newLimits.allow = []

@@ -13,6 +13,7 @@ usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR] [--repla
        tapwire show|curl ID [--config FILE] [--log-dir DIR]
        tapwire diff ID1 ID2 [--config FILE] [--log-dir DIR]
        tapwire replay ID... | --query EXPR [--direct | --proxy HOST:PORT] [--timeout SECONDS] [--config FILE] [--log-dir DIR]
+       tapwire view [--config FILE | --log-dir DIR] [--listen 127.0.0.1:PORT]
        tapwire env [--config FILE]
        tapwire ca export [--config FILE]
 EXPR: a query such as  status>=500 host=*.example.com  (tapwire query --help; docs/query.md)
@@ -104,6 +105,12 @@ case "check-config":
         print("\(path): \(list.errors.count) error(s)")
         exit(2)
     }
+
+case "view":
+    let f = flags(rest, allowed: ["--config", "--log-dir", "--listen"])
+    guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
+    exit(ViewerCLI.view(config: loadConfiguration(f.values["--config"]), logDirectory: f.values["--log-dir"],
+                        listen: f.values["--listen"]))
 
 case "env":
     let f = flags(rest, allowed: ["--config"])
