@@ -463,6 +463,11 @@ public struct TapwireConfiguration: Sendable {
         return []
     }
 
+    /// Whether some listener answers from recorded responses (`replay`, `--replay-from`).
+    public var replaysAnything: Bool {
+        engine.listen.indices.contains { replay(ofListener: $0) != nil }
+    }
+
     /// Whether some origin is reached over TLS without interception: a reverse listener's
     /// https upstream (verified as any origin, so the upstream trust is set up).
     public var needsOriginTLS: Bool {

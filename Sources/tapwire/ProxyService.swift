@@ -63,7 +63,12 @@ final class ProxyService: @unchecked Sendable {
         if !config.logEnabled { engineConfig.loopNice = 0 }
         var interception: HTTPSInterception?
         do {
-            if let (i, ca) = try HTTPSInterception.make(config.tls, originTLS: config.needsOriginTLS) {
+            // Offline replay answers HTTP/1.1 requests: while it runs, intercepted clients are
+            // held to HTTP/1.1 (as tls.http2: false does), or their HTTP/2 streams would go
+            // to the network unanswered by it.
+            var tls = config.tls
+            if config.replaysAnything { tls.http2 = false }
+            if let (i, ca) = try HTTPSInterception.make(tls, originTLS: config.needsOriginTLS) {
                 interception = i
                 if let ca { Self.log("HTTPS interception for \(config.tls.intercept.joined(separator: ", "))"
                          + (config.tls.ignore.isEmpty ? "" : " except \(config.tls.ignore.joined(separator: ", "))")

@@ -125,4 +125,30 @@ final class ReplayEndToEndTests: XCTestCase {
         let r = try curlViaProxy(replayer.proxyURL, ["\(base)/json?second=1"])
         XCTAssertTrue(r.text.contains("12345678901234567890"), r.text)
     }
+
+    func testInterceptedHTTPSIsReplayedForAClientThatWouldPickHTTP2() throws {
+        let pki = try TestPKI(in: work)
+        var tlsOrigin: OriginServer? = try OriginServer(tls: (pki.certificate, pki.key))
+        let port = try XCTUnwrap(tlsOrigin?.port)
+        let caDirectory = work.appendingPathComponent("ca").path
+        let tls: [String: Any] = ["intercept": ["127.0.0.1"], "caDirectory": caDirectory, "upstreamCAFile": pki.caCertificate]
+        let url = "https://127.0.0.1:\(port)/json?tls=replay"
+        let recorder = try TapwireProcess(config: ["tls": tls], logDirectory: recordings)
+        let recorded = try curlViaProxy(recorder.proxyURL, ["--cacert", "\(caDirectory)/ca.pem", url])
+        XCTAssertEqual(recorded.status, 0, recorded.stderr)
+        XCTAssertNotNil(try waitForRecord(recordings) { $0.contains("tls=replay") })
+        recorder.stop()
+        tlsOrigin = nil
+        XCTAssertNil(tlsOrigin)
+        // curl offers h2 by ALPN; replay holds intercepted clients to HTTP/1.1 so it can answer.
+        let replayer = try TapwireProcess(config: ["tls": tls], extraArguments: ["--replay-from", recordings.path],
+                                          logDirectory: work.appendingPathComponent("replayed"))
+        defer { replayer.stop() }
+        let r = try curlViaProxy(replayer.proxyURL, ["-i", "--cacert", "\(caDirectory)/ca.pem", "https://127.0.0.1:\(port)/json?tls=replay"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasPrefix("HTTP/1.1 200"), r.text)
+        XCTAssertTrue(r.text.contains("12345678901234567890"), r.text)
+        let line = try XCTUnwrap(waitForRecord(replayer.logDirectory) { $0.contains("tls=replay") })
+        XCTAssertTrue(line.contains("\"replayedFrom\""), line)
+    }
 }
