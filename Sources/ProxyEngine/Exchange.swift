@@ -295,8 +295,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
                 // Time to first event: only a plain event stream can be scanned as it comes.
-                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
-                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
+                clock.eventStream = FirstEventScanner.applies(to: rh.headers)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -343,11 +342,6 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         guard from < responseCapture.bytes.count else { return }
         let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
         if found { clock.firstEvent = now() }
-    }
-
-    static func isEventStream(_ contentType: String) -> Bool {
-        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
