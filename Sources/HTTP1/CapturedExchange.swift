@@ -60,6 +60,9 @@ public struct CapturedExchange: Sendable {
     public var upstreamAddress: String?
     /// The parent proxy it went through (`ParentProxy.via`, never credentials); nil for direct.
     public var via: String?
+    /// Offline replay answered the request with the response of this record (`replayedFrom`);
+    /// nothing went to the network.
+    public var replayedFrom: String? = nil
 }
 
 extension CapturedExchange {

@@ -41,6 +41,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
     let url: String
+    /// The Host value sent upstream instead of the authority's (a reverse listener's `keepHost`).
+    var forwardedHost: String?
 
     /// - Parameter clientEnded: the client half-closed while this request was held
     ///   (`log.whenBehind: wait`), before the exchange could read its body: the body can
@@ -195,9 +197,10 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         if let bev = c.bev {
             if let parent = c.parent, c.forwardsAbsoluteForm {
                 ParentRequestHead.write(head, authority: authority, originTarget: originTarget, parent: parent,
-                                        keepUpgrade: machine.wantsUpgrade) { c.stage(capacity: $0, bev, $1) }
+                                        keepUpgrade: machine.wantsUpgrade, host: forwardedHost) { c.stage(capacity: $0, bev, $1) }
             } else {
-                head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
+                head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
+                                            host: forwardedHost) {
                     c.stage(capacity: $0, bev, $1)
                 }
             }
@@ -491,15 +494,11 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil, via: via)))
                 if answered {
                     self.session.close()
-                } else if let parentAnswer {
-                    self.session.write(parentAnswer)
-                    self.session.flush()
-                    self.session.closeAfterFlush()
                 } else {
-                    self.session.respondError(ExchangeStateMachine.answer(for: error), error.message, close: true)
+                    self.session.refuseConnect(ExchangeStateMachine.answer(for: error), error, parentAnswer: parentAnswer)
                 }
             case .success:
-                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
+                if !answered { self.session.answerConnectEstablished() }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

@@ -6,14 +6,14 @@ import HTTP1
 /// hop-by-hop and already dropped.
 enum ParentRequestHead {
     static func write(_ head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, parent: ParentProxy,
-                      keepUpgrade: Bool, to sink: WireFormSink) {
+                      keepUpgrade: Bool, host: String? = nil, to sink: WireFormSink) {
         let target = authority.url(originTarget: originTarget)
         guard let credentials = parent.credentials else {
-            head.writeForwardedWireForm(authority: authority, originTarget: target, keepUpgrade: keepUpgrade, to: sink)
+            head.writeForwardedWireForm(authority: authority, originTarget: target, keepUpgrade: keepUpgrade, host: host, to: sink)
             return
         }
         let field = Array("Proxy-Authorization: \(credentials.basicAuthorization)\r\n".utf8)
-        head.writeForwardedWireForm(authority: authority, originTarget: target, keepUpgrade: keepUpgrade) { capacity, fill in
+        head.writeForwardedWireForm(authority: authority, originTarget: target, keepUpgrade: keepUpgrade, host: host) { capacity, fill in
             // The sink runs `fill` before it returns: it never really escapes.
             withoutActuallyEscaping(fill) { fill in
                 sink(capacity + field.count) { base in
