@@ -3,12 +3,16 @@
 
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
-DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl
+DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
+DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git
+# The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
+# by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
+# check's jsonschema from Debian too.
+DEB_VIEWER_TEST := chromium chromium-driver python3-selenium python3-jsonschema
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-ws bench-deps bench-ab bench-query
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-ws bench-deps bench-ab bench-query bench-viewer
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -36,13 +40,13 @@ deps:
 	$(call apt_install,$(DEB_BUILD))
 
 # Python modules only the tests use (HAR schema check, Prometheus text parser, MessagePack
-# cases made by the reference packer), for the
+# cases made by the reference packer, raw HTTP/2 frames from h2), for the
 # python3 on PATH: Debian's own (prefix /usr, not a venv) takes them from apt (its pip
 # refuses system installs, PEP 668); another (pyenv, a venv, even one made from Debian's
 # python, whose python3 links to /usr/bin) from PyPI. Checked after: a test that cannot import
 # them would skip, and a skip must not pass for a check.
-PIP_TEST     := jsonschema prometheus_client msgpack
-DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack
+PIP_TEST     := jsonschema prometheus_client msgpack h2
+DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack python3-h2
 # DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
 # AnalyticsEndToEndTests runs, and the `websockets` client and server WebSocketEndToEndTests
 # run through the proxy; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON and
@@ -52,14 +56,16 @@ PIP_ANALYTICS := 'duckdb>=1.1' 'chdb>=3'
 PIP_WS       := 'websockets>=15'
 
 test-deps: deps
-	$(call apt_install,$(DEB_TEST))
-	@python3 -c "import jsonschema, prometheus_client, msgpack" 2>/dev/null || { \
+	$(call apt_install,$(DEB_TEST) $(DEB_VIEWER_TEST))
+	@/usr/bin/python3 -c "import selenium, jsonschema" || \
+	  { echo "the viewer's browser tests need python3-selenium and python3-jsonschema for /usr/bin/python3"; exit 1; }
+	@python3 -c "import jsonschema, prometheus_client, msgpack, h2" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
 	  else \
 	    python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST); \
 	  fi; }
-	@python3 -c "import jsonschema, prometheus_client, msgpack" || \
+	@python3 -c "import jsonschema, prometheus_client, msgpack, h2" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
 	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
 	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \
@@ -153,6 +159,18 @@ bench-ab: deps
 	$(call apt_install,nginx-light wrk python3)
 	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
 
+# The viewer's goals (Benchmarks/viewer_bench.py): first rows with 100,000 records in history,
+# and small-JSON throughput with and without a connected viewer (its live stream; add
+# VIEWER_BENCH_ARGS=--browser for a real page), with how far its live rows trail the log.
+# A benchmark, not a test: exits 0 whatever the figures (VIEWER_BENCH_ARGS=--strict: 1 on a miss).
+VIEWER_BENCH_ARGS ?=
+
+bench-viewer: deps
+	$(call apt_install,nginx-light wrk $(DEB_VIEWER_TEST))
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	/usr/bin/python3 Benchmarks/viewer_bench.py \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire $(VIEWER_BENCH_ARGS)
+
 # `tapwire query --count` against DuckDB (read_json_auto) and zcat | grep -c over a 1 GiB log of
 # rotated .gz files and the active file, built once under .build/bench-query-log; then
 # `--reverse --limit 50`. A benchmark, not a test: exits 0 whatever the figures
@@ -216,11 +234,13 @@ FUZZ_LIMIT   := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 .PHONY: fuzz fuzz-deps
 
 fuzz:
-	Fuzz/build.sh http1 json msgpack websocket
+	Fuzz/build.sh http1 json msgpack websocket protobuf grpc
 	Fuzz/run.sh http1 $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh json $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh msgpack $(FUZZ_LIMIT) -rss_limit_mb=2048
 	Fuzz/run.sh websocket $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh protobuf $(FUZZ_LIMIT) -rss_limit_mb=2048
+	Fuzz/run.sh grpc $(FUZZ_LIMIT) -rss_limit_mb=2048
 
 # h11 for Fuzz/h11/generate_corpus.py, which rewrites the differential corpus
 # (Tests/HTTP1Tests/Resources/h11-corpus) that DifferentialH11Tests replays.

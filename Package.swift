@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // glibc's GNU extensions (malloc_trim, pthread_setname_np): part of libc, nothing to install or link.
         .systemLibrary(name: "CGlibcExtensions"),
 
@@ -36,7 +37,7 @@ let package = Package(
         .target(name: "LogTools", dependencies: ["ExchangeLog", "ResponseSerialization", "HTTP1", "CIsal", "TLSInterception"]),
 
         // I/O: event loops, sockets, upstream pool.
-        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions"]),
+        .target(name: "ProxyEngine", dependencies: ["CLibevent", "HTTP1", "CGlibcExtensions", "CNghttp2"]),
 
         // HTTPS interception: the local CA, per-host leaf certificates, origin verification.
         .target(name: "TLSInterception", dependencies: ["COpenSSL"]),
@@ -44,12 +45,17 @@ let package = Package(
         // The config file, validated into the values the engine and the log use.
         .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
 
+        // The web viewer: its page (Assets/, embedded in the binary) and JSON API over the log,
+        // served on its own threads.
+        .target(name: "Viewer", dependencies: ["LogTools", "ExchangeLog", "ResponseSerialization", "HTTP1", "ProxyEngine", "CGlibcExtensions"],
+                resources: [.embedInCode("Assets/viewer.html"), .embedInCode("Assets/viewer.js"), .embedInCode("Assets/viewer.css")]),
+
         // systemd integration: sd_notify and socket activation without libsystemd.
         .target(name: "Systemd"),
 
         .executableTarget(name: "tapwire",
                           dependencies: ["Configuration", "ProxyEngine", "ExchangeLog", "LogTools", "ResponseSerialization", "HTTP1",
-                                         "Systemd", "TLSInterception", "COpenSSL"]),
+                                         "Systemd", "TLSInterception", "COpenSSL", "Viewer"]),
         .executableTarget(name: "JSONBenchmark", dependencies: ["ResponseSerialization"], path: "Benchmarks/JSONBenchmark"),
         .executableTarget(name: "RecordBenchmark", dependencies: ["ExchangeLog", "HTTP1"], path: "Benchmarks/RecordBenchmark"),
 
@@ -58,10 +64,11 @@ let package = Package(
         .testTarget(name: "ExchangeLogTests", dependencies: ["ExchangeLog"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "CZlib"]),
         .testTarget(name: "LogToolsTests", dependencies: ["LogTools"], exclude: ["Resources"]),
-        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1"]),
+        .testTarget(name: "ProxyEngineTests", dependencies: ["ProxyEngine", "HTTP1", "TLSInterception"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "ViewerTests", dependencies: ["Viewer", "LogTools", "ExchangeLog"]),
         .testTarget(name: "TLSInterceptionTests", dependencies: ["TLSInterception"]),
     ],
     swiftLanguageModes: [.v5]

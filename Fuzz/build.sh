@@ -3,7 +3,7 @@
 # clashes with SwiftPM executables (see notes-libevent-systemd.md, "Swift on Linux").
 # Each target is compiled into one module together with the sources it tests, so
 # internal API is reachable and no SwiftPM build is involved.
-#   Fuzz/build.sh [http1|json|msgpack|websocket]...   (default: all)   → Fuzz/.build/<target>-fuzz
+#   Fuzz/build.sh [http1|json|msgpack|websocket|protobuf|grpc]...   (default: all)   → Fuzz/.build/<target>-fuzz
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -26,7 +26,8 @@ build_json() {
     # byte scans, found through its module map.
     rs="$root/Sources/ResponseSerialization"
     $SWIFTC $flags -module-name JSONFuzz -o "$out/json-fuzz" -I "$root/Sources/CJSONScan/include" \
-        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/Invariant.swift" "$here/JSONFuzz/JSONFuzzTarget.swift"
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" "$here/Invariant.swift" "$here/JSONDepth.swift" \
+        "$here/JSONFuzz/JSONFuzzTarget.swift"
 }
 
 build_msgpack() {
@@ -36,7 +37,7 @@ build_msgpack() {
     $SWIFTC $flags -module-name MsgPackFuzz -o "$out/msgpack-fuzz" -I "$root/Sources/CJSONScan/include" \
         "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
         "$rs/MsgPackError.swift" "$rs/MsgPackTimestamp.swift" "$rs/MsgPackDecoder.swift" \
-        "$here/Invariant.swift" "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
+        "$here/Invariant.swift" "$here/JSONDepth.swift" "$here/MsgPackFuzz/MsgPackFuzzTarget.swift"
 }
 
 build_websocket() {
@@ -45,14 +46,31 @@ build_websocket() {
         "$root"/Sources/WebSocket/*.swift "$here/Invariant.swift" "$here/WebSocketFuzz/WebSocketFuzzTarget.swift" -lz
 }
 
-targets=${*:-http1 json msgpack websocket}
+build_protobuf() {
+    # The schema-less decoder makes the JSON value; the parser and writer check its text.
+    rs="$root/Sources/ResponseSerialization"
+    $SWIFTC $flags -module-name ProtobufFuzz -o "$out/protobuf-fuzz" -I "$root/Sources/CJSONScan/include" \
+        "$rs/JSON.swift" "$rs/JSONParser.swift" "$rs/JSONWriter.swift" "$rs/JSONCompactor.swift" \
+        "$rs/ProtobufRawDecoder.swift" "$here/Invariant.swift" "$here/JSONDepth.swift" \
+        "$here/ProtobufFuzz/ProtobufFuzzTarget.swift"
+}
+
+build_grpc() {
+    $SWIFTC $flags -module-name GRPCFuzz -o "$out/grpc-fuzz" \
+        "$root/Sources/ResponseSerialization/GRPCMessages.swift" "$here/Invariant.swift" \
+        "$here/GRPCFuzz/GRPCFuzzTarget.swift"
+}
+
+targets=${*:-http1 json msgpack websocket protobuf grpc}
 for t in $targets; do
     case $t in
     http1) build_http1 ;;
     json) build_json ;;
     msgpack) build_msgpack ;;
     websocket) build_websocket ;;
-    *) echo "unknown fuzz target: $t (http1, json, msgpack, websocket)" >&2; exit 2 ;;
+    protobuf) build_protobuf ;;
+    grpc) build_grpc ;;
+    *) echo "unknown fuzz target: $t (http1, json, msgpack, websocket, protobuf, grpc)" >&2; exit 2 ;;
     esac
     echo "built $out/$t-fuzz"
 done

@@ -12,26 +12,6 @@ func parse(_ bytes: [UInt8], fragments: Bool = true, depth: Int = 512) -> Result
     bytes.withUnsafeBytes { parse($0, fragments: fragments, depth: depth) }
 }
 
-/// Containers on the deepest path (a scalar is 0, `[]` is 1). Iterative: fuzzed
-/// values can be deep enough to matter for a recursive walk under ASan.
-func depth(_ value: JSON) -> Int {
-    var deepest = 0
-    var pending: [(JSON, Int)] = [(value, 0)]
-    while let (v, d) = pending.popLast() {
-        switch v {
-        case .array(let elements):
-            deepest = max(deepest, d + 1)
-            for e in elements { pending.append((e, d + 1)) }
-        case .object(let members):
-            deepest = max(deepest, d + 1)
-            for m in members { pending.append((m.value, d + 1)) }
-        default:
-            deepest = max(deepest, d)
-        }
-    }
-    return deepest
-}
-
 func write(_ value: JSON) -> [UInt8] {
     var out: [UInt8] = []
     JSONWriter.write(value, into: &out)

@@ -11,25 +11,6 @@ func decode(_ bytes: [UInt8], depth: Int) -> Result<JSON, MsgPackError> {
     bytes.withUnsafeBytes { decode($0, depth: depth) }
 }
 
-/// Containers on the deepest path (a scalar is 0, `[]` is 1); iterative.
-func depth(_ value: JSON) -> Int {
-    var deepest = 0
-    var pending: [(JSON, Int)] = [(value, 0)]
-    while let (v, d) = pending.popLast() {
-        switch v {
-        case .array(let elements):
-            deepest = max(deepest, d + 1)
-            for e in elements { pending.append((e, d + 1)) }
-        case .object(let members):
-            deepest = max(deepest, d + 1)
-            for m in members { pending.append((m.value, d + 1)) }
-        default:
-            deepest = max(deepest, d)
-        }
-    }
-    return deepest
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMsgPack(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size)

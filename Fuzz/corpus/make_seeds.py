@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hand-written seed corpora (Fuzz/corpus/http1, json, msgpack, websocket).
+"""Writes the hand-written seed corpora (Fuzz/corpus/http1, json, msgpack, websocket, protobuf, grpc).
 Re-run after editing; file names are the seed names, contents are exact bytes."""
 import os
 
@@ -152,6 +152,29 @@ WEBSOCKET = {
     "reserved-opcode": b"\x00" + ws_frame(3, b""),
 }
 
+# Protobuf messages written from the encoding spec (no protobuf module needed).
+PROTOBUF = {
+    "varint": b"\x08\x96\x01",
+    "string-nested": b"\x12\x07testing\x1a\x03\x08\x96\x01",
+    "fixed": b"\x0d\x00\x00\x80\x3f\x09\x00\x00\x00\x00\x00\x00\xf8\x3f",
+    "group": b"\x0b\x10\x01\x0c\x18\x02",
+    "max-varint": b"\x08" + b"\xff" * 9 + b"\x01",
+    "bytes": b"\x22\x02\xff\xfe",
+    "packed": b"\x2a\x04\x01\x02\x03\x04",
+    "deep": b"\x0b" * 30 + b"\x08\x01" + b"\x0c" * 30,
+    "bad-wire-type": b"\x0f",
+    "cut-length": b"\x12\x05ab",
+}
+
+# gRPC bodies: length-prefixed messages, one compressed, one cut short, one bad flag.
+GRPC = {
+    "two": b"\x00\x00\x00\x00\x03\x08\x96\x01\x01\x00\x00\x00\x02\xaa\xbb",
+    "empty-message": b"\x00\x00\x00\x00\x00",
+    "cut": b"\x00\x00\x00\x00\x09\x08\x01",
+    "cut-prefix": b"\x00\x00\x00",
+    "bad-flag": b"\x02\x00\x00\x00\x00",
+}
+
 
 def write(directory, seeds):
     path = os.path.join(HERE, directory)
@@ -166,4 +189,7 @@ if __name__ == "__main__":
     write("json", JSON)
     write("msgpack", MSGPACK)
     write("websocket", WEBSOCKET)
-    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds, msgpack: {len(MSGPACK)} seeds, websocket: {len(WEBSOCKET)} seeds")
+    write("protobuf", PROTOBUF)
+    write("grpc", GRPC)
+    print(f"http1: {len(HTTP1)} seeds, json: {len(JSON)} seeds, msgpack: {len(MSGPACK)} seeds, websocket: {len(WEBSOCKET)} seeds, "
+          f"protobuf: {len(PROTOBUF)} seeds, grpc: {len(GRPC)} seeds")

@@ -23,8 +23,30 @@ public struct TapwireConfiguration: Sendable {
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
     public var rules: [Rule] = []
+    /// The top-level `replay`: every listener without one of its own answers from it.
+    public var replay: ReplaySettings?
+    /// `listen[i].replay`, by index (nil: the top-level one, if any).
+    public var listenerReplays: [ReplaySettings?] = []
+    /// `viewer.*`: the web viewer `tapwire run` serves on its listen address (and `tapwire view`
+    /// on its own); a restart applies them.
+    public var viewer = ViewerConfig()
+
+    public struct ViewerConfig: Sendable, Equatable {
+        /// `viewer.enabled`: false answers origin-form requests other than /healthz and /metrics 400, as before.
+        public var enabled = true
+        /// `viewer.maxConnections`: connections served at once (one thread each).
+        public var maxConnections = 32
+        /// `viewer.idleTimeout`: seconds a viewer connection may stay silent, or a write wait.
+        public var idleTimeout = 60.0
+        public init() {}
+    }
 
     public init() {}
+
+    /// The replay source of `listen[index]`: its own, else the top-level one.
+    public func replay(ofListener index: Int) -> ReplaySettings? {
+        (index < listenerReplays.count ? listenerReplays[index] : nil) ?? replay
+    }
 
     /// The engine's defaults, except that the loops yield the CPU to logging once it falls
     /// behind (`log.loopNice`): at equal priority, large bodies at full speed can outrun the
@@ -45,6 +67,8 @@ public struct TapwireConfiguration: Sendable {
         public var caDirectory = "ca"
         public var upstreamCAFile: String?
         public var insecureUpstream = false
+        /// `tls.http2`: intercepted clients may pick HTTP/2 by ALPN.
+        public var http2 = true
         public init() {}
     }
 
@@ -80,15 +104,23 @@ public struct TapwireConfiguration: Sendable {
 
     private static func read(_ doc: JSON, _ r: ConfigReader) -> TapwireConfiguration {
         var c = TapwireConfiguration()
-        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules"]) else {
+        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "viewer", "replay"]) else {
             return c
         }
-        if let listen = r.stringOrStrings(top["listen"], "listen") {
-            if listen.isEmpty { r.fail("listen", "needs at least one address") }
+        if let items = r.listEntries(top["listen"], "listen") {
+            if items.isEmpty { r.fail("listen", "needs at least one address") }
             var seen: [SocketAddress] = []
-            for (i, a) in listen.enumerated() {
+            var listen: [String] = [], modes: [ListenerMode] = [], replays: [ReplaySettings?] = []
+            for (path, item) in items {
+                guard let entry = ListenEntry.read(item, path, r) else { continue }
+                let a = entry.address
+                listen.append(a)
+                modes.append(entry.mode)
+                replays.append(entry.replay)
+                let i = listen.count - 1
                 guard let address = SocketAddress(parsing: a) else {
-                    r.fail("listen[\(i)]", "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
+                    r.fail(item.isString ? path : "\(path).address",
+                           "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
                     continue
                 }
                 // Caught here so check-config says so (exit 2), not `run` with "Address already in
@@ -103,7 +135,10 @@ public struct TapwireConfiguration: Sendable {
                 seen.append(address)
             }
             c.engine.listen = listen
+            c.engine.listenerModes = modes
+            c.listenerReplays = replays
         }
+        if let v = top["replay"] { c.replay = ReplaySettings.read(v, "replay", r) }
         if let access = r.object(top["access"], "access", allowed: ["allow"]) {
             if let allow = r.parsed(access["allow"], "access.allow", expected: "an address range such as 127.0.0.1/32", AddressRange.init) {
                 // An empty list refuses every client, loopback included: surely not meant.
@@ -122,13 +157,33 @@ public struct TapwireConfiguration: Sendable {
             }
         }
         if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
-                                                              "tunnelIdleTimeout", "highWaterBytes"]) {
+                                                              "tunnelIdleTimeout", "highWaterBytes", "http2MaxConcurrentStreams",
+                                                              "http2ResetBurst", "http2ResetsPerSecond", "http2SettingsPerSecond",
+                                                              "http2MaxContinuations"]) {
+            if let v = r.int(lim["http2MaxConcurrentStreams"], "limits.http2MaxConcurrentStreams", min: 1, max: 10_000) {
+                c.engine.http2MaxConcurrentStreams = v
+            }
+            if let v = r.int(lim["http2ResetBurst"], "limits.http2ResetBurst", min: 1, max: 1_000_000) { c.engine.http2ResetBurst = v }
+            if let v = r.int(lim["http2ResetsPerSecond"], "limits.http2ResetsPerSecond", min: 0, max: 1_000_000) {
+                c.engine.http2ResetsPerSecond = v
+            }
+            if let v = r.int(lim["http2SettingsPerSecond"], "limits.http2SettingsPerSecond", min: 1, max: 1_000_000) {
+                c.engine.http2SettingsPerSecond = v
+            }
+            if let v = r.int(lim["http2MaxContinuations"], "limits.http2MaxContinuations", min: 1, max: 10_000) {
+                c.engine.http2MaxContinuations = v
+            }
             if let v = r.int(lim["highWaterBytes"], "limits.highWaterBytes", min: 16 << 10, max: 64 << 20) { c.engine.highWaterBytes = v }
             if let v = r.int(lim["maxHeaderBytes"], "limits.maxHeaderBytes", min: 1024, max: 16 << 20) { c.engine.maxHeaderBytes = v }
             if let v = r.int(lim["maxConnections"], "limits.maxConnections", min: 1, max: 1 << 20) { c.engine.maxConnections = v }
             if let v = r.seconds(lim["clientIdleTimeout"], "limits.clientIdleTimeout") { c.engine.clientIdleTimeout = v }
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
+        }
+        if let viewer = r.object(top["viewer"], "viewer", allowed: ["enabled", "maxConnections", "idleTimeout"]) {
+            if let v = r.bool(viewer["enabled"], "viewer.enabled") { c.viewer.enabled = v }
+            if let v = r.int(viewer["maxConnections"], "viewer.maxConnections", min: 1, max: 4096) { c.viewer.maxConnections = v }
+            if let v = r.seconds(viewer["idleTimeout"], "viewer.idleTimeout") { c.viewer.idleTimeout = v }
         }
         if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes",
                                                                     "websocketMessages", "blindTunnels"]) {
@@ -176,7 +231,8 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
             if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
-        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream"]) {
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2"]) {
+            if let v = r.bool(tls["http2"], "tls.http2") { c.tls.http2 = v }
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
             if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }
@@ -201,13 +257,20 @@ public struct TapwireConfiguration: Sendable {
                 }
             }
         }
-        // An open proxy is never the default: a listener beyond loopback needs an explicit allow list.
+        // An open proxy is never the default: a listener beyond loopback, of any mode (a reverse
+        // or SOCKS listener opens as much), needs an explicit allow list.
         if !c.accessGiven {
             for (i, a) in c.engine.listen.enumerated() {
                 if let addr = SocketAddress(parsing: a), !addr.isLoopback {
-                    r.fail("access.allow", "required when listening on the non-loopback address \(a) (listen[\(i)])")
+                    let mode = c.engine.mode(ofListener: i)
+                    r.fail("access.allow", "required when listening on the non-loopback address \(a) (listen[\(i)]"
+                           + (mode == .forward ? ")" : ", mode \(mode.name))"))
                 }
             }
+        }
+        // Verified as any origin: the trust anchors must be there when an https upstream is.
+        if c.tls.intercept.isEmpty, c.needsOriginTLS, let file = c.tls.upstreamCAFile, !FileManager.default.isReadableFile(atPath: file) {
+            r.fail("tls.upstreamCAFile", "\(file) does not exist or cannot be read")
         }
         return c
     }
@@ -273,7 +336,7 @@ public struct TapwireConfiguration: Sendable {
         var spec = SerializerSpec(kind: .json)
         if let s = r.object(o["serializer"], "\(path).serializer",
                             allowed: ["type", "encoding", "allowFragments", "base64Bytes", "maxDepth", "assemble", "maxEvents",
-                                      "emptyResponseCodes", "emptyRequestMethods"]) {
+                                      "emptyResponseCodes", "emptyRequestMethods", "descriptorSet", "message"]) {
             let sp = "\(path).serializer"
             if let t = r.string(s["type"], "\(sp).type") {
                 if let k = SerializerSpec.Kind(rawValue: t) { spec.kind = k } else {
@@ -297,6 +360,26 @@ public struct TapwireConfiguration: Sendable {
             }
             if let d = r.int(s["maxDepth"], "\(sp).maxDepth", min: 1, max: SerializerSpec.maxDepthLimit) {
                 if spec.kind != .msgpack { r.fail("\(sp).maxDepth", "only applies to the msgpack serializer") } else { spec.maxDepth = d }
+            }
+            if let file = r.string(s["descriptorSet"], "\(sp).descriptorSet") {
+                if spec.kind != .protobuf && spec.kind != .grpc {
+                    r.fail("\(sp).descriptorSet", "only applies to the protobuf and grpc serializers")
+                } else if let bytes = FileManager.default.contents(atPath: file) {
+                    do throws(ProtobufError) { spec.schema = try ProtobufSchema(descriptorSet: [UInt8](bytes)) } catch {
+                        r.fail("\(sp).descriptorSet", "\(file) is not a FileDescriptorSet (protoc --include_imports --descriptor_set_out): \(error)")
+                    }
+                } else {
+                    r.fail("\(sp).descriptorSet", "\(file) does not exist or cannot be read")
+                }
+            }
+            if let m = r.string(s["message"], "\(sp).message") {
+                if spec.kind != .protobuf { r.fail("\(sp).message", "only applies to the protobuf serializer") }
+                else if s["descriptorSet"] == nil { r.fail("\(sp).message", "needs a descriptorSet that defines it") }
+                else if let schema = spec.schema, !schema.hasMessage(m) {
+                    r.fail("\(sp).message", "\(m) is no message type of the descriptor set (write it as package.Type)")
+                } else { spec.message = m }
+            } else if spec.kind == .protobuf, spec.schema != nil {
+                r.fail("\(sp).message", "required with a descriptorSet: the body's message type, as package.Type")
             }
             if let a = r.string(s["assemble"], "\(sp).assemble") {
                 if spec.kind != .eventStream { r.fail("\(sp).assemble", "only applies to the eventStream serializer") }
@@ -357,6 +440,8 @@ public struct TapwireConfiguration: Sendable {
                 errors.append(ConfigError(path: "--listen", message: "expected a numeric HOST:PORT such as 127.0.0.1:8080, found \"\(l)\""))
             } else {
                 engine.listen = [l]
+                engine.listenerModes = []
+                listenerReplays = []
                 if let a = SocketAddress(parsing: l), !a.isLoopback, !accessGiven {
                     errors.append(ConfigError(path: "--listen", message: "\(l) is not loopback: set access.allow in the config first (an open proxy is never the default)"))
                 }
@@ -366,6 +451,30 @@ public struct TapwireConfiguration: Sendable {
             if d.isEmpty { errors.append(ConfigError(path: "--log-dir", message: "must not be empty")) } else { log.directory = d }
         }
         return errors
+    }
+
+    /// `tapwire run --replay-from DIR`: every listener answers from DIR (as a top-level
+    /// `replay` with its defaults, replacing the file's).
+    public mutating func override(replayFrom directory: String?) -> [ConfigError] {
+        guard let directory else { return [] }
+        if let why = ReplaySettings.problem(directory: directory) { return [ConfigError(path: "--replay-from", message: why)] }
+        replay = ReplaySettings(directory: directory)
+        listenerReplays = []
+        return []
+    }
+
+    /// Whether some listener answers from recorded responses (`replay`, `--replay-from`).
+    public var replaysAnything: Bool {
+        engine.listen.indices.contains { replay(ofListener: $0) != nil }
+    }
+
+    /// Whether some origin is reached over TLS without interception: a reverse listener's
+    /// https upstream (verified as any origin, so the upstream trust is set up).
+    public var needsOriginTLS: Bool {
+        engine.listenerModes.contains { mode in
+            if case .reverse(let upstream) = mode { return upstream.authority.scheme == "https" }
+            return false
+        }
     }
 
     /// One line for `check-config` and the start-up log.

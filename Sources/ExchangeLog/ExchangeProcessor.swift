@@ -353,12 +353,19 @@ public struct ExchangeProcessor: Sendable {
         // Validators and serializers read a response head: lend them the request's Content-Type.
         var carrier = HTTPResponseHead(status: 200)
         if let contentType { carrier.headers.add(name: "Content-Type", value: contentType) }
+        // …and the request's gRPC message compression, which its messages are in.
+        if let grpcEncoding = headers.first(name: "grpc-encoding") { carrier.headers.add(name: "grpc-encoding", value: grpcEncoding) }
         let completed = CompletedExchange(
             request: exchange.request, response: carrier, data: Data(decodedBytes),
             capture: BodyCapture(captured: body.bytes.count, total: Int(clamping: body.totalBytes), truncated: truncated),
             requestStartTime: exchange.clock.requestStart, requestCompletedTime: exchange.clock.requestStart,
             clock: { 0 })
-        let spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        var spec = SerializerSpec(kind: RuleSet.defaultSerializer(fields, body: decodedBytes))
+        // A gRPC rule's schema names the request's messages too (the method's input type).
+        if spec.kind == .grpc, let ruleSpec = rule?.serializer, ruleSpec.kind == .grpc {
+            spec = ruleSpec
+            spec.decodesRequest = true
+        }
         if spec.kind == .json && redactPointers.isEmpty {
             // Only key redaction applies here, so the one-pass compactor gives the same text
             // as parse, redact, write, without building a tree.
@@ -471,7 +478,7 @@ public struct ExchangeProcessor: Sendable {
 
     public static func producesJSON(_ kind: SerializerSpec.Kind) -> Bool {
         switch kind {
-        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack: return true
+        case .json, .propertyList, .jsonLines, .form, .eventStream, .msgpack, .protobuf, .grpc: return true
         case .data, .string, .none: return false
         }
     }

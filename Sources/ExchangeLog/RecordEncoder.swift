@@ -33,6 +33,8 @@ import ResponseSerialization
 /// - `replayOf` (present only for a request sent by `tapwire replay`): the id of the record
 ///   it re-sends, from the request's `X-Tapwire-Replay-Of` field, which is neither forwarded
 ///   nor logged among the headers (`ReplayOfField`).
+/// - `replayedFrom` (present only for an answer served from recorded responses, `replay`):
+///   the id of the record whose response it is; last, after `replayOf`.
 /// - `request.bodySize` / `response.bodySize`: payload bytes seen on the wire (before decoding).
 /// - `request.body` (present only when a request body was captured): the body through
 ///   the default serializer for the request's Content-Type, after undoing its
@@ -44,7 +46,7 @@ import ResponseSerialization
 ///   Content-Encoding could not be undone); `data.captured`: bytes kept from the wire;
 ///   `data.truncated`: the serializer saw only a prefix (capture or decode limit).
 /// - `serializer`: `data`, `string`, `json`, `propertyList`, `jsonLines`, `form`,
-///   `eventStream`, `msgpack` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
+///   `eventStream`, `msgpack`, `protobuf`, `grpc` or `none`. VALUE for `data` is `{"base64":"…","size":N}` (base64 of
 ///   the first `base64Bytes` bytes) or `{"size":N}`; for `string` a JSON string; for
 ///   `none` `null` (no serializer runs, but a transport, decoding or validation failure
 ///   still shows as `failure`); for the others the JSON value: for `eventStream` the array
@@ -93,7 +95,7 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.ascii(",\"response\":", &out)
         if let response = exchange.response {
             appendResponse(response, bodySize: exchange.responseBody.totalBytes, mimeType: outcome.mimeType,
-                           charset: outcome.charset, into: &out)
+                           charset: outcome.charset, trailers: exchange.responseBody.trailers, into: &out)
         } else {
             RecordEncoder.ascii("null", &out)
         }
@@ -162,6 +164,10 @@ public struct RecordEncoder: Sendable {
         if let replayOf {
             RecordEncoder.ascii(",\"replayOf\":", &out)
             out.appendQuoted(replayOf)
+        }
+        if let replayedFrom = exchange.replayedFrom {
+            RecordEncoder.ascii(",\"replayedFrom\":", &out)
+            out.appendQuoted(replayedFrom)
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -290,6 +296,10 @@ public struct RecordEncoder: Sendable {
         let replayOf = appendHeaders(request.headers, takingReplayOf: true, into: &out)
         RecordEncoder.ascii(",\"bodySize\":", &out)
         RecordEncoder.appendInteger(exchange.requestBody.totalBytes, into: &out)
+        if let trailers = exchange.requestBody.trailers {
+            RecordEncoder.ascii(",\"trailers\":", &out)
+            appendHeaders(trailers, into: &out)
+        }
         switch body {
         case .value(let value)?:
             RecordEncoder.ascii(",\"body\":", &out)
@@ -308,7 +318,7 @@ public struct RecordEncoder: Sendable {
     }
 
     func appendResponse(_ response: HTTPResponseHead, bodySize: UInt64, mimeType: String?, charset: String?,
-                        into out: inout RecordBuffer) {
+                        trailers: HTTPHeaders? = nil, into out: inout RecordBuffer) {
         RecordEncoder.ascii("{\"status\":", &out)
         RecordEncoder.appendSignedInteger(response.status, into: &out)
         RecordEncoder.ascii(",\"reason\":", &out)
@@ -323,6 +333,10 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendOptionalString(mimeType, into: &out)
         RecordEncoder.ascii(",\"charset\":", &out)
         RecordEncoder.appendOptionalString(charset, into: &out)
+        if let trailers {
+            RecordEncoder.ascii(",\"trailers\":", &out)
+            appendHeaders(trailers, into: &out)
+        }
         out.append(UInt8(ascii: "}"))
     }
 
@@ -381,8 +395,11 @@ public struct RecordEncoder: Sendable {
     static func appendVersion(_ version: HTTPVersion, into out: inout RecordBuffer) {
         ascii("\"HTTP/", &out)
         appendSignedInteger(version.major, into: &out)
-        out.append(UInt8(ascii: "."))
-        appendSignedInteger(version.minor, into: &out)
+        // HTTP/2 has no minor version (`HTTPVersion.description`).
+        if !(version.minor == 0 && version.major >= 2) {
+            out.append(UInt8(ascii: "."))
+            appendSignedInteger(version.minor, into: &out)
+        }
         out.append(UInt8(ascii: "\""))
     }
 

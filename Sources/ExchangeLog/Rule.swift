@@ -44,7 +44,7 @@ public struct RuleMatch: Sendable, Equatable {
 /// Which serializer a rule runs, with its options (`serializer` in the config).
 public struct SerializerSpec: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
-        case data, string, json, propertyList, jsonLines, form, eventStream, msgpack, none
+        case data, string, json, propertyList, jsonLines, form, eventStream, msgpack, protobuf, grpc, none
     }
     public var kind: Kind
     /// `string`: an IANA charset name that overrides the Content-Type charset.
@@ -66,6 +66,13 @@ public struct SerializerSpec: Sendable, Equatable {
     public var maxEvents: Int?
     public var emptyResponseCodes: Set<Int>?
     public var emptyRequestMethods: Set<String>?
+    /// `protobuf`, `grpc`: the `FileDescriptorSet` (`descriptorSet`, read at load) that names
+    /// fields and enum values; nil decodes without a schema.
+    public var schema: ProtobufSchema?
+    /// `protobuf` with a schema: the body's message type (`message`, `package.Type`).
+    public var message: String?
+    /// Set by the processor for a request body: `grpc` then takes the method's input type.
+    var decodesRequest = false
     public init(kind: Kind) { self.kind = kind }
 }
 

@@ -80,6 +80,8 @@ public struct RuleSet: Sendable {
     /// | `application/x-plist`, `application/x-bplist`, `application/plist`, or body `bplist00…` | propertyList |
     /// | `text/event-stream` | eventStream |
     /// | `application/msgpack`, `application/x-msgpack` | msgpack |
+    /// | `application/grpc`, `application/grpc+proto`, `application/grpc+json` | grpc |
+    /// | `application/x-protobuf`, `application/protobuf`, `application/vnd.google.protobuf`, `application/x-google-protobuf` | protobuf |
     /// | `text/*`, `*/xml`, `*/*+xml`, `application/x-www-form-urlencoded`, `application/javascript`, `application/x-javascript`, `application/ecmascript` | string |
     /// | anything else, or no Content-Type | data |
     public static func defaultSerializer(contentType: String?, body: [UInt8]) -> SerializerSpec.Kind {
@@ -103,6 +105,12 @@ public struct RuleSet: Sendable {
             return .eventStream
         case ("application", "msgpack"), ("application", "x-msgpack"):
             return .msgpack
+        case ("application", "x-protobuf"), ("application", "protobuf"), ("application", "vnd.google.protobuf"),
+             ("application", "x-google-protobuf"):
+            return .protobuf
+        case ("application", "grpc"), ("application", "grpc+proto"), ("application", "grpc+json"):
+            // Before the `+json` suffix below: gRPC frames its JSON messages.
+            return .grpc
         case ("application", "x-www-form-urlencoded"), ("application", "javascript"),
              ("application", "x-javascript"), ("application", "ecmascript"):
             return .string

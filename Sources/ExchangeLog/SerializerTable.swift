@@ -33,6 +33,9 @@ extension SerializerSpec {
         case .eventStream:
             return .eventStream(assemble: assemble, maxEvents: maxEvents, emptyResponseCodes: codes, emptyRequestMethods: methods)
         case .msgpack: return .msgpack(maxDepth: maxDepth, emptyResponseCodes: codes, emptyRequestMethods: methods)
+        case .protobuf:
+            return .protobuf(schema: schema.flatMap { s in message.map { (s, $0) } }, emptyResponseCodes: codes, emptyRequestMethods: methods)
+        case .grpc: return .grpc(schema: schema, request: decodesRequest, emptyResponseCodes: codes, emptyRequestMethods: methods)
         }
     }
 }

@@ -185,6 +185,9 @@ public struct BodyFramer: Sendable {
     var sizeDigits = 0
     var lineBytes = 0
     var trailerBytes = 0
+    /// The trailer section's bytes as received (fields and their CRLFs), bounded by
+    /// `maxTrailerBytes` like the section itself.
+    var trailerSection: [UInt8] = []
     var complete = false
     var payloadCount: UInt64 = 0
 
@@ -206,6 +209,29 @@ public struct BodyFramer: Sendable {
 
     /// True once the whole body (including a chunked body's trailers) was consumed.
     public var isComplete: Bool { complete }
+
+    /// The trailer fields of a complete chunked body; nil when it had none. Values are
+    /// trimmed of surrounding white space, as a head's are.
+    public var trailers: HTTPHeaders? {
+        guard complete, !trailerSection.isEmpty else { return nil }
+        var fields: [(String, String)] = []
+        var start = 0
+        let bytes = trailerSection
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count && bytes[end] != ByteClass.cr { end += 1 }
+            let line = bytes[start..<end]
+            if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+                var value = line[(colon + 1)...]
+                while let f = value.first, f == ByteClass.sp || f == ByteClass.htab { value = value.dropFirst() }
+                while let l = value.last, l == ByteClass.sp || l == ByteClass.htab { value = value.dropLast() }
+                fields.append((String(decoding: line[line.startIndex..<colon], as: UTF8.self),
+                               String(decoding: value, as: UTF8.self)))
+            }
+            start = end + 2
+        }
+        return HTTPHeaders(fields)
+    }
 
     /// Payload bytes seen so far (the decoded body size).
     public var payloadBytes: UInt64 { payloadCount }
@@ -309,6 +335,7 @@ public struct BodyFramer: Sendable {
                     chunkState = .finalLF
                 } else if ByteClass.isToken(b) {
                     chunkState = .trailerName
+                    trailerSection.append(b)
                 } else {
                     throw HTTPParseError(.malformed, "invalid trailer field")
                 }
@@ -319,6 +346,7 @@ public struct BodyFramer: Sendable {
                 } else if !ByteClass.isToken(b) {
                     throw HTTPParseError(.malformed, "invalid trailer field name")
                 }
+                trailerSection.append(b)
                 try countTrailerByte()
             case .trailerValue:
                 if b == ByteClass.cr {
@@ -326,10 +354,12 @@ public struct BodyFramer: Sendable {
                 } else if !ByteClass.isFieldValue(b) {
                     throw HTTPParseError(.malformed, "invalid character in trailer field")
                 }
+                trailerSection.append(b)
                 try countTrailerByte()
             case .trailerLF:
                 guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR in trailer section") }
                 chunkState = .trailerStart
+                trailerSection.append(ByteClass.lf)
                 try countTrailerByte()
             case .finalLF:
                 guard b == ByteClass.lf else { throw HTTPParseError(.malformed, "bare CR after last chunk") }

@@ -11,6 +11,8 @@ public struct CapturedBody: Sendable, Equatable {
     /// The transfer stopped before the body's framing said it was complete (a reset, a
     /// timeout, a client gone, shutdown): `bytes` may hold all that came, yet not all there is.
     public var cutShort = false
+    /// A chunked body's trailer section, as received (nil when there was none).
+    public var trailers: HTTPHeaders?
     /// What was kept is less than the whole body: the capture limit or a cut transfer.
     public var truncated: Bool { cutShort || UInt64(bytes.count) < totalBytes }
     public init(bytes: [UInt8] = [], totalBytes: UInt64 = 0, cutShort: Bool = false) {
@@ -56,6 +58,9 @@ public struct CapturedExchange: Sendable {
     public var error: TransportError?
     public var connectionReused: Bool
     public var upstreamAddress: String?
+    /// Offline replay answered the request with the response of this record (`replayedFrom`);
+    /// nothing went to the network.
+    public var replayedFrom: String? = nil
 }
 
 extension CapturedExchange {

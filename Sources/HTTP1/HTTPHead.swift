@@ -9,7 +9,10 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
     public init(major: Int, minor: Int) { self.major = major; self.minor = minor }
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
-    public var description: String { "HTTP/\(major).\(minor)" }
+    /// A request that came over HTTP/2 (the engine forwards it as HTTP/1.1).
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
+    /// `HTTP/1.1`; `HTTP/2` for 2.0, as RFC 9113 names it (it has no minor version).
+    public var description: String { minor == 0 && major >= 2 ? "HTTP/\(major)" : "HTTP/\(major).\(minor)" }
 }
 
 /// An ordered list of header fields. Lookups ignore case (RFC 9110 §5.1).

@@ -30,6 +30,19 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case clientTLSFailed
         /// The proxy stopped while the exchange was in flight.
         case shuttingDown
+        /// An HTTP/2 client broke the protocol (a malformed frame or header block, a
+        /// flow-control or stream-state violation): its connection was closed with GOAWAY.
+        case http2ProtocolError
+        /// An HTTP/2 client's header list passed `limits.maxHeaderBytes` (an HPACK bomb, or
+        /// simply too large): its connection was closed with GOAWAY ENHANCE_YOUR_CALM.
+        case http2HeaderListTooLarge
+        /// An HTTP/2 client reset streams faster than `limits.http2ResetsPerSecond` allows
+        /// (rapid reset, CVE-2023-44487): closed with GOAWAY ENHANCE_YOUR_CALM.
+        case http2RapidReset
+        /// An HTTP/2 client flooded the connection: SETTINGS past
+        /// `limits.http2SettingsPerSecond`, CONTINUATION frames past
+        /// `limits.http2MaxContinuations`, or control frames whose answers it did not read.
+        case http2Flood
 
         public var description: String { rawValue }
 

@@ -106,33 +106,59 @@ struct URLParts {
     var path = "/"
     var query: String?
 
+    /// Works on the UTF-8 bytes and cuts only at ASCII delimiters: Character-wise searching
+    /// (grapheme breaking) and Foundation's `range(of:)` cost more than the rest of a record's
+    /// fields together, and every query on `host`, `path` or `query` (and each viewer row)
+    /// splits a URL.
     init(_ url: String) {
-        var rest = Substring(url)
-        if let fragment = rest.firstIndex(of: "#") { rest = rest[..<fragment] }
-        if let schemeEnd = rest.range(of: "://") {
-            scheme = String(rest[..<schemeEnd.lowerBound])
-            rest = rest[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-            authority = String(rest[..<authorityEnd])
-            rest = rest[authorityEnd...]
+        let bytes = url.utf8
+        var start = bytes.startIndex
+        var end = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        func text(_ from: String.Index, _ to: String.Index) -> String { String(decoding: bytes[from..<to], as: UTF8.self) }
+        if let colon = URLParts.schemeSeparator(bytes, start, end) {
+            scheme = text(start, colon)
+            let authorityStart = bytes.index(colon, offsetBy: 3)
+            let authorityEnd = bytes[authorityStart..<end].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? end
+            authority = text(authorityStart, authorityEnd)
+            start = authorityEnd
         }
-        if let question = rest.firstIndex(of: "?") {
-            query = String(rest[rest.index(after: question)...])
-            rest = rest[..<question]
+        if let question = bytes[start..<end].firstIndex(of: UInt8(ascii: "?")) {
+            query = text(bytes.index(after: question), end)
+            end = question
         }
-        path = rest.isEmpty ? "/" : String(rest)
+        path = start == end ? "/" : text(start, end)
+    }
+
+    /// The first `://` in `bytes[start..<end]`: the index of its colon.
+    private static func schemeSeparator(_ bytes: String.UTF8View, _ start: String.Index, _ end: String.Index) -> String.Index? {
+        var i = start
+        while let colon = bytes[i..<end].firstIndex(of: UInt8(ascii: ":")) {
+            let first = bytes.index(after: colon)
+            guard first < end else { return nil }
+            let second = bytes.index(after: first)
+            if bytes[first] == UInt8(ascii: "/"), second < end, bytes[second] == UInt8(ascii: "/") { return colon }
+            i = first
+        }
+        return nil
     }
 
     var host: String { URLParts.hostOfAuthority(authority) }
 
     /// `user@[::1]:8080` → `::1`, `Example.COM:443` → `example.com`.
     static func hostOfAuthority(_ authority: String) -> String {
-        var rest = Substring(authority)
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-            return String(rest[rest.index(after: rest.startIndex)..<close]).lowercased()
+        let bytes = authority.utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        if let at = bytes.lastIndex(of: UInt8(ascii: "@")) { start = bytes.index(after: at) }
+        if start < end, bytes[start] == UInt8(ascii: "["), let close = bytes[start..<end].firstIndex(of: UInt8(ascii: "]")) {
+            return lowered(bytes[bytes.index(after: start)..<close])
         }
-        if let colon = rest.lastIndex(of: ":") { rest = rest[..<colon] }
-        return rest.lowercased()
+        if let colon = bytes[start..<end].lastIndex(of: UInt8(ascii: ":")) { end = colon }
+        return lowered(bytes[start..<end])
+    }
+
+    /// Lower case; plain lower-case ASCII (most hosts) is copied without Unicode case mapping.
+    private static func lowered(_ bytes: Substring.UTF8View) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return bytes.allSatisfy({ $0 < 0x80 && !($0 >= 65 && $0 <= 90) }) ? text : text.lowercased()
     }
 }

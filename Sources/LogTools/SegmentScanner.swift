@@ -33,10 +33,15 @@ struct SegmentScanner {
 
     /// Every match in `region`, in order, to `emit` (false: stop). Returns false when stopped.
     func search(_ region: UnsafeBufferPointer<UInt8>, emit: ([UInt8]) -> Bool) -> Bool {
+        search(region) { rendered, _ in emit(rendered) }
+    }
+
+    /// The same, with the index in `region` where each matching line starts.
+    func search(_ region: UnsafeBufferPointer<UInt8>, emit: ([UInt8], Int) -> Bool) -> Bool {
         var going = true
         query.prefilter.forEachCandidate(in: region) { range in
             guard let rendered = evaluate(UnsafeBufferPointer(rebasing: region[range])) else { return true }
-            going = emit(rendered)
+            going = emit(rendered, range.lowerBound)
             return going
         }
         return going
@@ -81,6 +86,13 @@ struct SegmentScanner {
     /// Reads a plain file from `size` back to its start, handing over matches newest first.
     func backward(_ reader: PlainFileReader, size: Int64, isActive: Bool, cancelled: () -> Bool,
                   emit: ([UInt8]) -> Bool) throws(LogReadError) {
+        try backward(reader, size: size, isActive: isActive, cancelled: cancelled) { rendered, _ in emit(rendered) }
+    }
+
+    /// The same, with the file offset where each matching line starts (the viewer's cursor).
+    /// `size` must be 0, the file's size or a line start.
+    func backward(_ reader: PlainFileReader, size: Int64, isActive: Bool, cancelled: () -> Bool,
+                  emit: ([UInt8], Int64) -> Bool) throws(LogReadError) {
         var end = size
         // The start of a line whose beginning is in the part not read yet, with its newline.
         var carry: [UInt8] = []
@@ -122,14 +134,14 @@ struct SegmentScanner {
             } else {
                 carry = []
             }
-            var matches: [[UInt8]] = []
+            var matches: [([UInt8], Int64)] = []
             buffer.withUnsafeBufferPointer { bytes in
-                _ = search(UnsafeBufferPointer(rebasing: bytes[regionStart..<regionEnd])) { rendered in
-                    matches.append(rendered)
+                _ = search(UnsafeBufferPointer(rebasing: bytes[regionStart..<regionEnd])) { rendered, index in
+                    matches.append((rendered, start + Int64(regionStart + index)))
                     return true
                 }
             }
-            for rendered in matches.reversed() where !emit(rendered) { return }
+            for (rendered, offset) in matches.reversed() where !emit(rendered, offset) { return }
             end = start
             if cancelled() { return }
             if start == 0 { break }

@@ -41,6 +41,7 @@ enum BodyPump {
             }
             if consumed < segment.count { break }
         }
+        if framer.isComplete, capture.trailers == nil { capture.trailers = framer.trailers }
         return framer.isComplete
     }
 }

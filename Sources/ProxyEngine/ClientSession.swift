@@ -7,14 +7,19 @@ import HTTP1
 /// backpressure, and answers pipelined requests strictly in order (the next
 /// head is not read until the current response is complete). Drives a
 /// `ClientSessionStateMachine`, which states the rules.
-final class ClientSession {
+final class ClientSession: ExchangeClient {
     let loop: EventLoop
     let engine: ProxyEngine
     private(set) var bev: OpaquePointer?
     let peer: SocketAddress
     let peerText: String
     /// Set exactly while `machine.hasExchange`.
-    private var exchange: Exchange?
+    private var exchange: Exchange<ClientSession>?
+    /// Set once an intercepted client picked `h2` by ALPN: from then on the connection's
+    /// bytes go to it, and the head parsing and exchange above are unused.
+    private var http2: HTTP2Connection?
+    /// ALPN was looked at after the client's handshake (once: it cannot change).
+    private var alpnChecked = false
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
@@ -35,19 +40,26 @@ final class ClientSession {
     /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
+    /// The listener's mode and replay source.
+    let role: ListenerRole
+    /// On a `socks5` listener: the handshake, until its CONNECT is answered; then how the
+    /// CONNECT is answered (`answerConnectEstablished`, `refuseConnect`).
+    var socks: SOCKS5ServerStateMachine?
 
     var config: EngineConfiguration { engine.configuration }
-    var isIdle: Bool { !machine.hasExchange }
+    var isIdle: Bool { http2.map { $0.isIdle } ?? !machine.hasExchange }
     private var closed: Bool { machine.isClosed }
     /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.
     var interceptedAuthority: HTTPAuthority? { machine.interceptedAuthority }
     /// Whether requests go to an intercepted origin (cheaper to ask than `interceptedAuthority`).
     var isIntercepting: Bool { machine.isIntercepting }
 
-    init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress) throws {
+    init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress, role: ListenerRole = .forward) throws {
         self.loop = loop
         self.engine = engine
         self.peer = peer
+        self.role = role
+        if case .socks5(let users) = role.mode { socks = SOCKS5ServerStateMachine(credentials: users) }
         self.peerText = peer.description
         machine = ClientSessionStateMachine(clientIdleTimeout: engine.configuration.clientIdleTimeout)
         guard let b = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
@@ -97,7 +109,7 @@ final class ClientSession {
         headTimerFiresAt = deadline
     }
 
-    private func cancelHeadTimer() {
+    func cancelHeadTimer() {
         headDeadline = nil
     }
 
@@ -113,6 +125,8 @@ final class ClientSession {
             return
         }
         headDeadline = nil
+        // A SOCKS handshake that stalls gets no HTTP 408: there is no way to say it.
+        if isNegotiatingSOCKS { close(); return }
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
@@ -201,7 +215,12 @@ final class ClientSession {
     }
 
     private func readable() {
+        if let http2 { http2.readable(); return }
+        // Decrypted bytes can be read before the handshake's CONNECTED event is delivered:
+        // ALPN is asked here too, or an h2 preface would be parsed as an HTTP/1 head.
+        if machine.isIntercepting, !alpnChecked, startHTTP2IfNegotiated() { return }
         guard let input else { return }
+        if isNegotiatingSOCKS { socksReadable(input); return }
         perform(machine.readable(buffered: evbuffer_get_length(input), maxHeaderBytes: config.maxHeaderBytes))
     }
 
@@ -240,6 +259,10 @@ final class ClientSession {
             respondError(error.answerStatus, error.reason, close: true)
             return
         }
+        if case .reverse(let upstream) = role.mode {
+            startReverse(head: head, form: form, framing: framing, upstream: upstream, clientEnded: clientEnded)
+            return
+        }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
         // health check matters most while the log is behind.
         if case .absolute(let authority, let originTarget) = form, !isIntercepting,
@@ -253,6 +276,7 @@ final class ClientSession {
         }
         switch form {
         case .absolute(let authority, let originTarget):
+            if answerFromReplay(head, url: head.target, framing: framing) { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing,
                               clientEnded: clientEnded)
             exchange = ex
@@ -266,19 +290,47 @@ final class ClientSession {
             startTunnel(head: head, authority: authority)
         case .origin(let path) where isIntercepting:
             guard let authority = interceptedAuthority else { return }
+            if answerFromReplay(head, url: authority.url(originTarget: path), framing: framing) { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
                               url: authority.url(originTarget: path), clientEnded: clientEnded)
             exchange = ex
             perform(machine.exchangeStarted())
             ex.begin()
         case .origin(let path):
-            answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
+            if AdminEndpoint(target: path) == nil, let viewer = engine.viewer {
+                handOverToViewer(head, viewer)
+            } else {
+                answerAdmin(head: head, path: path, close: head.wantsClose || framing != .none)
+            }
         case .asterisk:
             // Its body is not read: closing keeps the body's bytes from being parsed as the
             // next request (as for the admin endpoints above).
             respond(.ok, body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
                     close: head.wantsClose || framing != .none)
         }
+    }
+
+    /// A reverse listener: every origin-form request goes to its upstream, as if the client
+    /// had sent it there; Tapwire's own endpoints are the upstream's paths here.
+    private func startReverse(head: HTTPRequestHead, form: ProxyRequestForm, framing: BodyFraming, upstream: ReverseUpstream,
+                              clientEnded: Bool) {
+        guard case .origin(let path) = form else {
+            respondError(.badRequest, "this listener is a reverse proxy for \(upstream.authority.url(originTarget: "/")): "
+                         + "send origin-form requests (GET /path), not proxy requests", close: true)
+            return
+        }
+        if let sink = engine.sink, sink.isBehind {
+            perform(machine.hold(head))
+            return
+        }
+        let url = upstream.authority.url(originTarget: path)
+        if answerFromReplay(head, url: url, framing: framing) { return }
+        let ex = Exchange(session: self, head: head, authority: upstream.authority, originTarget: path, framing: framing, url: url,
+                          clientEnded: clientEnded)
+        if upstream.keepHost { ex.forwardedHost = head.headers.first(name: "host") }
+        exchange = ex
+        perform(machine.exchangeStarted())
+        ex.begin()
     }
 
     // MARK: holding requests while the log is behind
@@ -291,6 +343,11 @@ final class ClientSession {
 
     /// Called by the loop once the sink caught up.
     func releaseHeldRequest() {
+        if let http2 {
+            engine.metrics.heldClients.sub()
+            http2.releaseHeld()
+            return
+        }
         guard let (head, actions) = machine.release() else { return }
         perform(actions)
         // A client that half-closed while held: the exchange's body is whatever is buffered.
@@ -316,9 +373,36 @@ final class ClientSession {
         }
     }
 
+    /// Gives the socket (a duplicate of it: the bufferevent closes its own) to the viewer,
+    /// with the bytes buffered either way, and ends the session without answering.
+    private func handOverToViewer(_ head: HTTPRequestHead, _ viewer: @Sendable (ViewerHandoff) -> Void) {
+        flush()
+        guard let b = bev else { return }
+        let socket = dup(bufferevent_getfd(b))
+        guard socket >= 0 else {
+            respondError(.serviceUnavailable, "cannot hand the connection to the viewer: errno \(errno)", close: true)
+            return
+        }
+        func take(_ buffer: OpaquePointer) -> [UInt8] {
+            let n = evbuffer_get_length(buffer)
+            guard n > 0 else { return [] }
+            var bytes = [UInt8](repeating: 0, count: n)
+            _ = bytes.withUnsafeMutableBytes { evbuffer_remove(buffer, $0.baseAddress, n) }
+            return bytes
+        }
+        let buffered = take(bufferevent_get_input(b)), unsent = take(bufferevent_get_output(b))
+        _ = reader?.detach()
+        reader = nil
+        bev = nil
+        exchange = nil
+        perform(machine.handedOver())
+        bufferevent_free(b)
+        viewer(ViewerHandoff(socket: socket, head: head, buffered: buffered, unsent: unsent, peer: peerText))
+    }
+
     // MARK: CONNECT
 
-    private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
+    func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
         if isIntercepting {
             respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
@@ -381,11 +465,11 @@ final class ClientSession {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
-            respondError(.badGateway, "cannot make a certificate for \(authority.host): \(error)", close: true)
+            refuseConnect(.badGateway, TransportError(.tlsFailed, "cannot make a certificate for \(authority.host): \(error)"))
             recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
-        write(Array(ProxyStatus.connectionEstablishedHead.utf8))
+        answerConnectEstablished()
         flush()
         perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl, upstream: nil,
                                                payload: ConnectPayloadStateMachine(interceptsTLS: true)),
@@ -555,6 +639,25 @@ final class ClientSession {
         perform(machine.bufferedHeadsParsed())
     }
 
+    /// A CONNECT's target is reached (or, intercepted, about to be): 200 to an HTTP client,
+    /// the success reply to a SOCKS5 one.
+    func answerConnectEstablished() {
+        if socks != nil {
+            write(socks?.connectSucceeded() ?? [])
+        } else {
+            write(Array(ProxyStatus.connectionEstablishedHead.utf8))
+        }
+    }
+
+    /// A CONNECT failed before its answer: the error status to an HTTP client, the SOCKS5
+    /// reply for the failure to a SOCKS one; the connection closes either way.
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError) {
+        guard socks != nil else { respondError(status, error.message, close: true); return }
+        write(socks?.connectFailed(error.code) ?? [])
+        flush()
+        closeAfterFlush()
+    }
+
     func closeAfterFlush() {
         perform(machine.closeAfterFlush())
     }
@@ -587,21 +690,61 @@ final class ClientSession {
     }
 
     private func writable() {
+        if let http2 { http2.writable(); return }
         if machine.isClosingAfterFlush && outputLength == 0 { close(); return }
         exchange?.clientWritable()
     }
 
     private func event(_ events: Int16) {
         let e = Int32(events)
+        if let http2 {
+            http2.socketEvent(eof: e & BEV_EVENT_EOF != 0, error: e & BEV_EVENT_ERROR != 0)
+            return
+        }
         perform(machine.socketEvent(eof: e & BEV_EVENT_EOF != 0, error: e & BEV_EVENT_ERROR != 0,
                                     timeout: e & BEV_EVENT_TIMEOUT != 0, connected: e & BEV_EVENT_CONNECTED != 0,
                                     exchangeRequestComplete: exchange?.clientEOF() ?? false,
                                     inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
+        if e & BEV_EVENT_CONNECTED != 0, machine.isIntercepting, !alpnChecked { _ = startHTTP2IfNegotiated() }
+    }
+
+    /// An HTTP/2 stream holds its request (`log.whenBehind: wait`): the session waits in
+    /// the loop's held sessions, counted once however many of its streams wait.
+    func holdForHTTP2() {
+        loop.heldSessions[ObjectIdentifier(self)] = self
+        engine.metrics.heldClients.add()
+    }
+
+    /// The held HTTP/2 streams are answered or gone without a release (shutdown, close).
+    func releaseHTTP2Hold() {
+        guard loop.heldSessions.removeValue(forKey: ObjectIdentifier(self)) != nil else { return }
+        engine.metrics.heldClients.sub()
+    }
+
+    /// Once the client's handshake is done: if it picked `h2`, an `HTTP2Connection` takes
+    /// the connection's bytes (the head timer stops; its own limits apply). True if it did.
+    private func startHTTP2IfNegotiated() -> Bool {
+        alpnChecked = true
+        guard let bev, let ssl = bufferevent_openssl_get_ssl(bev),
+              engine.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2", let authority = interceptedAuthority else { return false }
+        // The head timer is HTTP/1's; the connection has its own idle limit from here.
+        cancelHeadTimer()
+        headTimer?.cancel()
+        headTimerFiresAt = nil
+        do {
+            let connection = try HTTP2Connection(session: self, bev: bev, authority: authority)
+            http2 = connection
+            connection.start()
+        } catch {
+            close()
+        }
+        return true
     }
 
     /// The drain deadline passed: an exchange still in progress is recorded as cut by the
     /// shutdown (`TransportError.Code.shuttingDown`), not as a client abort.
     func closeAtShutdown() {
+        http2?.closeAtShutdown()
         exchange?.clientFailed(TransportError(.shuttingDown,
             "Tapwire shut down before the exchange finished (limits.drainTimeout \(config.drainTimeout) s)"))
         close()
@@ -617,6 +760,10 @@ final class ClientSession {
         }
         exchange?.abandon()
         exchange = nil
+        let h2 = http2
+        http2 = nil
+        if let h2, h2.hasHeldStreams { releaseHTTP2Hold() }
+        h2?.abandon()
         reader?.detach()
         reader = nil
         if let bev { bufferevent_free(bev); self.bev = nil }
@@ -636,7 +783,33 @@ final class ClientSession {
 
     /// At shutdown: idle keep-alive clients go at once; busy ones after their exchange.
     func drain() {
+        if let http2 { http2.drain(); return }
         perform(machine.drain())
+    }
+}
+
+extension ClientSession {
+    var isOpen: Bool { bev != nil }
+    var takesPayloadOnly: Bool { false }
+    /// HTTP/1.1 has no windows: reading is paused and resumed instead.
+    func requestBodyTaken() {}
+
+    func forwardResponseHead(_ head: HTTPResponseHead, connection: String?, droppingTransferEncoding: Bool) {
+        head.writeForwardedWireForm(connection: connection, droppingTransferEncoding: droppingTransferEncoding) {
+            write(capacity: $0, $1)
+        }
+    }
+
+    func forwardInterim(_ head: HTTPResponseHead) { write(head.serialized()) }
+
+    /// Already on their way: HTTP/1.1 bodies are forwarded with their framing (and to an
+    /// HTTP/1.0 client, which cannot receive them, dropped with it).
+    func forwardTrailers(_ trailers: HTTPHeaders) {}
+
+    /// The bufferevent's write callback (`writable`) fires once its output drains to `bytes`.
+    func watchOutputDrain(below bytes: Int?) {
+        guard let bev else { return }
+        bufferevent_setwatermark(bev, Int16(EV_WRITE), bytes ?? 0, 0)
     }
 }
 

@@ -5,6 +5,8 @@ import HTTP1
 public struct EngineConfiguration: Sendable, Equatable {
     /// `listen`: addresses to accept clients on.
     public var listen: [String] = ["127.0.0.1:8080"]
+    /// What each `listen` entry speaks, by index; an entry without one is `forward`.
+    public var listenerModes: [ListenerMode] = []
     /// Listening sockets passed by systemd (`LISTEN_FDS`); when present, `listen` is not bound.
     public var inheritedListeners: [Int32] = []
     /// Event loops (threads); 0 = one per core.
@@ -48,9 +50,29 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// busy origin cannot hold every descriptor; 0 turns pooling off.
     public var maxIdlePerOrigin: Int = 64
 
+    /// `limits.http2MaxConcurrentStreams`: streams one HTTP/2 client may have open at once
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with REFUSED_STREAM.
+    public var http2MaxConcurrentStreams: Int = 100
+    /// `limits.http2ResetBurst` and `limits.http2ResetsPerSecond`: RST_STREAM frames an
+    /// HTTP/2 client may send at once and per second after; past them (rapid reset) its
+    /// connection is closed with GOAWAY ENHANCE_YOUR_CALM.
+    public var http2ResetBurst: Int = 1000
+    public var http2ResetsPerSecond: Int = 33
+    /// `limits.http2SettingsPerSecond`: SETTINGS frames an HTTP/2 client may send per
+    /// second (and at once); past it the connection is closed as a flood.
+    public var http2SettingsPerSecond: Int = 100
+    /// `limits.http2MaxContinuations`: CONTINUATION frames one header block may take;
+    /// past it the connection is closed as a flood.
+    public var http2MaxContinuations: Int = 8
+
     /// Bytes one read may take from a socket (libevent's default is 16 KiB). Larger
     /// reads mean fewer syscalls per streamed megabyte.
     static let maxSingleRead = 256 * 1024
 
     public init() {}
+
+    /// The mode of `listen[index]`.
+    public func mode(ofListener index: Int) -> ListenerMode {
+        index < listenerModes.count ? listenerModes[index] : .forward
+    }
 }

@@ -7,10 +7,11 @@ import HTTP1
 /// and hands a `CapturedExchange` to the sink when it ends, however it ends.
 /// Drives an `ExchangeStateMachine`, which states the rules; this class parses heads,
 /// pumps bodies and keeps what changes with every chunk (framers, captures, the clock).
-final class Exchange: UpstreamOwner {
+final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     /// Strong on purpose: the session drops its exchange when it ends, which breaks the
     /// cycle; an `unowned` reference would take a slow-path refcount on every access.
-    let session: ClientSession
+    /// Generic rather than an existential so the HTTP/1.1 path stays statically dispatched.
+    let session: Session
     let head: HTTPRequestHead
     let authority: HTTPAuthority
     let originTarget: String
@@ -40,12 +41,14 @@ final class Exchange: UpstreamOwner {
 
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
     let url: String
+    /// The Host value sent upstream instead of the authority's (a reverse listener's `keepHost`).
+    var forwardedHost: String?
 
     /// - Parameter clientEnded: the client half-closed while this request was held
     ///   (`log.whenBehind: wait`), before the exchange could read its body: the body can
     ///   only be what is buffered, which the pump forwards once an upstream is attached,
     ///   and then judges.
-    init(session: ClientSession, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
+    init(session: Session, head: HTTPRequestHead, authority: HTTPAuthority, originTarget: String, framing: BodyFraming,
          url: String? = nil, clientEnded: Bool = false) {
         self.session = session
         self.url = url ?? head.target
@@ -107,22 +110,22 @@ final class Exchange: UpstreamOwner {
                 // 100 Continue and other interim answers go to the client as they are.
                 var interim = rh
                 interim.headers = rh.headers.removingHopByHop(keepUpgrade: false)
-                session.write(interim.serialized())
+                session.forwardInterim(interim)
             case .forwardResponseHead(let connection, let dechunk):
                 guard let rh = responseHead else { break }
                 let field: String? = switch connection { case .none: nil; case .close: "close"; case .keepAlive: "keep-alive" }
-                rh.writeForwardedWireForm(connection: field, droppingTransferEncoding: dechunk) { session.write(capacity: $0, $1) }
+                session.forwardResponseHead(rh, connection: field, droppingTransferEncoding: dechunk)
             case .pumpResponse:
                 pumpResponse()
             case .pauseResponseBody:
-                guard let c = upstream, let cbev = session.bev else { break }
+                guard let c = upstream, session.isOpen else { break }
                 c.setReading(false)
-                bufferevent_setwatermark(cbev, Int16(EV_WRITE), config.highWaterBytes / 2, 0)
+                session.watchOutputDrain(below: config.highWaterBytes / 2)
                 armStallTimer(after: config.clientIdleTimeout)
             case .resumeResponseBody:
-                guard let c = upstream, let cbev = session.bev else { break }
+                guard let c = upstream, session.isOpen else { break }
                 keepStallTimerForPausedSide()
-                bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0)
+                session.watchOutputDrain(below: nil)
                 c.setReading(true)
             case .startWebSocket:
                 if let rh = pendingHead, let c = upstream { startWebSocket(rh, c) }
@@ -187,7 +190,8 @@ final class Exchange: UpstreamOwner {
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
+            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
+                                        host: forwardedHost) {
                 c.stage(capacity: $0, bev, $1)
             }
         }
@@ -230,6 +234,7 @@ final class Exchange: UpstreamOwner {
             let done = try BodyPump.pump(from: input, to: out, framer: &requestFramer, capture: &requestCapture,
                                          captureLimit: config.captureRequestBodies ? config.captureMaxBodyBytes : 0)
             engine.metrics.bytesFromClients.add(before - evbuffer_get_length(input))
+            session.requestBodyTaken()
             c.flush()
             progress = done ? .complete : .partial(queued: c.bev != nil ? c.queuedOutputLength : 0)
         } catch {
@@ -290,8 +295,7 @@ final class Exchange: UpstreamOwner {
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
                 // Time to first event: only a plain event stream can be scanned as it comes.
-                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
-                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
+                clock.eventStream = FirstEventScanner.applies(to: rh.headers)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -312,12 +316,13 @@ final class Exchange: UpstreamOwner {
         let progress: ExchangeStateMachine.Progress
         do {
             let done = try BodyPump.pump(from: input, to: out, framer: &framer, capture: &responseCapture,
-                                         captureLimit: config.captureMaxBodyBytes, payloadOnly: machine.isDechunking)
+                                         captureLimit: config.captureMaxBodyBytes,
+                                         payloadOnly: machine.isDechunking || session.takesPayloadOnly)
             responseFramer = framer
             session.flush()
             engine.metrics.bytesFromUpstreams.add(before - evbuffer_get_length(input))
             if clock.eventStream && clock.firstEvent == nil { scanForFirstEvent() }
-            progress = done ? .complete : .partial(queued: session.bev != nil ? session.queuedOutputLength : 0)
+            progress = done ? .complete : .partial(queued: session.isOpen ? session.queuedOutputLength : 0)
         } catch {
             responseFramer = framer
             session.flush()
@@ -337,11 +342,6 @@ final class Exchange: UpstreamOwner {
         guard from < responseCapture.bytes.count else { return }
         let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
         if found { clock.firstEvent = now() }
-    }
-
-    static func isEventStream(_ contentType: String) -> Bool {
-        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
@@ -365,7 +365,7 @@ final class Exchange: UpstreamOwner {
     }
 
     func clientWritable() {
-        guard upstream != nil, session.bev != nil else { return }
+        guard upstream != nil, session.isOpen else { return }
         perform(machine.clientDrained())
     }
 
@@ -403,7 +403,7 @@ final class Exchange: UpstreamOwner {
                                             responseComplete: responseFramer.map { $0.isComplete } == true,
                                             connectionIdle: c.bev != nil && c.outputLength == 0,
                                             draining: engine.isDraining))
-            if outcome.responseWasPaused, let cbev = session.bev { bufferevent_setwatermark(cbev, Int16(EV_WRITE), 0, 0) }
+            if outcome.responseWasPaused, session.isOpen { session.watchOutputDrain(below: nil) }
         }
         upstream = nil
         emitRecord(error: failure?.error)
@@ -412,6 +412,7 @@ final class Exchange: UpstreamOwner {
         } else if failure != nil {
             session.closeAfterFlush()
         } else {
+            if let trailers = responseCapture.trailers { session.forwardTrailers(trailers) }
             session.exchangeFinished(keepAlive: !outcome.closeClient)
         }
     }
@@ -460,9 +461,9 @@ final class Exchange: UpstreamOwner {
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
+                if answered { self.session.close() } else { self.session.refuseConnect(status, error) }
             case .success:
-                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
+                if !answered { self.session.answerConnectEstablished() }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

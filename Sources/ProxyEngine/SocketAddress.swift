@@ -11,7 +11,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
     public func hash(into h: inout Hasher) { h.combine(ipBytes); h.combine(port) }
 
-    init?(_ sa: UnsafePointer<sockaddr>, length: socklen_t) {
+    public init?(_ sa: UnsafePointer<sockaddr>, length: socklen_t) {
         guard length <= MemoryLayout<sockaddr_storage>.size,
               sa.pointee.sa_family == sa_family_t(AF_INET) || sa.pointee.sa_family == sa_family_t(AF_INET6) else { return nil }
         var st = sockaddr_storage()
@@ -108,7 +108,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         ipBytes.count == 16 ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, Int32) -> R) -> R {
+    public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, Int32) -> R) -> R {
         var st = storage
         return withUnsafePointer(to: &st) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, Int32(length)) }

@@ -9,6 +9,8 @@ public protocol TLSInterceptor: Sendable {
     func serverSSL(forHost host: String) throws -> OpaquePointer
     /// A client-side `SSL *` that verifies the origin `host` (SNI, hostname check, ALPN http/1.1).
     func clientSSL(forHost host: String) throws -> OpaquePointer
+    /// The protocol ALPN settled on for a handshaken `SSL *` (`"h2"`, `"http/1.1"`), nil if none.
+    func negotiatedProtocol(ssl: OpaquePointer) -> String?
     /// Frees an `SSL *` from `serverSSL` that was never given to a bufferevent.
     func free(ssl: OpaquePointer)
     /// Why a handshake failed: the certificate verification result or the OpenSSL error text.

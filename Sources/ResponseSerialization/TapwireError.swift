@@ -26,6 +26,10 @@ public enum TapwireError: Error {
         case propertyListSerializationFailed(error: Error)
         /// Tapwire: the body is not one MessagePack value; the error names the byte offset.
         case msgpackSerializationFailed(error: MsgPackError)
+        /// Tapwire: the body is not gRPC's length-prefixed messages; the error names the byte offset.
+        case grpcSerializationFailed(error: GRPCFramingError)
+        /// Tapwire: the body is not a protobuf message; the error names the byte offset.
+        case protobufSerializationFailed(error: ProtobufError)
         /// A custom serializer threw a non-`TapwireError` error.
         case customSerializationFailed(error: Error)
         /// Tapwire: the body was cut at the capture limit, so a whole-document parse would lie.
@@ -96,6 +100,10 @@ extension TapwireError {
             return e
         case .responseSerializationFailed(.msgpackSerializationFailed(let e)):
             return e
+        case .responseSerializationFailed(.grpcSerializationFailed(let e)):
+            return e
+        case .responseSerializationFailed(.protobufSerializationFailed(let e)):
+            return e
         default:
             return nil
         }
@@ -112,6 +120,8 @@ extension TapwireError.ResponseSerializationFailureReason {
         case .jsonSerializationFailed: return "jsonSerializationFailed"
         case .propertyListSerializationFailed: return "propertyListSerializationFailed"
         case .msgpackSerializationFailed: return "msgpackSerializationFailed"
+        case .grpcSerializationFailed: return "grpcSerializationFailed"
+        case .protobufSerializationFailed: return "protobufSerializationFailed"
         case .customSerializationFailed: return "customSerializationFailed"
         case .inputDataTruncated: return "inputDataTruncated"
         case .contentDecodingFailed: return "contentDecodingFailed"
@@ -133,6 +143,10 @@ extension TapwireError.ResponseSerializationFailureReason {
             return "PropertyList could not be serialized because of error:\n\(describe(error))"
         case .msgpackSerializationFailed(let error):
             return "MessagePack could not be serialized because of error:\n\(error.description)"
+        case .grpcSerializationFailed(let error):
+            return "gRPC messages could not be serialized because of error:\n\(error.description)"
+        case .protobufSerializationFailed(let error):
+            return "Protobuf could not be serialized because of error:\n\(error.description)"
         case .customSerializationFailed(let error):
             return "Custom response serializer failed with error:\n\(describe(error))"
         case .inputDataTruncated(let captured, let total) where captured >= total:

@@ -41,8 +41,12 @@ public final class LeafCertificateCache: @unchecked Sendable {
     /// Guarded by `lock`.
     private var state = State()
 
-    public init(ca: CertificateAuthority, capacity: Int = 1000) {
+    /// Whether the leaves' contexts let ALPN pick `h2` (`tls.http2`).
+    public let offerHTTP2: Bool
+
+    public init(ca: CertificateAuthority, capacity: Int = 1000, offerHTTP2: Bool = false) {
         self.authority = ca
+        self.offerHTTP2 = offerHTTP2
         self.capacity = max(1, capacity)
     }
 
@@ -71,7 +75,7 @@ public final class LeafCertificateCache: @unchecked Sendable {
         }
         if let cached { return cached }
 
-        let fresh = try ServerContext(host: name, authority: authority, now: now)
+        let fresh = try ServerContext(host: name, authority: authority, now: now, offerHTTP2: offerHTTP2)
         return withState { state in
             state.clock += 1
             if var raced = state.entries[name.text], raced.context.notAfter - now > Self.renewalMarginSeconds {

@@ -6,8 +6,9 @@ import Darwin
 #endif
 
 /// A TLS server `SSL_CTX` presenting a leaf certificate for one host, signed
-/// by the Tapwire CA: TLS 1.2 minimum, no renegotiation, ALPN answers
-/// `http/1.1` only (a client offering only `h2` gets no ALPN and speaks HTTP/1.1).
+/// by the Tapwire CA: TLS 1.2 minimum, no renegotiation. ALPN picks `h2` when the client
+/// offers it and `offerHTTP2` is set (`tls.http2`), else `http/1.1`; a client offering
+/// neither gets no ALPN and speaks HTTP/1.1.
 ///
 /// Each leaf has its own fresh EC P-256 key (a few tens of microseconds to
 /// make): a key leaked from one leaf cannot impersonate other hosts.
@@ -32,7 +33,7 @@ public final class ServerContext: @unchecked Sendable {
 
     private let context: OpaquePointer
 
-    init(host: HostName, authority: CertificateAuthority, now: Int) throws(TLSSetupError) {
+    init(host: HostName, authority: CertificateAuthority, now: Int, offerHTTP2: Bool) throws(TLSSetupError) {
         let key = try PrivateKey.generateP256()
         let certificate = try ServerContext.makeLeaf(host: host, key: key, authority: authority, now: now)
 
@@ -48,7 +49,11 @@ public final class ServerContext: @unchecked Sendable {
         try CertificateBuilding.check(SSL_CTX_use_certificate(context, certificate.pointer), "SSL_CTX_use_certificate")
         try CertificateBuilding.check(SSL_CTX_use_PrivateKey(context, key.pointer), "SSL_CTX_use_PrivateKey")
         try CertificateBuilding.check(SSL_CTX_check_private_key(context), "SSL_CTX_check_private_key")
-        SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+        if offerHTTP2 {
+            SSL_CTX_set_alpn_select_cb(context, selectHTTP2ThenHTTP11, nil)
+        } else {
+            SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+        }
         try CertificateBuilding.check(Int32(tw_SSL_CTX_set_tlsext_servername_callback(context, followClientSNI)),
                                       "SSL_CTX_set_tlsext_servername_callback")
 
@@ -113,25 +118,57 @@ public final class ServerContext: @unchecked Sendable {
 }
 
 /// ALPN: pick `http/1.1` from the client's list, or decline ALPN entirely.
-/// `out` points into the client's own list, which OpenSSL keeps alive for
-/// the duration of the callback as required.
 private func selectHTTP11(_ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
                           _ outLength: UnsafeMutablePointer<UInt8>?, _ input: UnsafePointer<UInt8>?,
                           _ inputLength: UInt32, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    selectALPN(preferring: [ALPNName.http11], out, outLength, input, inputLength)
+}
+
+/// ALPN: `h2` if the client offers it (whatever its own order), else `http/1.1`, else none.
+private func selectHTTP2ThenHTTP11(_ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+                                   _ outLength: UnsafeMutablePointer<UInt8>?, _ input: UnsafePointer<UInt8>?,
+                                   _ inputLength: UInt32, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    selectALPN(preferring: [ALPNName.h2, ALPNName.http11], out, outLength, input, inputLength)
+}
+
+private enum ALPNName {
+    static let h2 = Array("h2".utf8)
+    static let http11 = Array("http/1.1".utf8)
+}
+
+/// The first of `preferring` the client's list holds. `out` points into the client's own
+/// list, which OpenSSL keeps alive for the duration of the callback as required.
+private func selectALPN(preferring: [[UInt8]], _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+                        _ outLength: UnsafeMutablePointer<UInt8>?, _ input: UnsafePointer<UInt8>?,
+                        _ inputLength: UInt32) -> Int32 {
     guard let out, let outLength, let input else { return SSL_TLSEXT_ERR_NOACK }
-    let wanted = Array("http/1.1".utf8)
     let list = UnsafeBufferPointer(start: input, count: Int(inputLength))
-    var index = 0
-    while index < list.count {
-        let length = Int(list[index])
-        let start = index + 1
-        guard start + length <= list.count else { break }
-        if length == wanted.count && list[start..<(start + length)].elementsEqual(wanted) {
-            out.pointee = input + start
-            outLength.pointee = UInt8(length)
-            return SSL_TLSEXT_ERR_OK
+    for wanted in preferring {
+        var index = 0
+        while index < list.count {
+            let length = Int(list[index])
+            let start = index + 1
+            guard start + length <= list.count else { break }
+            if length == wanted.count && list[start..<(start + length)].elementsEqual(wanted) {
+                out.pointee = input + start
+                outLength.pointee = UInt8(length)
+                return SSL_TLSEXT_ERR_OK
+            }
+            index = start + length
         }
-        index = start + length
     }
     return SSL_TLSEXT_ERR_NOACK
+}
+
+/// Frees an `SSL` from `makeSSL` that was never handed to a bufferevent (which would own it).
+public func freeSSL(_ ssl: OpaquePointer) { SSL_free(ssl) }
+
+/// The protocol ALPN settled on for `ssl` (`"h2"`, `"http/1.1"`), nil when none was.
+/// The bytes are OpenSSL's, copied before returning.
+public func negotiatedALPN(_ ssl: OpaquePointer) -> String? {
+    var data: UnsafePointer<UInt8>?
+    var length: UInt32 = 0
+    SSL_get0_alpn_selected(ssl, &data, &length)
+    guard let data, length > 0 else { return nil }
+    return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
 }

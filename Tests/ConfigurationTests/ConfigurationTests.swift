@@ -46,6 +46,22 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.redactHeaders, ["authorization", "proxy-authorization", "cookie", "set-cookie"])
     }
 
+    func testViewerKeysTheirDefaultsAndErrors() throws {
+        let defaults = try parse("{}").get().viewer
+        XCTAssertEqual(defaults, TapwireConfiguration.ViewerConfig())
+        XCTAssertTrue(defaults.enabled)
+        XCTAssertEqual(defaults.maxConnections, 32)
+        XCTAssertEqual(defaults.idleTimeout, 60)
+        let set = try parse(#"{"viewer": {"enabled": false, "maxConnections": 4, "idleTimeout": 2.5}}"#).get().viewer
+        XCTAssertEqual(set.enabled, false)
+        XCTAssertEqual(set.maxConnections, 4)
+        XCTAssertEqual(set.idleTimeout, 2.5)
+        let e = errors(#"{"viewer": {"enabled": "yes", "maxConnections": 0, "idleTimeout": -1, "listen": "x"}}"#)
+        for path in ["viewer.enabled", "viewer.maxConnections", "viewer.idleTimeout", "viewer.listen"] {
+            XCTAssertTrue(e.contains { $0.hasPrefix(path + ":") }, "missing \(path) in \(e)")
+        }
+    }
+
     func testUnknownKeysAreErrorsWithTheirPath() {
         XCTAssertEqual(errors(#"{"lissen": []}"#).first?.hasPrefix("lissen: unknown key"), true)
         XCTAssertEqual(errors(#"{"limits": {"maxHeaderByte": 1}}"#).first?.hasPrefix("limits.maxHeaderByte: unknown key"), true)
@@ -216,6 +232,55 @@ final class ConfigurationTests: XCTestCase {
         let e = errors(#"{"capture": {"maxDecodedBytes": 10}, "upstream": {"maxIdlePerOrigin": -1}, "limits": {"highWaterBytes": 1}}"#)
         XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
                        ["capture.maxDecodedBytes", "limits.highWaterBytes", "upstream.maxIdlePerOrigin"], "\(e)")
+    }
+
+    func testHTTP2KeysAndTheirBounds() throws {
+        let defaults = try parse("{}").get()
+        XCTAssertTrue(defaults.tls.http2)
+        XCTAssertEqual(defaults.engine.http2MaxConcurrentStreams, 100)
+        XCTAssertEqual(defaults.engine.http2ResetBurst, 1000)
+        XCTAssertEqual(defaults.engine.http2ResetsPerSecond, 33)
+        XCTAssertEqual(defaults.engine.http2SettingsPerSecond, 100)
+        XCTAssertEqual(defaults.engine.http2MaxContinuations, 8)
+        let c = try parse(#"""
+        {"tls": {"http2": false}, "limits": {"http2MaxConcurrentStreams": 10, "http2ResetBurst": 50,
+         "http2ResetsPerSecond": 0, "http2SettingsPerSecond": 5, "http2MaxContinuations": 2}}
+        """#).get()
+        XCTAssertFalse(c.tls.http2)
+        XCTAssertEqual([c.engine.http2MaxConcurrentStreams, c.engine.http2ResetBurst, c.engine.http2ResetsPerSecond,
+                        c.engine.http2SettingsPerSecond, c.engine.http2MaxContinuations], [10, 50, 0, 5, 2])
+        let e = errors(#"""
+        {"tls": {"http2": "yes"}, "limits": {"http2MaxConcurrentStreams": 0, "http2ResetBurst": 0,
+         "http2ResetsPerSecond": -1, "http2SettingsPerSecond": 0, "http2MaxContinuations": 0}}
+        """#)
+        XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }.sorted(),
+                       ["limits.http2MaxConcurrentStreams", "limits.http2MaxContinuations", "limits.http2ResetBurst",
+                        "limits.http2ResetsPerSecond", "limits.http2SettingsPerSecond", "tls.http2"], "\(e)")
+    }
+
+    func testDescriptorSetsAreReadAtLoadAndCheckedWithTheirPaths() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-cfg-pb-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // package p; message M {}
+        let set: [UInt8] = [0x0A, 0x11, 0x0A, 0x07] + Array("a.proto".utf8) + [0x12, 0x01, 0x70, 0x22, 0x03, 0x0A, 0x01, 0x4D]
+        let good = dir.appendingPathComponent("set.pb").path, bad = dir.appendingPathComponent("bad.pb").path
+        try Data(set).write(to: URL(fileURLWithPath: good))
+        try Data([0x0A, 0x05, 0x01]).write(to: URL(fileURLWithPath: bad))
+        func rule(_ serializer: String) -> String { #"{"rules": [{"name": "r", "serializer": \#(serializer)}]}"# }
+        let c = try parse(rule(#"{"type": "protobuf", "descriptorSet": "\#(good)", "message": "p.M"}"#)).get()
+        XCTAssertEqual(c.rules.first?.serializer.message, "p.M")
+        XCTAssertNotNil(c.rules.first?.serializer.schema)
+        XCTAssertNotNil(try parse(rule(#"{"type": "grpc", "descriptorSet": "\#(good)"}"#)).get().rules.first?.serializer.schema)
+        for (serializer, path) in [(#"{"type": "protobuf", "descriptorSet": "\#(dir.path)/none.pb", "message": "p.M"}"#, "descriptorSet"),
+                                   (#"{"type": "protobuf", "descriptorSet": "\#(bad)", "message": "p.M"}"#, "descriptorSet"),
+                                   (#"{"type": "protobuf", "descriptorSet": "\#(good)", "message": "M"}"#, "message"),
+                                   (#"{"type": "protobuf", "descriptorSet": "\#(good)"}"#, "message"),
+                                   (#"{"type": "json", "descriptorSet": "\#(good)"}"#, "descriptorSet"),
+                                   (#"{"type": "grpc", "descriptorSet": "\#(good)", "message": "p.M"}"#, "message")] {
+            let e = errors(rule(serializer))
+            XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }, ["rules[0].serializer.\(path)"], "\(serializer): \(e)")
+        }
     }
 
     func testLogQueueBoundsAndWhenBehind() throws {

@@ -673,6 +673,54 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(selected["/result/success"], .object([JSON.Member("id", .number("18446744073709551615"))]))
     }
 
+    /// `application/grpc` goes to the grpc serializer by default: its messages split, each
+    /// decoded without a schema; a gzip message (`grpc-encoding: gzip`) is inflated first; a
+    /// cut message is reported; framing that is not gRPC fails naming the offset.
+    func testGRPCRecord() throws {
+        let processor = RecordFixture.processor(ProcessorSettings())
+        let plain: [UInt8] = [0x08, 0x96, 0x01, 0x12, 0x02] + Array("ok".utf8)
+        let zipped = RecordFixture.gzip(plain)
+        let body: [UInt8] = [0, 0, 0, 0, UInt8(plain.count)] + plain + [1, 0, 0, 0, UInt8(zipped.count)] + zipped + [0, 0, 0, 0, 9, 0x08]
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc"), ("grpc-encoding", "gzip")], body: body)
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("grpc"))
+        XCTAssertEqual(record["/result/success/messages/0/message"], .object([JSON.Member("1", .number("150")), JSON.Member("2", .string("ok"))]))
+        XCTAssertEqual(record["/result/success/messages/1/compressed"], .bool(true))
+        XCTAssertEqual(record["/result/success/messages/1/message"], record["/result/success/messages/0/message"])
+        XCTAssertEqual(record["/result/success/cutShort/offset"], .number(String(10 + plain.count + zipped.count)))
+
+        let json = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc+json")],
+                                          body: [0, 0, 0, 0, 8] + Array(#"{"a":[1]}"#.utf8.prefix(8)) + [0, 0, 0, 0, 2] + Array("{}".utf8))
+        let jsonRecord = try ParsedRecord(processor.record(for: json, id: "x"))
+        XCTAssertEqual(jsonRecord["/serializer"], .string("grpc"), "not the +json suffix's json serializer")
+        XCTAssertNotNil(jsonRecord["/result/success/messages/0/error"], "a message that is not JSON keeps its bytes and says why")
+        XCTAssertEqual(jsonRecord["/result/success/messages/1/message"], .object([]))
+
+        let bad = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/grpc")], body: [7, 0, 0, 0, 0])
+        let badRecord = try ParsedRecord(processor.record(for: bad, id: "x"))
+        XCTAssertEqual(badRecord["/result/failure/reason"], .string("grpcSerializationFailed"))
+    }
+
+    /// `application/x-protobuf` goes to the protobuf serializer: one message without a
+    /// schema; `redact.jsonKeys` cannot name its numbered fields, but a rule's pointers can.
+    func testProtobufRecord() throws {
+        let processor = RecordFixture.processor(ProcessorSettings())
+        let x = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/x-protobuf")],
+                                       body: [0x08, 0x96, 0x01, 0x12, 0x02] + Array("ok".utf8))
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/serializer"], .string("protobuf"))
+        XCTAssertEqual(record["/result/success"], .object([JSON.Member("1", .number("150")), JSON.Member("2", .string("ok"))]))
+        let bad = RecordFixture.exchange(responseHeaders: [("Content-Type", "application/protobuf")], body: [0x0F])
+        let badRecord = try ParsedRecord(processor.record(for: bad, id: "x"))
+        XCTAssertEqual(badRecord["/result/failure/reason"], .string("protobufSerializationFailed"))
+        XCTAssertEqual(badRecord["/result/failure/message"],
+                       .string("Protobuf could not be serialized because of error:\nwire type 7 does not exist at byte offset 0"))
+        var rule = Rule(name: "p", match: RuleMatch(), serializer: SerializerSpec(kind: .protobuf), select: [try JSONPointer("/2")])
+        rule.redact = []
+        let selected = try ParsedRecord(RecordFixture.processor(ProcessorSettings(rules: [rule])).record(for: x, id: "x"))
+        XCTAssertEqual(selected["/result/success"], .object([JSON.Member("2", .string("ok"))]))
+    }
+
     /// JSON sent as text/plain (fetch's default) or as a form (`curl -d`) is logged by the
     /// string serializer; its secrets were written as sent.
     func testJSONInAStringValueHasItsKeysRedacted() throws {
@@ -830,5 +878,46 @@ final class ExchangeProcessorTests: XCTestCase {
         let textRecord = try ParsedRecord(RecordFixture.processor().record(for: text, id: "x"))
         XCTAssertEqual(textRecord["/response/charset"], .string("iso-8859-1"), "the string serializer fell back to Latin-1")
         XCTAssertEqual(textRecord["/result/success"], .string("é"))
+    }
+}
+
+/// A `FileDescriptorSet` written field by field: package `s`, `Req {string name = 1}`,
+/// `Resp {int64 n = 1}`, `service Svc { rpc Call(Req) returns (Resp) }`.
+enum TinyDescriptorSet {
+    static func ld(_ field: UInt8, _ bytes: [UInt8]) -> [UInt8] { [field << 3 | 2, UInt8(bytes.count)] + bytes }
+    static func text(_ field: UInt8, _ s: String) -> [UInt8] { ld(field, Array(s.utf8)) }
+    static func varint(_ field: UInt8, _ v: UInt8) -> [UInt8] { [field << 3, v] }
+    static var bytes: [UInt8] {
+        let name = text(1, "name") + varint(3, 1) + varint(4, 1) + varint(5, 9) + text(10, "name")
+        let n = text(1, "n") + varint(3, 1) + varint(4, 1) + varint(5, 3)
+        let req = text(1, "Req") + ld(2, name)
+        let resp = text(1, "Resp") + ld(2, n)
+        let method = text(1, "Call") + text(2, ".s.Req") + text(3, ".s.Resp")
+        let service = text(1, "Svc") + ld(2, method)
+        let file = text(1, "s.proto") + text(2, "s") + ld(4, req) + ld(4, resp) + ld(6, service)
+        return ld(1, file)
+    }
+}
+
+final class GRPCSchemaRecordTests: XCTestCase {
+    /// A `grpc` rule with a descriptor set: the method path picks the types, the request's
+    /// messages decode as its input type, the response's as its output (64-bit as strings).
+    func testTheMethodPathSelectsTheTypesBothWays() throws {
+        var spec = SerializerSpec(kind: .grpc)
+        spec.schema = try ProtobufSchema(descriptorSet: TinyDescriptorSet.bytes)
+        let rule = Rule(name: "g", match: RuleMatch(), serializer: spec)
+        let processor = RecordFixture.processor(ProcessorSettings(rules: [rule]))
+        let request: [UInt8] = [0, 0, 0, 0, 5, 0x0A, 0x03] + Array("ann".utf8)
+        var x = RecordFixture.exchange(method: "POST", url: "https://api.local/s.Svc/Call",
+                                       requestHeaders: [("Content-Type", "application/grpc")], requestBody: request,
+                                       responseHeaders: [("Content-Type", "application/grpc")], body: [0, 0, 0, 0, 2, 0x08, 0x2A])
+        x.request.target = "/s.Svc/Call"
+        let record = try ParsedRecord(processor.record(for: x, id: "x"))
+        XCTAssertEqual(record["/result/success/messages/0/message"], .object([JSON.Member("n", .string("42"))]), record.line)
+        XCTAssertEqual(record["/request/body/messages/0/message"], .object([JSON.Member("name", .string("ann"))]), record.line)
+        // Another method: read without the schema.
+        x.request.target = "/s.Svc/Other"
+        let other = try ParsedRecord(processor.record(for: x, id: "y"))
+        XCTAssertEqual(other["/result/success/messages/0/message"], .object([JSON.Member("1", .number("42"))]), other.line)
     }
 }

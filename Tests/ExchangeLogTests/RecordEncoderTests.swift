@@ -92,6 +92,32 @@ final class RecordEncoderTests: XCTestCase {
         ]))
     }
 
+    /// A request that came over HTTP/2 says so the way RFC 9113 names it (no minor version).
+    func testHTTP2RequestVersionIsWrittenWithoutMinor() throws {
+        var exchange = RecordFixture.exchange()
+        exchange.request.version = .http2
+        let record = try ParsedRecord(RecordFixture.processor(ProcessorSettings()).record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/request/httpVersion"], .string("HTTP/2"))
+        XCTAssertEqual(record["/response/httpVersion"], .string("HTTP/1.1"))
+    }
+
+    /// Trailer sections are recorded after the rest of their message, redacted like heads,
+    /// and only when there was one.
+    func testTrailersAreRecordedAndRedacted() throws {
+        var exchange = RecordFixture.exchange()
+        exchange.responseBody.trailers = HTTPHeaders([("grpc-status", "0"), ("Authorization", "TRAILER-SECRET")])
+        exchange.requestBody.trailers = HTTPHeaders([("x-checksum", "abc")])
+        let processor = RecordFixture.processor(ProcessorSettings(redactHeaders: ["authorization"]))
+        let record = try ParsedRecord(processor.record(for: exchange, id: "x"))
+        XCTAssertEqual(record["/response/trailers"], .array([.array([.string("grpc-status"), .string("0")]),
+                                                             .array([.string("Authorization"), .string("[redacted]")])]))
+        XCTAssertEqual(record["/request/trailers"], .array([.array([.string("x-checksum"), .string("abc")])]))
+        XCTAssertFalse(record.line.contains("TRAILER-SECRET"))
+        let plain = try ParsedRecord(processor.record(for: RecordFixture.exchange(), id: "y"))
+        XCTAssertFalse(plain.keys("/response").contains("trailers"))
+        XCTAssertFalse(plain.keys("/request").contains("trailers"))
+    }
+
     func testWebSocketRecordShape() throws {
         let upgrade = RecordFixture.exchange(
             url: "http://echo.local/socket",
@@ -147,6 +173,17 @@ final class RecordEncoderTests: XCTestCase {
         // An empty value names nothing.
         replay.request.headers = [("Host", "api.local:8080"), ("X-Tapwire-Replay-Of", ""), ("Accept", "*/*")]
         XCTAssertEqual(try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002")).line, plainRecord.line)
+    }
+
+    func testReplayedFromIsLastAndOnlyInAReplayedAnswer() throws {
+        let processor = RecordFixture.processor()
+        var exchange = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080")])
+        let plain = try ParsedRecord(processor.record(for: exchange, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertFalse(plain.line.contains("replayedFrom"))
+        exchange.replayedFrom = "0000018c2b1f4a1e-000001"
+        let replayed = try ParsedRecord(processor.record(for: exchange, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertEqual(replayed["/replayedFrom"], .string("0000018c2b1f4a1e-000001"))
+        XCTAssertEqual(replayed.line, String(plain.line.dropLast()) + #","replayedFrom":"0000018c2b1f4a1e-000001"}"#)
     }
 
     func testEveryGeneratedRecordParses() throws {

@@ -16,6 +16,17 @@ final class BodyFramerTests: XCTestCase {
         XCTAssertEqual(String(decoding: run.payload, as: UTF8.self), chunkedPayload)
     }
 
+    /// The trailer section is kept, fields in order, values trimmed, however it is split.
+    func testTrailersAreKeptWholeAndSplit() {
+        let expected = [HTTPHeaders.Field(name: "Expires", value: "never"), HTTPHeaders.Field(name: "X-Sum", value: "abc")]
+        XCTAssertEqual(runFramer(.chunked, chunkedBody).trailers?.fields, expected)
+        let bytes = Wire.bytes(chunkedBody)
+        XCTAssertEqual(runFramer(.chunked, bytes.map { [$0] }).trailers?.fields, expected, "one byte at a time")
+        XCTAssertNil(runFramer(.chunked, "3\r\nabc\r\n0\r\n\r\n").trailers, "no section, no trailers")
+        XCTAssertNil(runFramer(.chunked, "3\r\nabc\r\n0\r\nX: 1\r\n").trailers, "not before the body is complete")
+        XCTAssertEqual(runFramer(.chunked, "0\r\nEmpty:\r\n\r\n").trailers?.fields, [HTTPHeaders.Field(name: "Empty", value: "")])
+    }
+
     func testChunkedStopsAtEndAndLeavesNextMessage() {
         let next = "GET /next HTTP/1.1\r\nHost: h\r\n\r\n"
         let run = runFramer(.chunked, chunkedBody + next)

@@ -158,6 +158,7 @@ struct FramerRun {
     var payload: [UInt8] = []
     var complete = false
     var error: HTTPParseError?
+    var trailers: HTTPHeaders?
 }
 
 /// Runs a framer over `chunks` in order, stopping at the first refusal.
@@ -179,6 +180,7 @@ func runFramer(_ framing: BodyFraming, _ chunks: [[UInt8]],
         }
     }
     run.complete = framer.isComplete
+    run.trailers = framer.trailers
     XCTAssertEqual(framer.payloadBytes, UInt64(run.payload.count), file: file, line: line)
     return run
 }

@@ -100,7 +100,8 @@ final class RunningEngine {
     private var stopped = false
 
     /// `blindTunnels`: every CONNECT is relayed unread, as `capture.blindTunnels: ["*"]` does.
-    init(loops: Int = 2, blindTunnels: Bool = false, _ adjust: (inout EngineConfiguration) -> Void = { _ in },
+    init(loops: Int = 2, blindTunnels: Bool = false, tlsInterceptor: TLSInterceptor? = nil,
+         _ adjust: (inout EngineConfiguration) -> Void = { _ in },
          beforeStart: (ProxyEngine) -> Void = { _ in }) throws {
         var config = EngineConfiguration()
         config.listen = ["127.0.0.1:0"]
@@ -108,7 +109,8 @@ final class RunningEngine {
         // A test that leaves a request hanging must not hold the next one up for the default 10 s.
         config.drainTimeout = 3
         adjust(&config)
-        engine = ProxyEngine(configuration: config, sink: sink, blindTunnels: blindTunnels ? EveryHostBlind() : nil)
+        engine = ProxyEngine(configuration: config, sink: sink, tlsInterceptor: tlsInterceptor,
+                             blindTunnels: blindTunnels ? EveryHostBlind() : nil)
         beforeStart(engine)
         try engine.start()
         guard let bound = engine.boundAddresses.first, bound.port != 0 else {
@@ -136,9 +138,11 @@ final class OriginServer {
     let port: Int
     private let stdin = Pipe()
 
-    init() throws {
+    /// `tls`: certificate and key files for an HTTPS origin.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/origin.py").path]
+            + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin
@@ -284,6 +288,24 @@ func closedLoopbackPort() -> Int {
     return Int(UInt16(bigEndian: addr.sin_port))
 }
 
+/// A listening loopback socket on a free port, for an origin a test plays by hand; the
+/// caller closes it.
+func loopbackListener() -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
+            _ = bind(fd, sa, len)
+            _ = listen(fd, 1)
+            return getsockname(fd, sa, &len)
+        }
+    }
+    return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+}
+
 /// Polls `condition` until it holds or the timeout passes; the result is asserted by the caller.
 /// The one place engine tests wait by polling: every wait is on a condition, with a deadline.
 func eventually(timeout: Double = 10, every interval: Double = 0.01, _ condition: () -> Bool) -> Bool {
@@ -330,4 +352,19 @@ final class Locked<T>: @unchecked Sendable {
     init(_ value: T) { stored = value }
     var value: T { lock.lock(); defer { lock.unlock() }; return stored }
     func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
+}
+
+/// A loopback port nothing listens on: one is bound, learned and closed.
+func unusedLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { Foundation.close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let rc = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+    }
+    guard rc == 0 else { throw NSError(domain: "port", code: Int(errno)) }
+    return Int(UInt16(bigEndian: addr.sin_port))
 }

@@ -103,20 +103,8 @@ final class ConnectPayloadTests: XCTestCase {
     /// SSH, SMTP: the origin speaks first, so the client's first bytes never come before
     /// the origin's: the tunnel is blind, and the banner reaches the client.
     func testAnOriginThatSpeaksFirstMakesItBlind() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = loopbackListener()
         defer { Foundation.close(listener) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Int32 in
-                _ = bind(listener, sa, len)
-                _ = listen(listener, 1)
-                return getsockname(listener, sa, &len)
-            }
-        }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
         let banner = Array("SSH-2.0-origin\r\n".utf8)
         Thread {
             let fd = accept(listener, nil, nil)

@@ -56,6 +56,28 @@ final class ServerContextHandshakeTests: XCTestCase {
         XCTAssertNil(outcome.clientALPN)
     }
 
+    /// With `tls.http2` the leaf's context picks h2 whatever the client's order, and
+    /// still http/1.1 for a client that does not offer h2.
+    func testHTTP2IsPickedWhenOfferedAndEnabled() throws {
+        let h2Cache = LeafCertificateCache(ca: authority, offerHTTP2: true)
+        func negotiate(_ offer: [String]) throws -> (client: String?, server: String?) {
+            let clientContext = try XCTUnwrap(makeClientContext(trusting: authority.certificatePEM))
+            defer { SSL_CTX_free(clientContext) }
+            let client = try XCTUnwrap(SSL_new(clientContext))
+            let server = try h2Cache.context(forHost: "example.test").makeSSL()
+            let list = offer.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+            XCTAssertEqual(SSL_set_alpn_protos(client, list, UInt32(list.count)), 0)
+            XCTAssertEqual(SSL_set1_host(client, "example.test"), 1)
+            let outcome = runHandshake(client: client, server: server)
+            XCTAssertTrue(outcome.clientSucceeded && outcome.serverSucceeded)
+            return (outcome.clientALPN, outcome.serverALPN)
+        }
+        XCTAssertEqual(try negotiate(["http/1.1", "h2"]).client, "h2")
+        XCTAssertEqual(try negotiate(["h2"]).client, "h2")
+        XCTAssertEqual(try negotiate(["http/1.1"]).client, "http/1.1")
+        XCTAssertNil(try negotiate(["spdy/3"]).client)
+    }
+
     func testClientTrustingAnotherAuthorityFailsVerificationWithAReason() throws {
         let other = try CertificateAuthority.loadOrCreate(directory: try makeTemporaryDirectory(self))
         let outcome = try handshake(clientTrusting: other.certificatePEM, sni: "example.test", serverHost: "example.test")

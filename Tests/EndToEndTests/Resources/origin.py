@@ -147,6 +147,14 @@ def serve(conn):
                 for piece in (b"hello ", b"chunked ", b"world"):
                     conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                 conn.sendall(b"0\r\nX-Trailer: yes\r\n\r\n")
+            elif path == "/grpc":
+                # A unary gRPC answer as an HTTP/1.1 origin can give it: one length-prefixed
+                # protobuf message ({1: 150, 2: "ok"}) in a chunked body, the status in trailers.
+                message = b"\x08\x96\x01\x12\x02ok"
+                framed = b"\x00" + len(message).to_bytes(4, "big") + message
+                reply(conn, 200, "OK", [("Content-Type", "application/grpc"), ("Transfer-Encoding", "chunked")])
+                conn.sendall(b"%x\r\n%s\r\n" % (len(framed), framed))
+                conn.sendall(b"0\r\ngrpc-status: 0\r\ngrpc-message: fine\r\n\r\n")
             elif path in ("/events/openai", "/events/anthropic"):
                 # A streamed completion, one event a chunk with a pause between, as the APIs send it.
                 if path == "/events/openai":

@@ -1,0 +1,619 @@
+// Tapwire's viewer: a virtual list of records (newest first), live rows over Server-Sent
+// Events, and the detail of one exchange. No framework; every value from a record reaches
+// the page through textContent, never as markup.
+"use strict";
+(function () {
+  const ROW = 22, OVERSCAN = 12, PAGE = 2000;
+  const token = document.querySelector('meta[name="tapwire-token"]').content;
+  const readOnly = document.querySelector('meta[name="tapwire-mode"]').content === "view";
+  const $ = (id) => document.getElementById(id);
+  const viewport = $("viewport"), spacer = $("spacer"), rowsBox = $("rows"), detail = $("detail");
+  const qInput = $("q"), qError = $("qerror"), followButton = $("follow"), diffButton = $("diff");
+  const harLink = $("har"), countLabel = $("count"), newerButton = $("newer");
+
+  const state = {
+    query: new URLSearchParams(location.search).get("q") || "",
+    live: [], history: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
+    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null,
+  };
+  // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
+  // not an unshift that moves every row) and history pages (newest first, older appended).
+  const rowCount = () => state.live.length + state.history.length;
+  const rowAt = (i) => (i < state.live.length ? state.live[state.live.length - 1 - i] : state.history[i - state.live.length]);
+  function rowIndex(rec) {
+    const j = state.live.lastIndexOf(rec);
+    if (j >= 0) return state.live.length - 1 - j;
+    const k = state.history.indexOf(rec);
+    return k >= 0 ? state.live.length + k : -1;
+  }
+  // A copy in list order, for tests and the curious (the page itself never builds one).
+  Object.defineProperty(state, "rows", { get: () => state.live.slice().reverse().concat(state.history) });
+  window.tapwireViewer = state;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  // ---- JSON that keeps numbers as their text and members in order (duplicates too) ----
+  function parseExact(text) {
+    let i = 0;
+    const ws = () => { for (;;) { const c = text.charCodeAt(i); if (c === 32 || c === 9 || c === 10 || c === 13) i++; else return; } };
+    const esc = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+    function str() {
+      i++;
+      let out = "", s = i;
+      for (;;) {
+        const c = text[i];
+        if (c === undefined) throw new Error("unterminated string");
+        if (c === '"') { out += text.slice(s, i); i++; return out; }
+        if (c === "\\") {
+          out += text.slice(s, i);
+          const e = text[i + 1];
+          if (e === "u") { out += String.fromCharCode(parseInt(text.slice(i + 2, i + 6), 16)); i += 6; }
+          else { out += esc[e]; i += 2; }
+          s = i;
+        } else i++;
+      }
+    }
+    function val() {
+      ws();
+      const c = text[i];
+      if (c === "{") {
+        i++; const m = []; ws();
+        if (text[i] === "}") { i++; return { t: "o", m }; }
+        for (;;) {
+          ws(); const k = str(); ws(); i++; const v = val(); m.push([k, v]); ws();
+          if (text[i] === ",") { i++; continue; }
+          i++; return { t: "o", m };
+        }
+      }
+      if (c === "[") {
+        i++; const a = []; ws();
+        if (text[i] === "]") { i++; return { t: "a", a }; }
+        for (;;) {
+          a.push(val()); ws();
+          if (text[i] === ",") { i++; continue; }
+          i++; return { t: "a", a };
+        }
+      }
+      if (c === '"') return { t: "s", v: str() };
+      if (c === "t") { i += 4; return { t: "b", v: "true" }; }
+      if (c === "f") { i += 5; return { t: "b", v: "false" }; }
+      if (c === "n") { i += 4; return { t: "z" }; }
+      const s = i;
+      while (i < text.length && "+-0123456789.eE".indexOf(text[i]) >= 0) i++;
+      if (i === s) throw new Error("unexpected " + c + " at " + i);
+      return { t: "n", v: text.slice(s, i) };
+    }
+    return val();
+  }
+  const get = (node, ...keys) => {
+    for (const k of keys) {
+      if (!node || node.t !== "o") return undefined;
+      const m = node.m.find((p) => p[0] === k);
+      node = m && m[1];
+    }
+    return node;
+  };
+  const scalar = (node) => (!node || node.t === "z" ? null : node.t === "o" || node.t === "a" ? null : node.v);
+  const isNull = (node) => !node || node.t === "z";
+
+  function compactText(node) {
+    switch (node.t) {
+      case "o": return "{" + node.m.map(([k, v]) => JSON.stringify(k) + ":" + compactText(v)).join(",") + "}";
+      case "a": return "[" + node.a.map(compactText).join(",") + "]";
+      case "s": return JSON.stringify(node.v);
+      case "z": return "null";
+      default: return node.v;
+    }
+  }
+  function prettyText(node, indent) {
+    indent = indent || "";
+    const inner = indent + "  ";
+    if (node.t === "o") {
+      if (!node.m.length) return "{}";
+      return "{\n" + node.m.map(([k, v]) => inner + JSON.stringify(k) + ": " + prettyText(v, inner)).join(",\n") + "\n" + indent + "}";
+    }
+    if (node.t === "a") {
+      if (!node.a.length) return "[]";
+      return "[\n" + node.a.map((v) => inner + prettyText(v, inner)).join(",\n") + "\n" + indent + "]";
+    }
+    return compactText(node);
+  }
+
+  function scalarSpan(node) {
+    switch (node.t) {
+      case "s": {
+        const span = el("span", node.v === "[redacted]" ? "s redacted" : "s", JSON.stringify(node.v));
+        return span;
+      }
+      case "n": return el("span", "n", node.v);
+      case "b": return el("span", "b", node.v);
+      default: return el("span", "z", "null");
+    }
+  }
+
+  const TREE_LIMIT = 1000;
+  function treeNode(key, node, depth) {
+    if (node.t !== "o" && node.t !== "a") {
+      const line = el("div", "leaf");
+      if (key !== null) { line.append(el("span", "k", key), ": "); }
+      line.append(scalarSpan(node));
+      return line;
+    }
+    const d = el("details");
+    if (depth < 2) d.open = true;
+    const s = el("summary");
+    if (key !== null) s.append(el("span", "k", key), ": ");
+    const count = node.t === "o" ? node.m.length : node.a.length;
+    s.append(el("span", "meta", node.t === "o" ? "{" + count + (count === 1 ? " key}" : " keys}") : "[" + count + (count === 1 ? " item]" : " items]")));
+    d.append(s);
+    // Children are built when first opened: a large value costs nothing until looked at.
+    const fill = () => {
+      if (d.dataset.filled) return;
+      d.dataset.filled = "1";
+      const entries = node.t === "o" ? node.m : node.a.map((v, i) => [String(i), v]);
+      for (const [k, v] of entries.slice(0, TREE_LIMIT)) d.append(treeNode(k, v, depth + 1));
+      if (entries.length > TREE_LIMIT) d.append(el("div", "leaf meta", "… " + (entries.length - TREE_LIMIT) + " more (raw view shows all)"));
+    };
+    if (d.open) fill(); else d.addEventListener("toggle", fill);
+    return d;
+  }
+  function tree(node) {
+    const t = el("div", "tree");
+    t.append(treeNode(null, node, 0));
+    return t;
+  }
+
+  // ---- list ----
+  function fmtTime(t) { return t ? t.slice(11, 23) : ""; }
+  function fmtSize(n) {
+    if (n === undefined || n === null) return "";
+    n = Number(n);
+    if (n < 1024) return n + " B";
+    if (n < 1048576) return (n / 1024).toFixed(1) + " KB";
+    return (n / 1048576).toFixed(1) + " MB";
+  }
+  function fmtMs(seconds) {
+    if (seconds === undefined || seconds === null) return "";
+    const ms = Number(seconds) * 1000;
+    return ms < 10 ? ms.toFixed(2) + " ms" : ms < 1000 ? ms.toFixed(0) + " ms" : (ms / 1000).toFixed(2) + " s";
+  }
+
+  function makeRow() {
+    const r = el("div", "row");
+    for (let i = 0; i < 10; i++) r.append(el("span"));
+    r.addEventListener("click", (ev) => { viewport.focus({ preventScroll: true }); select(r._record, ev.ctrlKey || ev.metaKey || ev.shiftKey); });
+    return r;
+  }
+
+  function fillRow(r, rec, index) {
+    r._record = rec;
+    r.style.top = index * ROW + "px";
+    const c = r.children;
+    r.dataset.id = rec.id || "";
+    let cls = "row " + (rec.kind || "http");
+    if (state.selected.includes(rec)) cls += " selected";
+    r.className = cls;
+    if (rec.kind === "loss") {
+      c[0].textContent = fmtTime(rec.time);
+      c[1].textContent = rec.lost + " exchange" + (rec.lost == 1 ? "" : "s") + " not recorded" + (rec.reason ? " (" + rec.reason + ")" : "");
+      for (let i = 2; i < 10; i++) { c[i].textContent = ""; c[i].hidden = true; }
+      return;
+    }
+    for (let i = 2; i < 10; i++) c[i].hidden = false;
+    c[0].textContent = fmtTime(rec.time);
+    c[1].textContent = rec.method || "";
+    c[1].className = "method";
+    c[2].textContent = rec.host || "";
+    c[2].title = rec.host || "";
+    c[3].textContent = "";
+    if (rec.kind === "tunnel" || rec.kind === "websocket") c[3].append(el("span", "kind", rec.kind));
+    if (rec.replayOf) c[3].append(el("span", "replay", "↻"));
+    c[3].append(rec.path || "");
+    c[3].title = (rec.replayOf ? "replay of " + rec.replayOf + "\n" : "") + (rec.path || "");
+    c[4].textContent = rec.status || "";
+    c[4].className = "num s" + String(rec.status || "").charAt(0);
+    c[5].textContent = rec.type || "";
+    c[6].textContent = fmtSize(rec.size);
+    c[6].className = "num";
+    c[7].textContent = "";
+    c[7].className = "dur";
+    if (rec.duration !== undefined) {
+      const seconds = Number(rec.duration);
+      // Log scale from 1 ms to 10 s: a slow call stands out whatever the rest do.
+      const width = Math.max(1, Math.min(50, 50 * Math.log10(1 + seconds * 1000) / 4));
+      const bar = el("i", seconds >= 1 ? "vslow" : seconds >= 0.25 ? "slow" : "");
+      bar.style.width = width + "px";
+      c[7].append(bar, el("b", null, fmtMs(seconds)));
+    }
+    c[8].textContent = rec.rule || "";
+    c[9].textContent = rec.error || rec.failure || "";
+    c[9].className = rec.error || rec.failure ? "err" : "";
+    c[9].title = c[9].textContent;
+  }
+
+  let renderQueued = false;
+  function render() {
+    if (renderQueued) return;
+    renderQueued = true;
+    requestAnimationFrame(() => { renderQueued = false; renderNow(); });
+  }
+  function renderNow() {
+    const count = rowCount();
+    spacer.style.height = count * ROW + "px";
+    if (state.shift) {
+      viewport.scrollTop += state.shift;
+      state.shift = 0;
+      newerButton.hidden = false;
+      newerButton.textContent = "↑ " + state.unseen + " new";
+    }
+    const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - OVERSCAN);
+    const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + OVERSCAN);
+    const needed = last - first;
+    while (state.pool.length < needed) { const r = makeRow(); state.pool.push(r); rowsBox.append(r); }
+    for (let i = 0; i < state.pool.length; i++) {
+      const r = state.pool[i];
+      if (i < needed) { r.hidden = false; fillRow(r, rowAt(first + i), first + i); } else r.hidden = true;
+    }
+    countLabel.textContent = count.toLocaleString() + (state.done ? "" : "+") + " records";
+    if (!state.done && !state.loading && last + PAGE / 4 > count) loadOlder();
+  }
+
+  viewport.addEventListener("scroll", () => {
+    if (viewport.scrollTop < ROW) { newerButton.hidden = true; state.unseen = 0; }
+    render();
+  }, { passive: true });
+  window.addEventListener("resize", render);
+
+  function showQueryError(message, column) {
+    if (message === null) { qError.hidden = true; qInput.classList.remove("invalid"); return; }
+    qInput.classList.add("invalid");
+    qError.hidden = false;
+    qError.textContent = (column ? " ".repeat(column - 1) + "^ column " + column + ": " : "") + message;
+  }
+
+  async function api(path) {
+    const response = await fetch(path, { headers: { Accept: "application/json" } });
+    const text = await response.text();
+    if (!response.ok) {
+      let body = {};
+      try { body = JSON.parse(text); } catch (e) { body = { error: text }; }
+      const error = new Error(body.error || response.statusText);
+      error.column = body.column; error.status = response.status;
+      throw error;
+    }
+    return text;
+  }
+
+  async function loadOlder() {
+    if (state.loading || state.done) return;
+    state.loading = true;
+    const generation = state.generation;
+    const params = new URLSearchParams({ q: state.query, limit: String(PAGE) });
+    if (state.next) params.set("before", state.next);
+    try {
+      const page = JSON.parse(await api("/api/records?" + params));
+      if (generation !== state.generation) return;
+      for (const rec of page.rows) {
+        if (rec.id && state.ids.has(rec.id)) continue;
+        if (rec.id) state.ids.add(rec.id);
+        state.history.push(rec);
+      }
+      state.next = page.next;
+      state.done = !page.next;
+      showQueryError(null);
+    } catch (e) {
+      if (generation !== state.generation) return;
+      if (e.status === 400) { showQueryError(e.message, e.column); state.done = true; }
+      else countLabel.textContent = "cannot load: " + e.message;
+    } finally {
+      if (generation === state.generation) { state.loading = false; render(); }
+    }
+  }
+
+  function startLive() {
+    if (state.source) state.source.close();
+    const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query }));
+    state.source = source;
+    const generation = state.generation;
+    // Each event is an array of rows, oldest first (one look at the log).
+    source.onmessage = (ev) => {
+      if (generation !== state.generation) return;
+      // Newest first: new rows go on top. Unless following (at the top, not paused), the
+      // rows in view stay where they are: the shift is applied once per frame in renderNow,
+      // since setting scrollTop per row would lay the page out thousands of times a second.
+      const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
+      for (const rec of JSON.parse(ev.data)) {
+        if (rec.id && state.ids.has(rec.id)) continue;
+        if (rec.id) state.ids.add(rec.id);
+        state.live.push(rec);
+        if (!following) { state.shift += ROW; state.unseen++; }
+      }
+      render();
+    };
+    source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
+  }
+
+  // The query, from the box to the URL, then a fresh list and stream.
+  async function reload() {
+    state.generation++;
+    const check = new URLSearchParams({ q: state.query, limit: "1" });
+    try {
+      await api("/api/records?" + check);
+    } catch (e) {
+      if (e.status === 400) { showQueryError(e.message, e.column); return; } // the list stays as it was
+    }
+    showQueryError(null);
+    const url = new URL(location.href);
+    if (state.query) url.searchParams.set("q", state.query); else url.searchParams.delete("q");
+    history.replaceState(null, "", url);
+    harLink.href = "/api/har?" + new URLSearchParams({ q: state.query });
+    state.live = []; state.history = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
+    state.unseen = 0; state.shift = 0; newerButton.hidden = true;
+    viewport.scrollTop = 0;
+    startLive();
+    render();
+    loadOlder();
+  }
+
+  let typing = null;
+  qInput.value = state.query;
+  qInput.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { if (qInput.value !== state.query) { state.query = qInput.value; reload(); } }, 300);
+  });
+  qInput.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { clearTimeout(typing); state.query = qInput.value; reload(); }
+  });
+  followButton.addEventListener("click", () => {
+    state.paused = !state.paused;
+    followButton.textContent = state.paused ? "Paused" : "Following";
+    followButton.classList.toggle("paused", state.paused);
+    if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; }
+  });
+  newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; });
+
+  // Arrow keys move the selection; the list scrolls to keep it in view.
+  viewport.addEventListener("keydown", (ev) => {
+    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    ev.preventDefault();
+    const current = state.selected.length ? rowIndex(state.selected[state.selected.length - 1]) : -1;
+    const index = Math.max(0, Math.min(rowCount() - 1, current + (ev.key === "ArrowDown" ? 1 : -1)));
+    if (!rowAt(index)) return;
+    const top = index * ROW;
+    if (top < viewport.scrollTop) viewport.scrollTop = top;
+    else if (top + ROW > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = top + ROW - viewport.clientHeight;
+    select(rowAt(index), false);
+  });
+
+  // ---- selection, detail, actions ----
+  function select(rec, add) {
+    if (!rec) return;
+    if (add) {
+      state.selected = state.selected.includes(rec) ? state.selected.filter((r) => r !== rec) : state.selected.concat([rec]).slice(-2);
+    } else {
+      state.selected = [rec];
+    }
+    diffButton.disabled = state.selected.length !== 2 || state.selected.some((r) => !r.id);
+    render();
+    if (!add || state.selected.length === 1) showDetail(rec);
+  }
+
+  async function showDetail(rec) {
+    state.current = rec;
+    detail.textContent = "";
+    if (rec.kind === "loss") {
+      detail.append(el("h2", null, "Loss"), el("div", "banner failure",
+        rec.lost + " exchange" + (rec.lost == 1 ? " was" : "s were") + " not recorded" + (rec.reason ? ": " + rec.reason : "")));
+      return;
+    }
+    detail.append(el("p", "hint", "loading " + rec.id + " …"));
+    let text;
+    try { text = await api("/api/record?" + new URLSearchParams({ id: rec.id })); }
+    catch (e) { detail.textContent = ""; detail.append(el("div", "banner error", e.message)); return; }
+    if (state.current !== rec) return;
+    renderDetail(rec, text, parseExact(text));
+  }
+
+  function headsTable(message) {
+    const table = el("table", "heads");
+    const headers = get(message, "headers");
+    for (const pair of headers && headers.t === "a" ? headers.a : []) {
+      if (pair.t !== "a" || pair.a.length < 2) continue;
+      const tr = el("tr");
+      const value = scalar(pair.a[1]);
+      tr.append(el("td", null, scalar(pair.a[0])), el("td", value === "[redacted]" ? "redacted" : null, value));
+      table.append(tr);
+    }
+    return table;
+  }
+
+  function waterfall(record) {
+    const names = ["dns", "connect", "tls", "send", "wait", "receive", "serialization"];
+    const phases = names.map((name) => {
+      const node = name === "serialization" ? get(record, "timeline", "serializationDuration") : get(record, "metrics", name);
+      return { name, seconds: isNull(node) ? null : Math.max(0, Number(node.v)) };
+    });
+    const total = phases.reduce((s, p) => s + (p.seconds || 0), 0);
+    const box = el("div", "waterfall");
+    let offset = 0;
+    for (const p of phases) {
+      const track = el("div", "track");
+      if (p.seconds !== null && total > 0) {
+        const bar = el("div", "bar p-" + p.name);
+        bar.style.left = (100 * offset / total) + "%";
+        bar.style.width = (100 * p.seconds / total) + "%";
+        bar.title = p.name + ": " + (p.seconds * 1000).toFixed(3) + " ms (from " + (offset * 1000).toFixed(3) + " ms)";
+        track.append(bar);
+        offset += p.seconds;
+      }
+      box.append(el("span", null, p.name), el("span", "ms", p.seconds === null ? "-" : (p.seconds * 1000).toFixed(3) + " ms"), track);
+    }
+    const totalNode = get(record, "timeline", "totalDuration");
+    if (!isNull(totalNode)) box.append(el("span", null, "total"), el("span", "ms", (Number(totalNode.v) * 1000).toFixed(3) + " ms"), el("span"));
+    return box;
+  }
+
+  function valueView(node, holder) {
+    holder.textContent = "";
+    if (holder.dataset.mode === "raw") holder.append(el("pre", null, prettyText(node)));
+    else holder.append(tree(node));
+  }
+
+  function renderDetail(rec, text, record) {
+    detail.textContent = "";
+    const kind = scalar(get(record, "kind")) || "http";
+    const request = get(record, "request"), response = get(record, "response");
+    const method = scalar(get(request, "method")) || (kind === "tunnel" ? "CONNECT" : "");
+    const url = scalar(get(request, "url")) || scalar(get(record, "target")) || "";
+    const status = scalar(get(response, "status")) || scalar(get(record, "status"));
+    detail.append(el("h2", null, (kind !== "http" ? kind + " " : "") + method + " " + url + (status ? " → " + status + " " + (scalar(get(response, "reason")) || "") : "")));
+    const facts = el("div", "facts");
+    facts.append(rec.id + "  ");
+    for (const [label, node] of [["client", get(record, "client")], ["upstream", get(record, "metrics", "upstream")], ["rule", get(record, "rule")], ["serializer", get(record, "serializer")]]) {
+      if (!isNull(node)) facts.append(label + " " + scalar(node) + "  ");
+    }
+    const replayOf = scalar(get(record, "replayOf"));
+    if (replayOf) {
+      const link = el("a", "replay-of", "replay of " + replayOf);
+      link.addEventListener("click", () => {
+        const original = state.live.find((r) => r.id === replayOf) || state.history.find((r) => r.id === replayOf) || { id: replayOf, kind: "http" };
+        select(original, false);
+      });
+      facts.append(link);
+    }
+    detail.append(facts);
+
+    // Failures first: what went wrong is what one opens a record for.
+    const error = get(record, "error");
+    if (!isNull(error)) {
+      detail.append(el("div", "banner error", "transport error " + (scalar(get(error, "code")) || scalar(error) || "") + ": " + (scalar(get(error, "message")) || "")));
+    }
+    const failure = get(record, "result", "failure");
+    if (!isNull(failure)) {
+      const reason = scalar(get(failure, "reason"));
+      detail.append(el("div", "banner failure", (scalar(get(failure, "error")) || scalar(failure) || "failure") + (reason ? " (" + reason + ")" : "") + "\n" + (scalar(get(failure, "message")) || "")));
+    }
+    if (kind === "tunnel" || kind === "websocket") {
+      detail.append(el("div", "banner note", kind + " to " + (scalar(get(record, "target")) || "") + ": " + fmtSize(scalar(get(record, "bytesFromClient"))) + " from the client, " +
+        fmtSize(scalar(get(record, "bytesFromUpstream"))) + " from upstream, " + fmtMs(scalar(get(record, "duration"))) + ", closed by " + (scalar(get(record, "closedBy")) || "?") +
+        (kind === "tunnel" ? " (encrypted: not decoded)" : " (frames relayed, not decoded)")));
+    }
+
+    const actions = el("div", "actions");
+    const viewToggle = el("button", null, "Raw");
+    viewToggle.type = "button";
+    viewToggle.id = "toggle-raw";
+    actions.append(viewToggle);
+    if (kind === "http" && request) {
+      const curlButton = el("button", null, "Copy as curl");
+      curlButton.type = "button"; curlButton.id = "copy-curl";
+      curlButton.addEventListener("click", () => copyCurl(rec));
+      actions.append(curlButton);
+      const replayButton = el("button", null, "Replay");
+      replayButton.type = "button"; replayButton.id = "replay";
+      replayButton.disabled = readOnly;
+      if (readOnly) replayButton.title = "tapwire view is read-only";
+      replayButton.addEventListener("click", () => replay(rec));
+      actions.append(replayButton);
+    }
+    detail.append(actions);
+    const out = el("div", "action-output");
+    out.id = "action-output";
+    detail.append(out);
+
+    const holders = [];
+    const addValue = (title, node) => {
+      detail.append(el("h3", null, title));
+      const holder = el("div", "value");
+      holder.dataset.mode = "tree";
+      holders.push([holder, node]);
+      valueView(node, holder);
+      detail.append(holder);
+    };
+    if (kind === "http") {
+      detail.append(el("h3", null, "Timeline"), waterfall(record));
+    }
+    if (request) {
+      detail.append(el("h3", null, "Request " + method + " " + url + " " + (scalar(get(request, "httpVersion")) || "")), headsTable(request));
+      const body = get(request, "body");
+      if (body !== undefined) addValue("Request body (" + scalar(get(request, "bodySize")) + " bytes on the wire)", body);
+      else if (get(request, "bodyError")) detail.append(el("div", "banner failure", "request body not readable: " + compactText(get(request, "bodyError"))));
+    }
+    if (response) {
+      detail.append(el("h3", null, "Response " + (scalar(get(response, "httpVersion")) || "") + " " + status + " " + (scalar(get(response, "reason")) || "")), headsTable(response));
+      const data = get(record, "data");
+      const notes = [];
+      if (!isNull(get(response, "bodySize"))) notes.push(scalar(get(response, "bodySize")) + " bytes on the wire");
+      if (!isNull(get(data, "size"))) notes.push(scalar(get(data, "size")) + " decoded");
+      if (!isNull(get(data, "contentEncoding"))) notes.push(scalar(get(data, "contentEncoding")));
+      if (scalar(get(data, "truncated")) === "true") notes.push("truncated");
+      const success = get(record, "result", "success");
+      if (success !== undefined && scalar(get(record, "serializer")) !== "none") addValue("Value (" + (scalar(get(record, "serializer")) || "") + "; " + notes.join(", ") + ")", success);
+      else detail.append(el("h3", null, "Body (" + notes.join(", ") + ")"));
+    } else if (kind === "http") {
+      detail.append(el("h3", null, "Response"), el("p", "hint", "no response"));
+    }
+    if (kind !== "http") addValue("Record", record);
+    const rawRecord = el("details");
+    rawRecord.append(el("summary", null, "record as logged"), el("pre", "raw-record", text));
+    detail.append(el("h3", null, "Record"), rawRecord);
+
+    viewToggle.addEventListener("click", () => {
+      const raw = viewToggle.textContent === "Raw";
+      viewToggle.textContent = raw ? "Pretty" : "Raw";
+      for (const [holder, node] of holders) { holder.dataset.mode = raw ? "raw" : "tree"; valueView(node, holder); }
+    });
+  }
+
+  async function copyCurl(rec) {
+    const out = $("action-output");
+    try {
+      const text = await api("/api/curl?" + new URLSearchParams({ id: rec.id }));
+      out.textContent = "";
+      const pre = el("pre", "curl-text", text);
+      pre.id = "curl-text";
+      out.append(pre);
+      try { await navigator.clipboard.writeText(text); out.append(el("div", "hint", "copied to the clipboard")); }
+      catch (e) { out.append(el("div", "hint", "select the text above to copy it")); }
+    } catch (e) { out.textContent = ""; out.append(el("div", "banner error", e.message)); }
+  }
+
+  async function replay(rec) {
+    const out = $("action-output");
+    out.textContent = "";
+    try {
+      const response = await fetch("/api/replay", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Tapwire-Token": token },
+        body: new URLSearchParams({ id: rec.id }),
+      });
+      const body = JSON.parse(await response.text());
+      if (!response.ok) throw new Error(body.error || response.statusText);
+      const note = el("div", "banner note", "replayed → " + body.status + "; the new record (↻) links back to this one");
+      note.id = "replay-result";
+      out.append(note);
+    } catch (e) { out.append(el("div", "banner error", "replay failed: " + e.message)); }
+  }
+
+  diffButton.addEventListener("click", async () => {
+    const [a, b] = state.selected;
+    if (!a || !b) return;
+    detail.textContent = "";
+    detail.append(el("h2", null, "Diff " + a.id + " → " + b.id));
+    try {
+      const body = JSON.parse(await api("/api/diff?" + new URLSearchParams({ a: a.id, b: b.id })));
+      const box = el("div", "diff");
+      box.id = "diff-lines";
+      if (!body.lines.length) box.append(el("p", "hint", "no differences"));
+      for (const line of body.lines) box.append(el("div", "diffline", line));
+      detail.append(box);
+    } catch (e) { detail.append(el("div", "banner error", e.message)); }
+  });
+
+  reload();
+})();

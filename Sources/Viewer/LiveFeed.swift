@@ -1,0 +1,194 @@
+import CGlibcExtensions
+import ExchangeLog
+import Foundation
+import LogTools
+import ResponseSerialization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// New records for the live lists: one thread follows the active log file from its end (every
+/// `ViewerSettings.pollInterval`), parses each new line once and hands its row to every
+/// subscriber whose query keeps it. The thread runs while anyone subscribes, at nice 19: a
+/// viewer watching must not slow what it watches. At a few thousand exchanges a second that
+/// costs the lists nothing; at full load their rows trail, reading at most `maxReadPerPoll`
+/// bytes of the file per look, and a list that falls `maxQueuedRows` behind reloads.
+///
+/// Rotation: when the active path names another file, the old one is read to its end first,
+/// then the new one from its start, so no record written meanwhile is skipped.
+final class LiveFeed: @unchecked Sendable {
+    final class Subscriber {
+        let query: Query
+        fileprivate let condition = NSCondition()
+        fileprivate var rows: [[UInt8]] = []
+        /// More rows than `maxQueuedRows` arrived before the stream sent them: the list must reload.
+        fileprivate(set) var overflowed = false
+
+        init(query: Query) { self.query = query }
+
+        /// Waits up to `timeout` seconds for rows; returns them (empty on timeout).
+        func take(timeout: Double) -> (rows: [[UInt8]], overflowed: Bool) {
+            condition.lock()
+            defer { condition.unlock() }
+            if rows.isEmpty && !overflowed { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
+            let taken = rows
+            rows.removeAll()
+            return (taken, overflowed)
+        }
+
+        /// One hand-over (one lock, one wake-up) per look at the file, however many rows.
+        fileprivate func offer(_ batch: [[UInt8]]) {
+            condition.lock()
+            if rows.count + batch.count <= ViewerSettings.maxQueuedRows { rows += batch } else { overflowed = true }
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    let layout: LogFileLayout
+    private let lock = NSLock()
+    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    private var running = false
+
+    init(layout: LogFileLayout) { self.layout = layout }
+
+    func subscribe(_ query: Query) -> Subscriber {
+        let subscriber = Subscriber(query: query)
+        lock.lock()
+        subscribers[ObjectIdentifier(subscriber)] = subscriber
+        let start = !running
+        running = true
+        lock.unlock()
+        if start {
+            // The file's end is taken before the thread starts: rows written after `subscribe`
+            // returns reach the subscriber.
+            let follower = Follower(path: layout.activePath)
+            // Linux thread names hold 15 bytes.
+            Thread { [self] in
+                _ = tapwire_name_current_thread("tapwire-live")
+                follow(follower)
+            }.start()
+        }
+        return subscriber
+    }
+
+    func unsubscribe(_ subscriber: Subscriber) {
+        lock.lock()
+        subscribers[ObjectIdentifier(subscriber)] = nil
+        lock.unlock()
+    }
+
+    private func current() -> [Subscriber]? {
+        lock.lock()
+        defer { lock.unlock() }
+        if subscribers.isEmpty {
+            running = false
+            return nil
+        }
+        return Array(subscribers.values)
+    }
+
+    /// How many nice steps the live stream's writer runs below the rest of the process.
+    static let liveNice: Int32 = 10
+    /// Bytes of new records read per look at the file: a thread that could not run for a
+    /// while catches up in steps, not by reading the backlog into memory at once.
+    static let maxReadPerPoll = 8 << 20
+
+    private func follow(_ follower: Follower) {
+        // Nice 19, not SCHED_IDLE: parsing new records for the live lists yields to the proxy
+        // (at full load the lists trail, and reload when too far behind), but is never starved
+        // for seconds by a busy machine, as an idle-class thread can be.
+        _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
+        while let subscribers = current() {
+            var batches = [[[UInt8]]](repeating: [], count: subscribers.count)
+            for line in follower.newLines() {
+                guard let record = try? JSONParser.parse(line, allowFragments: false) else { continue }
+                var row: [UInt8]?
+                for (i, subscriber) in subscribers.enumerated() where subscriber.query.matches(record) {
+                    let summary = row ?? RecordSummary.bytes(record)
+                    row = summary
+                    batches[i].append(summary)
+                }
+            }
+            for (i, subscriber) in subscribers.enumerated() where !batches[i].isEmpty { subscriber.offer(batches[i]) }
+            usleep(UInt32(ViewerSettings.pollInterval * 1_000_000))
+        }
+        follower.close()
+    }
+
+    /// The complete lines appended to a file since the last call, following renames.
+    final class Follower {
+        let path: String
+        private var descriptor: Int32 = -1
+        private var identity: (UInt64, UInt64)?
+        private var offset: Int64 = 0
+        private var partial: [UInt8] = []
+
+        init(path: String) {
+            self.path = path
+            open(fromEnd: true)
+        }
+
+        private func open(fromEnd: Bool) {
+            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            partial = []
+            guard descriptor >= 0 else { identity = nil; offset = 0; return }
+            var info = stat()
+            fstat(descriptor, &info)
+            identity = (UInt64(info.st_dev), UInt64(info.st_ino))
+            offset = fromEnd ? Int64(info.st_size) : 0
+        }
+
+        func newLines() -> [[UInt8]] {
+            if descriptor < 0 { open(fromEnd: false); if descriptor < 0 { return [] } }
+            var lines = readLines()
+            // This file first, to its end (a look reads at most `maxReadPerPoll`).
+            var own = stat()
+            if fstat(descriptor, &own) == 0 && offset < Int64(own.st_size) { return lines }
+            var info = stat()
+            let renamed = stat(path, &info) != 0 || identity.map { $0 != (UInt64(info.st_dev), UInt64(info.st_ino)) } ?? true
+            if renamed {
+                // Rotated, and the old file read: its last line without `\n` is whole now.
+                if !partial.isEmpty { lines.append(partial) }
+                close()
+                open(fromEnd: false)
+                if descriptor >= 0 { lines += readLines() }
+            } else if Int64(info.st_size) < offset {
+                // Truncated in place: everything in it is new.
+                offset = 0
+                partial = []
+                lines += readLines()
+            }
+            return lines
+        }
+
+        private func readLines() -> [[UInt8]] {
+            var data = partial
+            var chunk = [UInt8](repeating: 0, count: 256 * 1024)
+            while data.count < LiveFeed.maxReadPerPoll {
+                let n = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                data += chunk[0..<n]
+                offset += Int64(n)
+            }
+            var lines: [[UInt8]] = []
+            var start = 0
+            data.withUnsafeBufferPointer { bytes in
+                guard let base = bytes.baseAddress else { return }
+                while start < bytes.count, let hit = memchr(base + start, 10, bytes.count - start) {
+                    let end = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    if end > start { lines.append(Array(bytes[start..<end])) }
+                    start = end + 1
+                }
+            }
+            partial = Array(data[start...])
+            return lines
+        }
+
+        func close() {
+            if descriptor >= 0 { Glibc.close(descriptor) }
+            descriptor = -1
+        }
+    }
+}

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Drives Tapwire's web viewer in headless Chromium (selenium) for ViewerEndToEndTests.
+
+  viewer_browser.py generate DIR COUNT      writes a log of COUNT http records (a .gz and a plain
+                                            rotated file, then the active one; a loss, a tunnel and
+                                            a websocket record among them)
+  viewer_browser.py live URL PROXY ORIGIN OUT   the page against `tapwire run` while curl sends traffic
+  viewer_browser.py history URL COUNT OUT [DIR]  the page over a large generated history (in DIR:
+                                            records appended there show live)
+
+Prints one line per check; exits 1 at the first failed check (its reason on stderr).
+Screenshots go to OUT."""
+import gzip, json, os, subprocess, sys, time, urllib.request
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+    print("ok: " + message, flush=True)
+
+# ---------------------------------------------------------------- generate
+
+def record(i, millis):
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis / 1000)) + ".%06dZ" % ((millis % 1000) * 1000)
+    status = 200 if i % 10 else 503
+    duration = 0.001 + (i % 97) / 1000.0 + (1.2 if i % 1000 == 0 else 0)
+    return json.dumps({
+        "id": "%016x-%06x" % (millis, i + 1), "kind": "http", "client": "127.0.0.1:50000",
+        "request": {"method": "GET" if i % 3 else "POST", "url": "http://api.local/v1/items/%d?page=%d" % (i, i % 7),
+                    "httpVersion": "HTTP/1.1", "headers": [["Host", "api.local"], ["Authorization", "[redacted]"]], "bodySize": 0},
+        "response": {"status": status, "reason": "OK" if status == 200 else "Service Unavailable", "httpVersion": "HTTP/1.1",
+                     "headers": [["Content-Type", "application/json"]], "bodySize": 40, "mimeType": "application/json", "charset": None},
+        "data": {"size": 40, "captured": 40, "truncated": False, "contentEncoding": None},
+        "rule": "default", "serializer": "json", "result": {"success": {"n": i, "big": 9007199254740993}}, "error": None,
+        "timeline": {"requestStartTime": stamp, "latency": duration / 2, "requestDuration": duration,
+                     "serializationDuration": 0.00002, "totalDuration": duration + 0.00002},
+        "metrics": {"dns": None, "connect": 0.0001, "tls": None, "send": 0.00001, "wait": duration / 2,
+                    "receive": duration / 2 - 0.00011, "connectionReused": False, "upstream": "127.0.0.1:80"},
+    }, separators=(",", ":"))
+
+def generate(directory, count):
+    os.makedirs(directory, exist_ok=True)
+    start = int(time.time() * 1000) - count * 10 - 60_000
+    lines = [record(i, start + i * 10) for i in range(count)]
+    third = count * 3 // 10
+    with gzip.open(os.path.join(directory, "tapwire-20261201T000000.jsonl.gz"), "wt") as f:
+        f.write("\n".join(lines[:third]) + "\n")
+    with open(os.path.join(directory, "tapwire-20261202T000000.jsonl"), "w") as f:
+        f.write("\n".join(lines[third:2 * third]) + "\n")
+    active = lines[2 * third:]
+    middle = len(active) // 2
+    base = start + count * 10
+    extra = [
+        json.dumps({"kind": "loss", "lost": 7, "time": "2026-12-02T10:11:15.000000Z", "reason": "queue full"}),
+        json.dumps({"id": "%016x-%06x" % (base, count + 1), "kind": "tunnel", "client": "127.0.0.1:50001", "target": "secure.example:443",
+                    "status": 200, "bytesFromClient": 517, "bytesFromUpstream": 4711, "startTime": "2026-12-02T10:11:13.000000Z",
+                    "endTime": "2026-12-02T10:11:14.500000Z", "duration": 1.5, "closedBy": "client", "error": None}),
+        json.dumps({"id": "%016x-%06x" % (base, count + 2), "kind": "websocket", "client": "127.0.0.1:50002", "target": "chat.local:80",
+                    "status": 101, "request": {"method": "GET", "url": "http://chat.local/socket", "httpVersion": "HTTP/1.1",
+                                                "headers": [["Upgrade", "websocket"]], "bodySize": 0},
+                    "response": {"status": 101, "reason": "Switching Protocols", "httpVersion": "HTTP/1.1",
+                                 "headers": [["Upgrade", "websocket"]], "bodySize": 0, "mimeType": None, "charset": None},
+                    "bytesFromClient": 1229, "bytesFromUpstream": 35328, "startTime": "2026-12-02T10:11:13.500000Z",
+                    "endTime": "2026-12-02T10:11:15.500000Z", "duration": 2, "closedBy": "upstream", "error": None}),
+    ]
+    with open(os.path.join(directory, "tapwire.jsonl"), "w") as f:
+        f.write("\n".join(active[:middle] + extra + active[middle:]) + "\n")
+
+# ---------------------------------------------------------------- browser
+
+def browser(out):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("TAPWIRE_CHROMIUM", "/usr/bin/chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-proxy-server",
+                "--window-size=1500,950", "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    service = Service(os.environ.get("TAPWIRE_CHROMEDRIVER", "/usr/bin/chromedriver"))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_script_timeout(60)
+    # Long tasks are recorded from the first script on: the blocking budget covers loading too.
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.__longTasks = [];
+        new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longTasks.push(e.duration); })
+          .observe({ type: "longtask", buffered: true });
+    """})
+    os.makedirs(out, exist_ok=True)
+    return driver
+
+def wait(driver, script, timeout=20, message="condition"):
+    deadline = time.time() + timeout
+    while True:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        if time.time() > deadline:
+            fail("timed out waiting for " + message)
+        time.sleep(0.02)
+
+def rows(driver):
+    return driver.execute_script("return window.tapwireViewer.rows")
+
+def curl(proxy, url, *extra):
+    env = dict(os.environ, http_proxy=proxy, HTTP_PROXY=proxy, https_proxy=proxy, HTTPS_PROXY=proxy, NO_PROXY="", no_proxy="")
+    return subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", *extra, url],
+                          env=env, capture_output=True, text=True).stdout
+
+def click_row(driver, id, ctrl=False):
+    """Clicks the list row of record `id` once it is rendered (rows render on the next frame)."""
+    wait(driver, "return document.querySelector('#rows .row[data-id=\"%s\"]:not([hidden])')" % id, message="the row of " + id)
+    driver.execute_script("document.querySelector('#rows .row[data-id=\"' + arguments[0] + '\"]:not([hidden])')"
+                          ".dispatchEvent(new MouseEvent('click', { bubbles: true, ctrlKey: arguments[1] }))", id, ctrl)
+
+def set_query(driver, text):
+    from selenium.webdriver.common.keys import Keys
+    box = driver.find_element("id", "q")
+    box.clear()
+    box.send_keys(text + Keys.ENTER)
+
+def live(url, proxy, origin, out):
+    driver = browser(out)
+    try:
+        driver.get(url)
+        wait(driver, "return window.tapwireViewer && window.tapwireViewer.done && window.tapwireViewer.source && window.tapwireViewer.source.readyState === 1",
+             message="the list to load and the live stream to open")
+        # Rows appear live as curl sends traffic.
+        delays = []
+        before = len([r for r in rows(driver) if r.get("path") == "/json"])
+        for i in range(3):
+            status = curl(proxy, "%s/json?live=%d" % (origin, i))
+            ended = time.time()
+            check(status == "200", "curl through the proxy answered 200 (%s)" % status)
+            wait(driver, "return [...document.querySelectorAll('#rows .row')].some(r => !r.hidden && r.textContent.includes('/json') && r._record && r._record.path === '/json' && r._record.time) && window.tapwireViewer.rows.filter(r => r.path === '/json').length >= %d" % (before + i + 1),
+                 timeout=10, message="live row %d" % i)
+            delays.append(time.time() - ended)
+        print("live delays (s): " + ", ".join("%.3f" % d for d in delays), flush=True)
+        check(min(delays) < 1.0, "a live row appears within 1 s of its exchange ending (best %.3f s)" % min(delays))
+        curl(proxy, origin + "/status?code=404")
+        curl(proxy, origin + "/status?code=503")
+        wait(driver, "return window.tapwireViewer.rows.filter(r => r.path === '/status').length >= 2", message="status rows")
+        driver.save_screenshot(os.path.join(out, "list.png"))
+
+        # The query box filters, puts the query in the URL, and shows an error inline.
+        set_query(driver, "status=404")
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length === 1 && s.rows[0].status == 404", message="status=404 to filter")
+        check("q=status%3D404" in driver.current_url, "the query is in the page URL (%s)" % driver.current_url)
+        driver.get(driver.current_url)
+        wait(driver, "const s = window.tapwireViewer; return s && s.done && s.rows.length === 1 && document.getElementById('q').value === 'status=404'",
+             message="a reload to keep the query")
+        check(True, "a reloaded page keeps the query from its URL")
+        set_query(driver, "status>=")
+        error = wait(driver, "const e = document.getElementById('qerror'); return !e.hidden && e.textContent", message="the query error")
+        check("column 9" in error, "a bad expression shows its column inline: %r" % error.strip())
+        check(len(rows(driver)) == 1, "the list is not emptied by a bad expression")
+        set_query(driver, "")
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length >= 5 && document.getElementById('qerror').hidden", message="the full list")
+
+        # Detail: the decoded tree (number text and key order kept) and the waterfall.
+        click_row(driver, driver.execute_script("return window.tapwireViewer.rows.find(r => r.path === '/json' && r.status == 200).id"))
+        wait(driver, "return document.querySelector('#detail .tree')", message="the detail tree")
+        numbers = driver.execute_script("return [...document.querySelectorAll('#detail .tree .n')].map(e => e.textContent)")
+        check("12345678901234567890" in numbers, "a large number is shown as sent (%s)" % numbers[:4])
+        keys = driver.execute_script("return [...document.querySelectorAll('#detail .value .tree > details > .leaf > .k, #detail .value .tree > details > details > summary > .k')].map(e => e.textContent)")
+        check(keys[:2] == ["id", "ok"], "the value's keys keep their order (%s)" % keys)
+        redacted = driver.execute_script("return [...document.querySelectorAll('#detail .redacted')].map(e => e.textContent)")
+        check(any("[redacted]" in r for r in redacted), "redacted values are shown as redacted (%s)" % redacted)
+        bars = driver.execute_script("return [...document.querySelectorAll('#detail .waterfall .bar')].map(b => [b.className, b.title, b.getBoundingClientRect().width])")
+        check(len(bars) >= 3 and all(b[1] for b in bars), "the waterfall draws a bar per phase with its numbers on hover (%d bars)" % len(bars))
+        driver.save_screenshot(os.path.join(out, "detail.png"))
+        driver.find_element("id", "toggle-raw").click()
+        raw = driver.execute_script("return [...document.querySelectorAll('#detail .value pre')].map(p => p.textContent).join('\\n')")
+        check('"id": 12345678901234567890' in raw, "the raw view keeps the number text")
+
+        # The arrow keys move the selection, and the detail with it.
+        from selenium.webdriver.common.keys import Keys
+        first = driver.execute_script("return window.tapwireViewer.current.id")
+        index = driver.execute_script("return window.tapwireViewer.rows.findIndex(r => r.id === arguments[0])", first)
+        driver.find_element("id", "viewport").send_keys(Keys.ARROW_DOWN)
+        moved = wait(driver, "const s = window.tapwireViewer; return s.current && s.current.id !== '%s' && s.current.id" % first,
+                     message="ArrowDown to move the selection")
+        expected = driver.execute_script("return window.tapwireViewer.rows[arguments[0] + 1].id", index)
+        check(moved == expected, "ArrowDown selects the next row (%s)" % moved)
+        driver.find_element("id", "viewport").send_keys(Keys.ARROW_UP)
+        wait(driver, "const s = window.tapwireViewer; return s.current.id === '%s' && document.querySelector('#detail .tree')" % first,
+             message="ArrowUp back")
+
+        # Copy as curl: the text sends the same request again.
+        before = len([r for r in rows(driver) if r.get("path") == "/json"])
+        original = driver.execute_script("return window.tapwireViewer.current.id")
+        driver.find_element("id", "copy-curl").click()
+        text = wait(driver, "const e = document.getElementById('curl-text'); return e && e.textContent", message="the curl text")
+        env = dict(os.environ, http_proxy=proxy, HTTP_PROXY=proxy, NO_PROXY="", no_proxy="")
+        result = subprocess.run(["sh", "-c", text], env=env, capture_output=True, text=True, timeout=30)
+        check(result.returncode == 0 and "12345678901234567890" in result.stdout, "the copied curl command runs and gets the same answer")
+        wait(driver, "return window.tapwireViewer.rows.filter(r => r.path === '/json').length === %d" % (before + 1), message="the curl row")
+        check(True, "the copied curl command's request is recorded like the original")
+
+        # Replay: a new record linked to its original.
+        click_row(driver, original)
+        wait(driver, "return document.getElementById('replay')", message="the replay button")
+        driver.find_element("id", "replay").click()
+        note = wait(driver, "const e = document.getElementById('replay-result'); return e && e.textContent", message="the replay result")
+        check("200" in note, "replay answered: %s" % note)
+        replayed = wait(driver, "const r = window.tapwireViewer.rows.find(r => r.replayOf === '%s'); return r && r.id" % original, message="the replay's row")
+        wait(driver, "const r = document.querySelector('#rows .row[data-id=\"%s\"]'); return r && r.textContent.includes('↻')" % replayed, message="the replay mark")
+        click_row(driver, replayed)
+        link = wait(driver, "const a = document.querySelector('#detail .replay-of'); return a && a.textContent", message="the link to the original")
+        check(original in link, "the replay's detail links to its original (%s)" % link)
+
+        # Two selected: the structural diff.
+        target = driver.execute_script("return window.tapwireViewer.rows.find(r => r.path === '/status' && r.status == 404).id")
+        click_row(driver, original)
+        click_row(driver, target, ctrl=True)
+        wait(driver, "return !document.getElementById('diff').disabled", message="diff to be enabled")
+        driver.find_element("id", "diff").click()
+        lines = wait(driver, "const e = document.getElementById('diff-lines'); return e && e.textContent", message="the diff")
+        check("status: 200 → 404" in lines, "the diff of two selected exchanges is shown")
+        driver.save_screenshot(os.path.join(out, "diff.png"))
+
+        # HAR export of the current query.
+        set_query(driver, "path=/json")
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length >= 1 && s.rows.every(r => r.path === '/json')", message="path=/json")
+        expected = len(rows(driver))
+        href = driver.execute_script("return document.getElementById('har').href")
+        har = driver.execute_async_script("const done = arguments[1]; fetch(arguments[0]).then(r => r.text()).then(done)", href)
+        document = json.loads(har)
+        schema_path = os.environ.get("TAPWIRE_HAR_SCHEMA")
+        if schema_path:
+            import jsonschema
+            schema = json.load(open(schema_path))
+            errors = list(jsonschema.Draft7Validator(schema).iter_errors(document))
+            check(not errors, "the HAR export validates against the HAR 1.2 schema (%s)" % [e.message for e in errors[:3]])
+        check(document["log"]["version"] == "1.2" and len(document["log"]["entries"]) == expected,
+              "the HAR export holds the query's %d exchanges" % expected)
+        print("PASS", flush=True)
+    finally:
+        driver.quit()
+
+def history(url, count, out, directory=None):
+    driver = browser(out)
+    try:
+        started = time.time()
+        driver.get(url)
+        wait(driver, "return window.tapwireViewer && window.tapwireViewer.rows.length > 0 && document.querySelectorAll('#rows .row:not([hidden])').length > 10",
+             timeout=30, message="the first rows")
+        first_rows = time.time() - started
+        paint = driver.execute_script("const p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null")
+        print("first rows after %.3f s (first contentful paint %s ms)" % (first_rows, paint), flush=True)
+        driver.save_screenshot(os.path.join(out, "history.png"))
+        deadline = time.time() + 240
+        while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading"):
+            driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight")
+            time.sleep(0.05)
+            if time.time() > deadline:
+                fail("history did not finish loading: %d rows" % len(driver.execute_script("return window.tapwireViewer.rows")))
+        loaded = driver.execute_script("const s = window.tapwireViewer; return [s.rows.filter(r => r.kind === 'http').length, s.rows.filter(r => r.kind === 'loss').length, s.rows.filter(r => r.kind === 'tunnel').length, s.rows.filter(r => r.kind === 'websocket').length]")
+        check(loaded == [count, 1, 1, 1], "all %d records load on scroll, across a .gz and a plain rotated file (%s)" % (count, loaded))
+        dom = driver.execute_script("return document.querySelectorAll('#rows .row').length")
+        check(dom < 300, "a virtual list: %d DOM rows for %d records" % (dom, count + 3))
+        # Scroll through: steps, then jumps.
+        for step in range(60):
+            driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight * arguments[0]", (step * 0.37) % 1)
+            time.sleep(0.02)
+        for step in range(100):
+            driver.execute_script("document.getElementById('viewport').scrollTop -= 4000")
+            time.sleep(0.01)
+        index = driver.execute_script("return window.tapwireViewer.rows.findIndex(r => r.kind === 'loss')")
+        driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = Math.max(0, (arguments[0] - 5) * 22)", index)
+        text = wait(driver, "const r = [...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden); return r && r.textContent", message="the loss row")
+        check("7 exchanges not recorded" in text, "a loss record is a visible gap: %r" % text)
+        driver.execute_script("[...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden).click()")
+        driver.save_screenshot(os.path.join(out, "loss.png"))
+        tunnel = wait(driver, "const r = [...document.querySelectorAll('#rows .row.tunnel')].find(r => !r.hidden); return r && r.textContent", message="the tunnel row")
+        check("tunnel" in tunnel and "CONNECT" in tunnel, "a tunnel record is shown as a tunnel: %r" % tunnel)
+        socket = wait(driver, "const r = [...document.querySelectorAll('#rows .row.websocket')].find(r => !r.hidden); return r && r.textContent", message="the websocket row")
+        check("websocket" in socket and "/socket" in socket and "101" in socket, "a WebSocket record is shown as one: %r" % socket)
+        driver.execute_script("[...document.querySelectorAll('#rows .row.websocket')].find(r => !r.hidden).click()")
+        note = wait(driver, "const n = document.querySelector('#detail .banner.note'); return n && n.textContent", message="the websocket detail")
+        check("frames relayed, not decoded" in note, "its detail says what it carried: %r" % note)
+        # Live while scrolled away: the rows in view stay, a button counts the new ones.
+        if directory:
+            top_before = driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = 50000 * 22; return v.scrollTop")
+            time.sleep(0.2)
+            first_visible = "return [...document.querySelectorAll('#rows .row')].filter(r => !r.hidden).sort((a, b) => a.offsetTop - b.offsetTop).find(r => r.offsetTop + 22 > document.getElementById('viewport').scrollTop).dataset.id"
+            anchor = driver.execute_script(first_visible)
+            millis = int(time.time() * 1000)
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(record(count + 10, millis) + "\n")
+            label = wait(driver, "const b = document.getElementById('newer'); return !b.hidden && b.textContent", message="the new-rows button")
+            check("1 new" in label, "scrolled away, a live row is announced, not scrolled in: %r" % label)
+            check(driver.execute_script(first_visible) == anchor, "the rows in view stay where they were")
+            driver.find_element("id", "newer").click()
+            newest = wait(driver, "const v = document.getElementById('viewport'); return v.scrollTop === 0 && document.querySelector('#rows .row:not([hidden])') && window.tapwireViewer.rows[0].id", message="back to the top")
+            check(newest == "%016x-%06x" % (millis, count + 11), "the button goes back to the newest row")
+            # At the top, following: a new row shows at once.
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(record(count + 11, millis + 1) + "\n")
+            wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r.offsetTop === 0); return r && r.dataset.id === '%016x-%06x'" % (millis + 1, count + 12),
+                 message="the followed row at the top")
+            check(True, "following at the top, a live row appears in view")
+        time.sleep(0.3)
+        tasks = driver.execute_script("return window.__longTasks")
+        print("long tasks (ms): %s" % sorted(round(t) for t in tasks)[-10:], flush=True)
+        check(max(tasks, default=0) <= 200, "the page never blocked for more than 200 ms while loading and scrolling (longest %.0f ms)" % max(tasks, default=0))
+        print("PASS", flush=True)
+    finally:
+        driver.quit()
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "generate":
+        generate(sys.argv[2], int(sys.argv[3]))
+    elif mode == "live":
+        live(*sys.argv[2:6])
+    elif mode == "history":
+        history(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
+    else:
+        fail("unknown mode " + mode)

@@ -1,0 +1,118 @@
+import ExchangeLog
+import Foundation
+import ResponseSerialization
+import XCTest
+@testable import LogTools
+
+/// The viewer's pages, newest first: every record once across a .gz, a plain rotated file and
+/// the active one, whatever the page size and chunk size; cursors that survive a rotation and
+/// a compression between two pages; a query applied; the active file's half line left out.
+final class RecordPagerTests: XCTestCase {
+    private var directory: TemporaryLogDirectory!
+
+    override func setUpWithError() throws { directory = try TemporaryLogDirectory() }
+    override func tearDown() { directory.remove() }
+
+    private var layout: LogFileLayout { LogFileLayout(directory: directory.path, fileName: "tapwire.jsonl") }
+
+    private func lines(_ numbers: ClosedRange<Int>) -> String {
+        Fixture.lines(numbers.map { Fixture.http($0, status: $0 % 5 == 0 ? 503 : 200) })
+    }
+
+    /// rotated .gz (1–30), rotated plain (31–50), active (51–80 and half a line).
+    private func writeLog() throws {
+        try directory.writeGzip("tapwire-20261201T000000.jsonl.gz", lines(1...30))
+        directory.write("tapwire-20261201T010000.jsonl", lines(31...50))
+        directory.write("tapwire.jsonl", lines(51...80) + #"{"id":"0000018c2b1f4a1e-000081","kind":"ht"#)
+    }
+
+    private func numbers(_ page: RecordPage) -> [Int] { page.lines.map { Fixture.number(ofLine: $0) ?? -1 } }
+
+    /// Every page until the end; the numbers in order.
+    private func all(_ query: String = "", limit: Int, chunkSize: Int = 4096,
+                     between: (Int) throws -> Void = { _ in }) throws -> [Int] {
+        var out: [Int] = []
+        var cursor: RecordCursor?
+        var pages = 0
+        repeat {
+            let page = try RecordPager.page(layout: layout, query: Query.parse(query), before: cursor, limit: limit, chunkSize: chunkSize)
+            out += numbers(page)
+            // The cursor goes through its text, as the page sends it back.
+            cursor = page.next.flatMap { RecordCursor(text: $0.text) }
+            XCTAssertEqual(page.next != nil, cursor != nil, "a cursor's text parses back")
+            pages += 1
+            try between(pages)
+        } while cursor != nil && pages < 1000
+        return out
+    }
+
+    func testEveryRecordOnceNewestFirstWhateverThePageSize() throws {
+        try writeLog()
+        for limit in [1, 3, 7, 20, 30, 31, 80, 500] {
+            for chunk in [4096, 1 << 20] {
+                XCTAssertEqual(try all(limit: limit, chunkSize: chunk), Array((1...80).reversed()), "limit \(limit), chunk \(chunk)")
+            }
+        }
+    }
+
+    func testAQueryKeepsItsRecordsOnly() throws {
+        try writeLog()
+        XCTAssertEqual(try all("status=503", limit: 4), Array(stride(from: 80, through: 5, by: -5)))
+        XCTAssertEqual(try all("status=404", limit: 4), [])
+    }
+
+    func testAPageEndsWithNoCursorAtTheOldestRecord() throws {
+        try writeLog()
+        let page = try RecordPager.page(layout: layout, query: .all, before: nil, limit: 80)
+        XCTAssertEqual(numbers(page).count, 80)
+        XCTAssertNil(page.next)
+        let partial = try RecordPager.page(layout: layout, query: .all, before: nil, limit: 79)
+        XCTAssertNotNil(partial.next)
+    }
+
+    func testACursorSurvivesARotationBetweenPages() throws {
+        try writeLog()
+        let seen = try all(limit: 7) { page in
+            guard page == 2 else { return }
+            // The writer rotates: the active file is renamed (same inode), a new one starts.
+            try self.directory.rename("tapwire.jsonl", "tapwire-20261201T020000.jsonl")
+            self.directory.write("tapwire.jsonl", self.lines(81...85))
+        }
+        XCTAssertEqual(seen, Array((1...80).reversed()), "older pages go on where they stopped; newer records are the live list's")
+    }
+
+    func testACursorIntoAFileCompressedSinceFallsBackToItsID() throws {
+        try writeLog()
+        let seen = try all(limit: 9) { page in
+            guard page == 4 else { return }
+            // The archiver compressed the plain rotated file the cursor points into (new inode).
+            let plain = self.directory.path + "/tapwire-20261201T010000.jsonl"
+            let text = try String(contentsOfFile: plain, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: plain)
+            try self.directory.writeGzip("tapwire-20261201T010000.jsonl.gz", text)
+        }
+        XCTAssertEqual(seen, Array((1...80).reversed()))
+    }
+
+    func testAMalformedCursorTextIsRefused() {
+        XCTAssertNil(RecordCursor(text: ""))
+        XCTAssertNil(RecordCursor(text: "a/b/c/d/e"))
+        XCTAssertNil(RecordCursor(text: "tapwire.jsonl/1/2/-3/x"))
+        XCTAssertEqual(RecordCursor(text: "tapwire.jsonl/1/2/3/0000018c2b1f4a1e-000001")?.position, 3)
+    }
+
+    func testASummaryRowNamesWhatTheListShows() throws {
+        let record = try JSONParser.parse(Array(Fixture.http(7, status: 503).utf8), allowFragments: false)
+        let row = RecordSummary.json(record)
+        XCTAssertEqual(row[member: "id"]?.stringValue, "0000018c2b1f4a1e-000007")
+        XCTAssertEqual(row[member: "status"], .number("503"))
+        XCTAssertEqual(row[member: "path"]?.stringValue, "/v1/items/7")
+        XCTAssertEqual(row[member: "duration"], .number("0.0021"), "the number's text as logged")
+        let loss = try JSONParser.parse(Array(#"{"kind":"loss","lost":3,"time":"2026-12-02T10:11:15.000000Z","reason":"queue full"}"#.utf8))
+        XCTAssertEqual(RecordSummary.json(loss)[member: "lost"], .number("3"))
+        let tunnel = try JSONParser.parse(Array(Fixture.tunnel(9).utf8))
+        XCTAssertEqual(RecordSummary.json(tunnel)[member: "method"]?.stringValue, "CONNECT")
+        XCTAssertEqual(RecordSummary.json(tunnel)[member: "host"]?.stringValue, "api.github.com")
+    }
+}
+

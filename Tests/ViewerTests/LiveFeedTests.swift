@@ -1,0 +1,94 @@
+import ExchangeLog
+import Foundation
+import LogTools
+import XCTest
+@testable import Viewer
+
+/// The live lists' source: new lines from the active file's end, across a rotation and a
+/// truncation, a backlog in steps, and rows only for the queries that keep them.
+final class LiveFeedTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.path + "/viewer-live-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    private var active: String { directory + "/tapwire.jsonl" }
+
+    private func append(_ text: String, to path: String? = nil) throws {
+        let path = path ?? active
+        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
+    }
+
+    private func texts(_ lines: [[UInt8]]) -> [String] { lines.map { String(decoding: $0, as: UTF8.self) } }
+
+    func testNewLinesFromTheEndAcrossARotationAndATruncation() throws {
+        try append("old 1\nold 2\n")
+        let follower = LiveFeed.Follower(path: active)
+        XCTAssertEqual(texts(follower.newLines()), [], "what was there before is history, not live")
+        try append("a\nb\nhal")
+        XCTAssertEqual(texts(follower.newLines()), ["a", "b"], "a half line waits")
+        try append("f")
+        // Rotation: renamed (same inode), a new active file begins.
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000000.jsonl")
+        try append("c\n")
+        XCTAssertEqual(texts(follower.newLines()), ["half", "c"], "the old file's last line, then the new file from its start")
+        try append("d\n")
+        XCTAssertEqual(texts(follower.newLines()), ["d"])
+        // Truncated in place (copytruncate), then written again.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: active))
+        try handle.truncate(atOffset: 0)
+        try handle.close()
+        try append("e\n")
+        XCTAssertEqual(texts(follower.newLines()), ["e"])
+        follower.close()
+    }
+
+    func testABacklogIsReadInSteps() throws {
+        try append("")
+        let follower = LiveFeed.Follower(path: active)
+        let line = String(repeating: "x", count: 999) + "\n"
+        let count = (3 * LiveFeed.maxReadPerPoll) / line.utf8.count
+        try append(String(repeating: line, count: count))
+        var total = 0
+        var looks = 0
+        while total < count && looks < 20 {
+            let lines = follower.newLines()
+            XCTAssertLessThanOrEqual(lines.count * line.utf8.count, LiveFeed.maxReadPerPoll + line.utf8.count)
+            total += lines.count
+            looks += 1
+        }
+        XCTAssertEqual(total, count)
+        XCTAssertGreaterThanOrEqual(looks, 3, "at most maxReadPerPoll bytes per look")
+        follower.close()
+    }
+
+    func testEachSubscriberGetsTheRowsItsQueryKeeps() throws {
+        try append("")
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"))
+        let errors = feed.subscribe(try Query.parse("status>=500"))
+        let everything = feed.subscribe(.all)
+        defer { feed.unsubscribe(errors); feed.unsubscribe(everything) }
+        func record(_ n: Int, _ status: Int) -> String {
+            #"{"id":"0000018c2b1f4a1e-\#(String(format: "%06d", n))","kind":"http","request":{"method":"GET","url":"http://a.local/x/\#(n)","headers":[]},"response":{"status":\#(status),"headers":[]}}"# + "\n"
+        }
+        try append(record(1, 200) + record(2, 503) + "not json\n" + record(3, 500))
+        var all: [[UInt8]] = [], failed: [[UInt8]] = []
+        let deadline = Date().addingTimeInterval(10)
+        while (all.count < 3 || failed.count < 2) && Date() < deadline {
+            all += everything.take(timeout: 0.2).rows
+            failed += errors.take(timeout: 0.2).rows
+        }
+        XCTAssertEqual(all.count, 3, "a line that is not a record is no row")
+        XCTAssertEqual(failed.count, 2)
+        XCTAssertTrue(texts(failed).allSatisfy { $0.contains(#""status":5"#) }, "\(texts(failed))")
+        XCTAssertTrue(texts(all)[0].contains(#""path":"/x/1""#), texts(all)[0])
+    }
+}
