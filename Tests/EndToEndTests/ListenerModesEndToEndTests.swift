@@ -176,4 +176,57 @@ final class ListenerModesEndToEndTests: XCTestCase {
         // It went through Tapwire: the tunnel (or the requests in it) is recorded.
         XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("127.0.0.1:\(port)") })
     }
+
+    /// ssh through the SOCKS listener with `ProxyCommand` (OpenBSD nc's SOCKS5 client), to
+    /// a real sshd on loopback: the server speaks first, so the connection is a tunnel record.
+    func testSSHProxyCommandThroughSOCKS5() throws {
+        func keygen(_ name: String) throws -> URL {
+            let key = work.appendingPathComponent(name)
+            let r = try runCommand("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key.path], timeout: 20)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return key
+        }
+        let hostKey = try keygen("host_key"), userKey = try keygen("user_key")
+        let authorized = work.appendingPathComponent("authorized_keys")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: userKey.path + ".pub"), to: authorized)
+        let sshPort = try unusedLoopbackPort()
+        let sshdConfig = work.appendingPathComponent("sshd_config")
+        try """
+            Port \(sshPort)
+            ListenAddress 127.0.0.1
+            HostKey \(hostKey.path)
+            AuthorizedKeysFile \(authorized.path)
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            UsePAM no
+            StrictModes no
+            PidFile \(work.appendingPathComponent("sshd.pid").path)
+
+            """.write(to: sshdConfig, atomically: true, encoding: .utf8)
+        // Privilege separation wants its empty directory (a package install makes it at boot).
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+        // sshd detaches (no -D): a long-lived child of the test process would hold its pipes.
+        let started = try runCommand("/usr/sbin/sshd", ["-f", sshdConfig.path], timeout: 20)
+        XCTAssertEqual(started.status, 0, started.stderr)
+        let pidFile = work.appendingPathComponent("sshd.pid")
+        defer {
+            if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                kill(pid, SIGTERM)
+            }
+        }
+        XCTAssertTrue(eventually(timeout: 10, every: 0.05) { (try? RawClient(port: sshPort)) != nil }, "sshd did not start")
+
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "socks5"]]])
+        defer { proxy.stop() }
+        let user = try runCommand("id", ["-un"]).text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let r = try runCommand("ssh", ["-F", "/dev/null", "-i", userKey.path, "-o", "IdentitiesOnly=yes",
+                                       "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                                       "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10",
+                                       "-o", "ProxyCommand=nc -X 5 -x 127.0.0.1:\(proxy.port) %h %p",
+                                       "-p", String(sshPort), "\(user)@127.0.0.1", "echo", "through-socks"], timeout: 30)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.text.trimmingCharacters(in: .whitespacesAndNewlines), "through-socks")
+        let record = try XCTUnwrap(try waitForRecord(proxy.logDirectory) { $0.contains("127.0.0.1:\(sshPort)") })
+        XCTAssertTrue(record.contains(#""kind":"tunnel""#), record)
+    }
 }
