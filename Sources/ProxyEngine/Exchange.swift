@@ -159,7 +159,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     private func connectNew() {
         clock.connectStart = now()
-        let c = UpstreamConnection(loop: session.loop, authority: authority)
+        // An upgrade needs HTTP/1.1; any other request can go to an origin that picks h2.
+        let c = UpstreamConnection(loop: session.loop, authority: authority, offersHTTP2: !machine.wantsUpgrade)
         upstream = c
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
@@ -183,6 +184,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
         upstreamAddressText = c.addressText
+        upstreamSpeaksHTTP2 = c.speaksHTTP2
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
@@ -430,10 +432,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         }
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: responseHead, responseBody: responseBody, error: error, clock: clock,
-                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText)
+                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText,
+                                upstreamHTTPVersion: upstreamAddressText == nil ? nil : upstreamSpeaksHTTP2 ? "HTTP/2" : "HTTP/1.1")
     }
 
     private var upstreamAddressText: String?
+    private var upstreamSpeaksHTTP2 = false
 
     private func emitRecord(error: TransportError?) {
         let duration = (clock.lastResponseByte ?? now()) - clock.requestStart

@@ -32,12 +32,19 @@ final class UpstreamConnection {
     /// The pool's idle timer, made once per connection (see `UpstreamPool.put`).
     private var idleTimer: LoopTimer?
     private var phase: ((UpstreamConnectionStateMachine.ConnectPhase) -> Void)?
+    /// ALPN offers `h2` as well as `http/1.1` (HTTPS origins of ordinary exchanges).
+    private let offersHTTP2: Bool
+    /// Set when the origin chose `h2`: `bev` is then the exchange's end of a pair this
+    /// translates (see `HTTP2OriginConnection`), and the connection is never pooled.
+    private var http2: HTTP2OriginConnection?
+    var speaksHTTP2: Bool { http2 != nil }
 
     typealias ConnectPhase = UpstreamConnectionStateMachine.ConnectPhase
 
-    init(loop: EventLoop, authority: HTTPAuthority) {
+    init(loop: EventLoop, authority: HTTPAuthority, offersHTTP2: Bool = false) {
         self.loop = loop
         self.authority = authority
+        self.offersHTTP2 = offersHTTP2
         machine = UpstreamConnectionStateMachine(authority: authority)
         loop.engine?.metrics.activeUpstreams.add()
     }
@@ -131,6 +138,24 @@ final class UpstreamConnection {
             completion(.failure(error))
             return
         }
+        if offersHTTP2, let tls = bev, let ssl = bufferevent_openssl_get_ssl(tls),
+           loop.engine?.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2" {
+            let origin = HTTP2OriginConnection(loop: loop, authority: authority, tls: tls,
+                                               maxHeadBytes: loop.engine?.configuration.maxHeaderBytes ?? 64 * 1024)
+            guard let origin, let end = origin.start() else {
+                if origin != nil { bev = nil }  // the origin connection owns the TLS bufferevent and frees it
+                release()
+                completion(.failure(TransportError(.upstreamConnectFailed, "cannot start HTTP/2 with \(authority)")))
+                return
+            }
+            // The TLS bufferevent is the origin connection's now; the exchange gets the pair's end.
+            http2 = origin
+            bev = end
+            installCallbacks()
+            reader = SocketReader(loop: loop, bev: end, enabled: true)
+            completion(.success(()))
+            return
+        }
         if let bev {
             let fd = bufferevent_getfd(bev)
             var one: Int32 = 1
@@ -200,7 +225,10 @@ final class UpstreamConnection {
             return
         }
         let ssl: OpaquePointer
-        do { ssl = try interceptor.clientSSL(forHost: authority.host) } catch {
+        do {
+            ssl = try offersHTTP2 ? interceptor.clientSSLOfferingHTTP2(forHost: authority.host)
+                                  : interceptor.clientSSL(forHost: authority.host)
+        } catch {
             perform(machine.tlsFailed("TLS setup for \(authority) failed: \(error)"))
             return
         }
@@ -294,5 +322,7 @@ final class UpstreamConnection {
         reader?.detach()
         reader = nil
         if let bev { bufferevent_free(bev); self.bev = nil }
+        http2?.close()
+        http2 = nil
     }
 }

@@ -27,7 +27,8 @@ final class UpstreamPool {
     }
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
-        guard c.bev != nil, idle.count(c.authority) < maxIdlePerOrigin,
+        // An HTTP/2 origin connection carries one exchange (no multiplexing yet).
+        guard c.bev != nil, !c.speaksHTTP2, idle.count(c.authority) < maxIdlePerOrigin,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)

@@ -105,6 +105,8 @@ public struct ExchangeMetrics: Sendable, Equatable {
     public var receive: TimeInterval?
     /// The upstream address actually used, `host:port`.
     public var upstream: String?
+    /// What was spoken to the origin, "HTTP/1.1" or "HTTP/2" (nil: no upstream used).
+    public var upstreamHTTPVersion: String? = nil
 }
 
 extension ExchangeMetrics {
@@ -120,10 +122,11 @@ extension ExchangeMetrics {
     ///   - receive: Seconds; default nil.
     ///   - connectionReused: Default false.
     ///   - upstream: The address used, `host:port`; default nil.
+    ///   - upstreamHTTPVersion: What was spoken to the origin; default nil.
     public init(dns: TimeInterval? = nil, connect: TimeInterval? = nil, tls: TimeInterval? = nil,
                 send: TimeInterval? = nil, wait: TimeInterval? = nil, receive: TimeInterval? = nil,
-                connectionReused: Bool = false, upstream: String? = nil) {
+                connectionReused: Bool = false, upstream: String? = nil, upstreamHTTPVersion: String? = nil) {
         self.init(connectionReused: connectionReused, dns: dns, connect: connect, tls: tls, send: send, wait: wait,
-                  receive: receive, upstream: upstream)
+                  receive: receive, upstream: upstream, upstreamHTTPVersion: upstreamHTTPVersion)
     }
 }
