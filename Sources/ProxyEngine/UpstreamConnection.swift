@@ -34,9 +34,9 @@ final class UpstreamConnection {
     private var phase: ((UpstreamConnectionStateMachine.ConnectPhase) -> Void)?
     /// ALPN offers `h2` as well as `http/1.1` (HTTPS origins of ordinary exchanges).
     private let offersHTTP2: Bool
-    /// Set when the origin chose `h2`: `bev` is then the exchange's end of a pair this
-    /// translates (see `HTTP2OriginConnection`), and the connection is never pooled.
-    private var http2: HTTP2OriginConnection?
+    /// Set when the origin chose `h2`: `bev` is then the exchange's end of the stream's pair
+    /// (see `HTTP2OriginStream`), and this object is never pooled (its HTTP/2 connection is).
+    private var http2: HTTP2OriginStream?
     var speaksHTTP2: Bool { http2 != nil }
 
     typealias ConnectPhase = UpstreamConnectionStateMachine.ConnectPhase
@@ -47,6 +47,23 @@ final class UpstreamConnection {
         self.offersHTTP2 = offersHTTP2
         machine = UpstreamConnectionStateMachine(authority: authority)
         loop.engine?.metrics.activeUpstreams.add()
+    }
+
+    /// A new stream on a connected HTTP/2 origin, lent at once as a pooled connection would
+    /// be; nil if the stream cannot be made.
+    convenience init?(loop: EventLoop, joining shared: HTTP2OriginConnection) {
+        guard let (stream, end) = shared.openStream() else { return nil }
+        self.init(loop: loop, authority: shared.authority, offersHTTP2: true)
+        machine.joinedSharedConnection()
+        adopt(stream, end: end, addressText: shared.addressText)
+    }
+
+    private func adopt(_ stream: HTTP2OriginStream, end: OpaquePointer, addressText text: String?) {
+        http2 = stream
+        bev = end
+        addressText = text
+        installCallbacks()
+        reader = SocketReader(loop: loop, bev: end, enabled: true)
     }
 
     deinit { close() }
@@ -140,19 +157,18 @@ final class UpstreamConnection {
         }
         if offersHTTP2, let tls = bev, let ssl = bufferevent_openssl_get_ssl(tls),
            loop.engine?.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2" {
+            // The TLS bufferevent is the origin connection's from here on; the exchange gets
+            // its stream's end of a pair, and later exchanges find the connection in the pool.
+            bev = nil
             let origin = HTTP2OriginConnection(loop: loop, authority: authority, tls: tls,
-                                               maxHeadBytes: loop.engine?.configuration.maxHeaderBytes ?? 64 * 1024)
-            guard let origin, let end = origin.start() else {
-                if origin != nil { bev = nil }  // the origin connection owns the TLS bufferevent and frees it
+                                               config: loop.engine?.configuration ?? EngineConfiguration(), addressText: addressText)
+            guard let origin, let (stream, end) = origin.openStream() else {
                 release()
                 completion(.failure(TransportError(.upstreamConnectFailed, "cannot start HTTP/2 with \(authority)")))
                 return
             }
-            // The TLS bufferevent is the origin connection's now; the exchange gets the pair's end.
-            http2 = origin
-            bev = end
-            installCallbacks()
-            reader = SocketReader(loop: loop, bev: end, enabled: true)
+            adopt(stream, end: end, addressText: addressText)
+            if origin.hasRoom { loop.pool.offerHTTP2(origin) }
             completion(.success(()))
             return
         }

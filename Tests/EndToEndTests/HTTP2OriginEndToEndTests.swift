@@ -82,6 +82,33 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         }
     }
 
+    /// Later exchanges to the same origin open streams on the HTTP/2 connection already up
+    /// (pooled per loop); the client's connection and version do not matter.
+    func testExchangesShareThePooledH2Connection() throws {
+        let (proxy, ca) = try startProxy()
+        let urls = (1...3).map { "https://127.0.0.1:\(h2Port)/data.json?seq=\($0)" }
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "--http1.1", "--cacert", ca] + urls)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(occurrences(of: #""origin":"h2""#, in: r.text), 3, r.text)
+        let reused = try (1...3).map { i -> Bool? in
+            let rec = try record(proxy, "seq=\(i)")
+            XCTAssertEqual(versions(rec).origin, "HTTP/2")
+            return (rec["metrics"] as? [String: Any])?["connectionReused"] as? Bool
+        }
+        XCTAssertEqual(reused, [false, true, true])
+    }
+
+    /// With `upstream.maxConcurrentStreams: 1` concurrent exchanges still all complete (a
+    /// full connection sends the next exchange to a new one).
+    func testStreamsPastTheBoundGetAnotherConnection() throws {
+        let (proxy, ca) = try startProxy(upstream: ["maxConcurrentStreams": 1])
+        let urls = (1...8).map { "https://127.0.0.1:\(h2Port)/data.json?par=\($0)" }
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-Z", "--parallel-immediate", "--http2", "--cacert", ca] + urls)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(occurrences(of: #""origin":"h2""#, in: r.text), 8, r.text)
+        for i in 1...8 { XCTAssertEqual(versions(try record(proxy, "par=\(i)")).origin, "HTTP/2") }
+    }
+
     func testAnUploadIsEchoedByTheH2Origin() throws {
         let (proxy, ca) = try startProxy()
         let body = String(repeating: "0123456789abcdef", count: 20_000)  // 320 KB: several DATA frames and windows
