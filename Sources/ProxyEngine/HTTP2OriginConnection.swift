@@ -106,8 +106,9 @@ final class HTTP2OriginConnection {
         guard session != nil else { return }
         if hasRoom { loop.pool.offerHTTP2(self) }
         if open.isEmpty {
-            let timer = idleTimer ?? LoopTimer(loop: loop) { [unowned self] in
-                guard self.open.isEmpty else { return }
+            let timer = idleTimer ?? LoopTimer(loop: loop) { [weak self] in
+                // Strong from here: the pool may hold the last reference.
+                guard let self, self.open.isEmpty else { return }
                 self.loop.pool.removeHTTP2(self)
                 self.close()
             }

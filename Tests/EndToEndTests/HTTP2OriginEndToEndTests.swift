@@ -98,6 +98,41 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         XCTAssertEqual(reused, [false, true, true])
     }
 
+    /// A pooled HTTP/2 origin connection without streams closes after `upstream.idleTimeout`;
+    /// the next exchange connects anew.
+    func testAnIdleH2ConnectionClosesAfterTheIdleTimeout() throws {
+        let (proxy, ca) = try startProxy(upstream: ["idleTimeout": 1])
+        for i in 1...2 {
+            if i == 2 { Thread.sleep(forTimeInterval: 2) }
+            let r = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca,
+                                                      "https://127.0.0.1:\(h2Port)/data.json?idle=\(i)"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let rec = try record(proxy, "idle=\(i)")
+            XCTAssertEqual((rec["metrics"] as? [String: Any])?["connectionReused"] as? Bool, false, "\(rec)")
+        }
+        XCTAssertEqual(proxy.stop(), 0)
+    }
+
+    /// Four gRPC calls held open at once on one client connection, after one that brought
+    /// the origin connection up: it carries them all by default; with
+    /// `upstream.maxConcurrentStreams: 2` the two past the bound need other connections.
+    func testConcurrentStreamsPerOriginConnectionAreBounded() throws {
+        guard (try? runCommand("python3", ["-c", "import grpc"]))?.status == 0 else {
+            throw XCTSkip("this test needs Python's grpcio (make test-deps installs it)")
+        }
+        let script = packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/grpc_call.py").path
+        for bound in [nil, 2] as [Int?] {
+            let (proxy, ca) = try startProxy(upstream: bound.map { ["maxConcurrentStreams": $0] } ?? [:])
+            let r = try runCommand("python3", [script, String(proxy.port), pki.certificate, pki.key, ca, "slow", "4"],
+                                   timeout: 90)
+            XCTAssertEqual(r.status, 0, r.text + r.stderr)
+            let got = try XCTUnwrap(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], r.text)
+            XCTAssertEqual((got["answers"] as? [String])?.count, 4, r.text)
+            let peers = try XCTUnwrap(got["peers"] as? Int, r.text)
+            if bound == nil { XCTAssertEqual(peers, 1, r.text) } else { XCTAssertGreaterThan(peers, 1, r.text) }
+        }
+    }
+
     /// With `upstream.maxConcurrentStreams: 1` concurrent exchanges still all complete (a
     /// full connection sends the next exchange to a new one).
     func testStreamsPastTheBoundGetAnotherConnection() throws {

@@ -1,14 +1,18 @@
 """A real gRPC server (grpcio, TLS, h2 only) and a client calling it through Tapwire.
 
-usage: grpc_call.py PROXY_PORT CERT KEY TAPWIRE_CA
+usage: grpc_call.py PROXY_PORT CERT KEY TAPWIRE_CA [slow N]
 
 The server serves /demo.Greeter/Hello (unary) and /demo.Greeter/Count (server-streaming)
 with hand-encoded protobuf messages (no generated stubs: the handlers take and give bytes).
 The client goes through the proxy (grpc.http_proxy, a CONNECT) and trusts Tapwire's CA.
-Prints one JSON object: what the client got.
+Prints one JSON object: what the client got. With `slow N`: one call of /demo.Greeter/Slow
+(held one second), then N concurrent ones on the same channel, and the distinct TCP peers
+the server saw them all from (how many connections the proxy spread them over).
 """
 import json
 import sys
+import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -46,6 +50,17 @@ def count(request, context):
         yield field_varint(1, i + 1) + field_string(2, "item")
 
 
+peers = set()
+peers_lock = threading.Lock()
+
+
+def slow(request, context):
+    with peers_lock:
+        peers.add(context.peer())
+    time.sleep(1)
+    return request
+
+
 def fail(request, context):
     context.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
 
@@ -56,8 +71,9 @@ def main():
         "Hello": grpc.unary_unary_rpc_method_handler(hello),
         "Count": grpc.unary_stream_rpc_method_handler(count),
         "Fail": grpc.unary_unary_rpc_method_handler(fail),
+        "Slow": grpc.unary_unary_rpc_method_handler(slow),
     })
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     server.add_generic_rpc_handlers((handler,))
     with open(cert, "rb") as c, open(key, "rb") as k:
         credentials = grpc.ssl_server_credentials([(k.read(), c.read())])
@@ -70,6 +86,16 @@ def main():
                ("grpc.enable_http_proxy", 1)]
     result = {"port": port}
     with grpc.secure_channel("127.0.0.1:%d" % port, roots, options=options) as channel:
+        if sys.argv[5:6] == ["slow"]:
+            call = channel.unary_unary("/demo.Greeter/Slow")
+            # One call first, so that the proxy's origin connection is up and pooled.
+            call(field_varint(1, 99), timeout=20)
+            pending = [call.future(field_varint(1, i), timeout=20) for i in range(int(sys.argv[6]))]
+            result["answers"] = [f.result().hex() for f in pending]
+            result["peers"] = len(peers)
+            server.stop(0)
+            print(json.dumps(result))
+            return
         unary = channel.unary_unary("/demo.Greeter/Hello")
         result["unary"] = unary(field_string(1, "tapwire"), timeout=20).hex()
         stream = channel.unary_stream("/demo.Greeter/Count")
