@@ -46,7 +46,7 @@ final class UpstreamPool {
     }
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
-        // An HTTP/2 origin connection carries one exchange (no multiplexing yet).
+        // A stream on an HTTP/2 origin connection is not reused: that connection is pooled itself.
         guard c.bev != nil, !c.speaksHTTP2, idle.count(c.authority) < maxIdlePerOrigin,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
