@@ -32,6 +32,10 @@ public struct ConfigErrorList: Error, Sendable, CustomStringConvertible {
 /// Reads typed fields out of a parsed JSON document, collecting every error
 /// with its path instead of stopping at the first, so one run of
 /// `check-config` lists all of them.
+extension JSON {
+    var isString: Bool { if case .string = self { return true } else { return false } }
+}
+
 final class ConfigReader {
     private(set) var errors: [ConfigError] = []
 
@@ -140,6 +144,16 @@ final class ConfigReader {
         guard let v else { return nil }
         if case .string(let s) = v { return [s] }
         return strings(v, path)
+    }
+
+    /// A list whose items are checked by the caller, each with its path; one item alone (a
+    /// string or an object) stands for a one-item list, at `path` itself.
+    func listEntries(_ v: JSON?, _ path: String) -> [(String, JSON)]? {
+        guard let v else { return nil }
+        switch v {
+        case .string, .object: return [(path, v)]
+        default: return array(v, path)
+        }
     }
 
     /// Parses each string with `parse`; reports the ones it refuses.

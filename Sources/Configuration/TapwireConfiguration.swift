@@ -23,6 +23,10 @@ public struct TapwireConfiguration: Sendable {
     public var redactHeaders: [String] = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
     public var redactJSONKeys: [String] = ["password", "token", "access_token", "refresh_token"]
     public var rules: [Rule] = []
+    /// The top-level `replay`: every listener without one of its own answers from it.
+    public var replay: ReplaySettings?
+    /// `listen[i].replay`, by index (nil: the top-level one, if any).
+    public var listenerReplays: [ReplaySettings?] = []
     /// `viewer.*`: the web viewer `tapwire run` serves on its listen address (and `tapwire view`
     /// on its own); a restart applies them.
     public var viewer = ViewerConfig()
@@ -38,6 +42,11 @@ public struct TapwireConfiguration: Sendable {
     }
 
     public init() {}
+
+    /// The replay source of `listen[index]`: its own, else the top-level one.
+    public func replay(ofListener index: Int) -> ReplaySettings? {
+        (index < listenerReplays.count ? listenerReplays[index] : nil) ?? replay
+    }
 
     /// The engine's defaults, except that the loops yield the CPU to logging once it falls
     /// behind (`log.loopNice`): at equal priority, large bodies at full speed can outrun the
@@ -95,15 +104,23 @@ public struct TapwireConfiguration: Sendable {
 
     private static func read(_ doc: JSON, _ r: ConfigReader) -> TapwireConfiguration {
         var c = TapwireConfiguration()
-        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "viewer"]) else {
+        guard let top = r.object(doc, "", allowed: ["listen", "access", "upstream", "limits", "capture", "log", "tls", "redact", "rules", "viewer", "replay"]) else {
             return c
         }
-        if let listen = r.stringOrStrings(top["listen"], "listen") {
-            if listen.isEmpty { r.fail("listen", "needs at least one address") }
+        if let items = r.listEntries(top["listen"], "listen") {
+            if items.isEmpty { r.fail("listen", "needs at least one address") }
             var seen: [SocketAddress] = []
-            for (i, a) in listen.enumerated() {
+            var listen: [String] = [], modes: [ListenerMode] = [], replays: [ReplaySettings?] = []
+            for (path, item) in items {
+                guard let entry = ListenEntry.read(item, path, r) else { continue }
+                let a = entry.address
+                listen.append(a)
+                modes.append(entry.mode)
+                replays.append(entry.replay)
+                let i = listen.count - 1
                 guard let address = SocketAddress(parsing: a) else {
-                    r.fail("listen[\(i)]", "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
+                    r.fail(item.isString ? path : "\(path).address",
+                           "expected a numeric HOST:PORT such as 127.0.0.1:8080 or [::1]:8080, found \"\(a)\"")
                     continue
                 }
                 // Caught here so check-config says so (exit 2), not `run` with "Address already in
@@ -118,7 +135,10 @@ public struct TapwireConfiguration: Sendable {
                 seen.append(address)
             }
             c.engine.listen = listen
+            c.engine.listenerModes = modes
+            c.listenerReplays = replays
         }
+        if let v = top["replay"] { c.replay = ReplaySettings.read(v, "replay", r) }
         if let access = r.object(top["access"], "access", allowed: ["allow"]) {
             if let allow = r.parsed(access["allow"], "access.allow", expected: "an address range such as 127.0.0.1/32", AddressRange.init) {
                 // An empty list refuses every client, loopback included: surely not meant.
@@ -240,13 +260,20 @@ public struct TapwireConfiguration: Sendable {
                 }
             }
         }
-        // An open proxy is never the default: a listener beyond loopback needs an explicit allow list.
+        // An open proxy is never the default: a listener beyond loopback, of any mode (a reverse
+        // or SOCKS listener opens as much), needs an explicit allow list.
         if !c.accessGiven {
             for (i, a) in c.engine.listen.enumerated() {
                 if let addr = SocketAddress(parsing: a), !addr.isLoopback {
-                    r.fail("access.allow", "required when listening on the non-loopback address \(a) (listen[\(i)])")
+                    let mode = c.engine.mode(ofListener: i)
+                    r.fail("access.allow", "required when listening on the non-loopback address \(a) (listen[\(i)]"
+                           + (mode == .forward ? ")" : ", mode \(mode.name))"))
                 }
             }
+        }
+        // Verified as any origin: the trust anchors must be there when an https upstream is.
+        if c.tls.intercept.isEmpty, c.needsOriginTLS, let file = c.tls.upstreamCAFile, !FileManager.default.isReadableFile(atPath: file) {
+            r.fail("tls.upstreamCAFile", "\(file) does not exist or cannot be read")
         }
         return c
     }
@@ -416,6 +443,8 @@ public struct TapwireConfiguration: Sendable {
                 errors.append(ConfigError(path: "--listen", message: "expected a numeric HOST:PORT such as 127.0.0.1:8080, found \"\(l)\""))
             } else {
                 engine.listen = [l]
+                engine.listenerModes = []
+                listenerReplays = []
                 if let a = SocketAddress(parsing: l), !a.isLoopback, !accessGiven {
                     errors.append(ConfigError(path: "--listen", message: "\(l) is not loopback: set access.allow in the config first (an open proxy is never the default)"))
                 }
@@ -425,6 +454,30 @@ public struct TapwireConfiguration: Sendable {
             if d.isEmpty { errors.append(ConfigError(path: "--log-dir", message: "must not be empty")) } else { log.directory = d }
         }
         return errors
+    }
+
+    /// `tapwire run --replay-from DIR`: every listener answers from DIR (as a top-level
+    /// `replay` with its defaults, replacing the file's).
+    public mutating func override(replayFrom directory: String?) -> [ConfigError] {
+        guard let directory else { return [] }
+        if let why = ReplaySettings.problem(directory: directory) { return [ConfigError(path: "--replay-from", message: why)] }
+        replay = ReplaySettings(directory: directory)
+        listenerReplays = []
+        return []
+    }
+
+    /// Whether some listener answers from recorded responses (`replay`, `--replay-from`).
+    public var replaysAnything: Bool {
+        engine.listen.indices.contains { replay(ofListener: $0) != nil }
+    }
+
+    /// Whether some origin is reached over TLS without interception: a reverse listener's
+    /// https upstream (verified as any origin, so the upstream trust is set up).
+    public var needsOriginTLS: Bool {
+        engine.listenerModes.contains { mode in
+            if case .reverse(let upstream) = mode { return upstream.authority.scheme == "https" }
+            return false
+        }
     }
 
     /// One line for `check-config` and the start-up log.

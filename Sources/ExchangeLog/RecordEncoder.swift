@@ -33,6 +33,8 @@ import ResponseSerialization
 /// - `replayOf` (present only for a request sent by `tapwire replay`): the id of the record
 ///   it re-sends, from the request's `X-Tapwire-Replay-Of` field, which is neither forwarded
 ///   nor logged among the headers (`ReplayOfField`).
+/// - `replayedFrom` (present only for an answer served from recorded responses, `replay`):
+///   the id of the record whose response it is; last, after `replayOf`.
 /// - `request.bodySize` / `response.bodySize`: payload bytes seen on the wire (before decoding).
 /// - `request.body` (present only when a request body was captured): the body through
 ///   the default serializer for the request's Content-Type, after undoing its
@@ -164,6 +166,10 @@ public struct RecordEncoder: Sendable {
         if let replayOf {
             RecordEncoder.ascii(",\"replayOf\":", &out)
             out.appendQuoted(replayOf)
+        }
+        if let replayedFrom = exchange.replayedFrom {
+            RecordEncoder.ascii(",\"replayedFrom\":", &out)
+            out.appendQuoted(replayedFrom)
         }
         out.append(UInt8(ascii: "}"))
     }

@@ -60,6 +60,9 @@ public struct CapturedExchange: Sendable {
     public var upstreamAddress: String?
     /// What was spoken to the origin: "HTTP/1.1" or "HTTP/2"; nil when no upstream was used.
     public var upstreamHTTPVersion: String? = nil
+    /// Offline replay answered the request with the response of this record (`replayedFrom`);
+    /// nothing went to the network.
+    public var replayedFrom: String? = nil
 }
 
 extension CapturedExchange {

@@ -17,6 +17,35 @@ public struct FirstEventScanner: Sendable {
 
     public init() {}
 
+    /// Whether a response with these headers is a plain event stream, whose body can be
+    /// scanned as it comes: `Content-Type` `text/event-stream` (any case, parameters allowed)
+    /// and no `Content-Encoding` but `identity`. Runs on the event loop for every response,
+    /// so it compares bytes and allocates nothing.
+    public static func applies(to headers: HTTPHeaders) -> Bool {
+        let isEventStream = headers.withFirstValue(name: "Content-Type") { value -> Bool in
+            guard let value else { return false }
+            return mediaType(value, is: "text/event-stream")
+        }
+        guard isEventStream else { return false }
+        return headers.withFirstValue(name: "Content-Encoding") { value -> Bool in
+            guard let value else { return true }
+            return mediaType(value, is: "identity")
+        }
+    }
+
+    /// `value` is `token` (ASCII case-insensitive) around optional whitespace, optionally
+    /// followed by `;` and parameters.
+    static func mediaType(_ value: UnsafeBufferPointer<UInt8>, is token: StaticString) -> Bool {
+        var i = 0
+        while i < value.count, value[i] == 0x20 || value[i] == 0x09 { i += 1 }
+        let t = UnsafeBufferPointer(start: token.utf8Start, count: token.utf8CodeUnitCount)
+        guard value.count - i >= t.count else { return false }
+        for k in 0..<t.count where asciiLower(value[i + k]) != t[k] { return false }
+        i += t.count
+        while i < value.count, value[i] == 0x20 || value[i] == 0x09 { i += 1 }
+        return i == value.count || value[i] == 0x3B
+    }
+
     /// Scans `bytes`, the body's next bytes; true once the first event has ended.
     public mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard !found else { return true }

@@ -25,10 +25,12 @@ extension HTTPRequestHead {
     }
 
     /// `forwardedWireForm` written into memory `sink` provides (the engine's output buffer).
+    /// - Parameter host: the Host value to send instead of the authority's (a reverse
+    ///   listener's `keepHost` passes the client's own).
     public func writeForwardedWireForm(authority: HTTPAuthority, originTarget: String, keepUpgrade: Bool,
-                                       to sink: WireFormSink) {
+                                       host hostOverride: String? = nil, to sink: WireFormSink) {
         let headers = self.headers
-        let hostValue = authority.hostFieldValue
+        let hostValue = hostOverride ?? authority.hostFieldValue
         HTTPHeaders.withUTF8(method) { method in
             HTTPHeaders.withUTF8(originTarget) { target in
                 HTTPHeaders.withUTF8(hostValue) { host in

@@ -4,6 +4,7 @@ public enum ProxyStatus: Int, Sendable, CaseIterable {
     case ok = 200
     case badRequest = 400
     case forbidden = 403
+    case notFound = 404
     case requestTimeout = 408
     case requestHeaderFieldsTooLarge = 431
     case notImplemented = 501
@@ -19,6 +20,7 @@ public enum ProxyStatus: Int, Sendable, CaseIterable {
         case .ok: return "OK"
         case .badRequest: return "Bad Request"
         case .forbidden: return "Forbidden"
+        case .notFound: return "Not Found"
         case .requestTimeout: return "Request Timeout"
         case .requestHeaderFieldsTooLarge: return "Request Header Fields Too Large"
         case .notImplemented: return "Not Implemented"

@@ -205,7 +205,7 @@ public struct RecordedRequest: Equatable {
         return nil
     }
 
-    private static func encode(_ text: String, _ charset: Charset) -> [UInt8]? {
+    static func encode(_ text: String, _ charset: Charset) -> [UInt8]? {
         switch charset.name {
         case Charset.utf8.name:
             return Array(text.utf8)

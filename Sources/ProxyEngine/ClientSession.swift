@@ -40,6 +40,11 @@ final class ClientSession: ExchangeClient {
     /// which passes every call on to the filter's own reading.
     private var reader: SocketReader?
     private var interceptStart = 0.0
+    /// The listener's mode and replay source.
+    let role: ListenerRole
+    /// On a `socks5` listener: the handshake, until its CONNECT is answered; then how the
+    /// CONNECT is answered (`answerConnectEstablished`, `refuseConnect`).
+    var socks: SOCKS5ServerStateMachine?
 
     var config: EngineConfiguration { engine.configuration }
     var isIdle: Bool { http2.map { $0.isIdle } ?? !machine.hasExchange }
@@ -49,10 +54,12 @@ final class ClientSession: ExchangeClient {
     /// Whether requests go to an intercepted origin (cheaper to ask than `interceptedAuthority`).
     var isIntercepting: Bool { machine.isIntercepting }
 
-    init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress) throws {
+    init(loop: EventLoop, engine: ProxyEngine, fd: Int32, peer: SocketAddress, role: ListenerRole = .forward) throws {
         self.loop = loop
         self.engine = engine
         self.peer = peer
+        self.role = role
+        if case .socks5(let users) = role.mode { socks = SOCKS5ServerStateMachine(credentials: users) }
         self.peerText = peer.description
         machine = ClientSessionStateMachine(clientIdleTimeout: engine.configuration.clientIdleTimeout)
         guard let b = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
@@ -102,7 +109,7 @@ final class ClientSession: ExchangeClient {
         headTimerFiresAt = deadline
     }
 
-    private func cancelHeadTimer() {
+    func cancelHeadTimer() {
         headDeadline = nil
     }
 
@@ -118,6 +125,8 @@ final class ClientSession: ExchangeClient {
             return
         }
         headDeadline = nil
+        // A SOCKS handshake that stalls gets no HTTP 408: there is no way to say it.
+        if isNegotiatingSOCKS { close(); return }
         perform(machine.headTimerFired(inputBuffered: input.map { evbuffer_get_length($0) > 0 } ?? false))
     }
 
@@ -211,6 +220,7 @@ final class ClientSession: ExchangeClient {
         // ALPN is asked here too, or an h2 preface would be parsed as an HTTP/1 head.
         if machine.isIntercepting, !alpnChecked, startHTTP2IfNegotiated() { return }
         guard let input else { return }
+        if isNegotiatingSOCKS { socksReadable(input); return }
         perform(machine.readable(buffered: evbuffer_get_length(input), maxHeaderBytes: config.maxHeaderBytes))
     }
 
@@ -249,6 +259,10 @@ final class ClientSession: ExchangeClient {
             respondError(error.answerStatus, error.reason, close: true)
             return
         }
+        if case .reverse(let upstream) = role.mode {
+            startReverse(head: head, form: form, framing: framing, upstream: upstream, clientEnded: clientEnded)
+            return
+        }
         // Tapwire's own endpoints, also when asked through the proxy: never held, since a
         // health check matters most while the log is behind.
         if case .absolute(let authority, let originTarget) = form, !isIntercepting,
@@ -262,6 +276,7 @@ final class ClientSession: ExchangeClient {
         }
         switch form {
         case .absolute(let authority, let originTarget):
+            if answerFromReplay(head, url: head.target, framing: framing) { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: originTarget, framing: framing,
                               clientEnded: clientEnded)
             exchange = ex
@@ -275,6 +290,7 @@ final class ClientSession: ExchangeClient {
             startTunnel(head: head, authority: authority)
         case .origin(let path) where isIntercepting:
             guard let authority = interceptedAuthority else { return }
+            if answerFromReplay(head, url: authority.url(originTarget: path), framing: framing) { return }
             let ex = Exchange(session: self, head: head, authority: authority, originTarget: path, framing: framing,
                               url: authority.url(originTarget: path), clientEnded: clientEnded)
             exchange = ex
@@ -292,6 +308,29 @@ final class ClientSession: ExchangeClient {
             respond(.ok, body: "", extraHeaders: [("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, CONNECT")],
                     close: head.wantsClose || framing != .none)
         }
+    }
+
+    /// A reverse listener: every origin-form request goes to its upstream, as if the client
+    /// had sent it there; Tapwire's own endpoints are the upstream's paths here.
+    private func startReverse(head: HTTPRequestHead, form: ProxyRequestForm, framing: BodyFraming, upstream: ReverseUpstream,
+                              clientEnded: Bool) {
+        guard case .origin(let path) = form else {
+            respondError(.badRequest, "this listener is a reverse proxy for \(upstream.authority.url(originTarget: "/")): "
+                         + "send origin-form requests (GET /path), not proxy requests", close: true)
+            return
+        }
+        if let sink = engine.sink, sink.isBehind {
+            perform(machine.hold(head))
+            return
+        }
+        let url = upstream.authority.url(originTarget: path)
+        if answerFromReplay(head, url: url, framing: framing) { return }
+        let ex = Exchange(session: self, head: head, authority: upstream.authority, originTarget: path, framing: framing, url: url,
+                          clientEnded: clientEnded)
+        if upstream.keepHost { ex.forwardedHost = head.headers.first(name: "host") }
+        exchange = ex
+        perform(machine.exchangeStarted())
+        ex.begin()
     }
 
     // MARK: holding requests while the log is behind
@@ -363,7 +402,7 @@ final class ClientSession: ExchangeClient {
 
     // MARK: CONNECT
 
-    private func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
+    func startTunnel(head: HTTPRequestHead, authority: HTTPAuthority) {
         if isIntercepting {
             respondError(.badRequest, "CONNECT inside an intercepted tunnel", close: true)
             return
@@ -426,11 +465,11 @@ final class ClientSession: ExchangeClient {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
-            respondError(.badGateway, "cannot make a certificate for \(authority.host): \(error)", close: true)
+            refuseConnect(.badGateway, TransportError(.tlsFailed, "cannot make a certificate for \(authority.host): \(error)"))
             recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
-        write(Array(ProxyStatus.connectionEstablishedHead.utf8))
+        answerConnectEstablished()
         flush()
         perform(machine.awaitClientHello(.init(head: head, authority: authority, ssl: ssl, upstream: nil,
                                                payload: ConnectPayloadStateMachine(interceptsTLS: true)),
@@ -598,6 +637,25 @@ final class ClientSession: ExchangeClient {
         guard !closed, let input else { return }
         parseNextHead(input)
         perform(machine.bufferedHeadsParsed())
+    }
+
+    /// A CONNECT's target is reached (or, intercepted, about to be): 200 to an HTTP client,
+    /// the success reply to a SOCKS5 one.
+    func answerConnectEstablished() {
+        if socks != nil {
+            write(socks?.connectSucceeded() ?? [])
+        } else {
+            write(Array(ProxyStatus.connectionEstablishedHead.utf8))
+        }
+    }
+
+    /// A CONNECT failed before its answer: the error status to an HTTP client, the SOCKS5
+    /// reply for the failure to a SOCKS one; the connection closes either way.
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError) {
+        guard socks != nil else { respondError(status, error.message, close: true); return }
+        write(socks?.connectFailed(error.code) ?? [])
+        flush()
+        closeAfterFlush()
     }
 
     func closeAfterFlush() {

@@ -5,6 +5,8 @@ import HTTP1
 public struct EngineConfiguration: Sendable, Equatable {
     /// `listen`: addresses to accept clients on.
     public var listen: [String] = ["127.0.0.1:8080"]
+    /// What each `listen` entry speaks, by index; an entry without one is `forward`.
+    public var listenerModes: [ListenerMode] = []
     /// Listening sockets passed by systemd (`LISTEN_FDS`); when present, `listen` is not bound.
     public var inheritedListeners: [Int32] = []
     /// Event loops (threads); 0 = one per core.
@@ -72,4 +74,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     static let maxSingleRead = 256 * 1024
 
     public init() {}
+
+    /// The mode of `listen[index]`.
+    public func mode(ofListener index: Int) -> ListenerMode {
+        index < listenerModes.count ? listenerModes[index] : .forward
+    }
 }

@@ -41,6 +41,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
     let url: String
+    /// The Host value sent upstream instead of the authority's (a reverse listener's `keepHost`).
+    var forwardedHost: String?
 
     /// - Parameter clientEnded: the client half-closed while this request was held
     ///   (`log.whenBehind: wait`), before the exchange could read its body: the body can
@@ -190,7 +192,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade) {
+            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
+                                        host: forwardedHost) {
                 c.stage(capacity: $0, bev, $1)
             }
         }
@@ -294,8 +297,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 responseHead = rh
                 responseFramer = framing.map { BodyFramer($0) }
                 // Time to first event: only a plain event stream can be scanned as it comes.
-                clock.eventStream = rh.headers.first(name: "Content-Type").map(Self.isEventStream) ?? false
-                    && (rh.headers.first(name: "Content-Encoding").map { $0.lowercased() == "identity" } ?? true)
+                clock.eventStream = FirstEventScanner.applies(to: rh.headers)
             } else if rh.status == 101 && machine.wantsUpgrade {
                 responseHead = rh
             }
@@ -342,11 +344,6 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         guard from < responseCapture.bytes.count else { return }
         let found = responseCapture.bytes.withUnsafeBytes { firstEventScanner.scan(UnsafeRawBufferPointer(rebasing: $0[from...])) }
         if found { clock.firstEvent = now() }
-    }
-
-    static func isEventStream(_ contentType: String) -> Bool {
-        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return media.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 
     /// A resumed direction cancels the stall timer unless the other is still paused: then the
@@ -468,9 +465,9 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
                     target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
                     start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.respondError(status, error.message, close: true) }
+                if answered { self.session.close() } else { self.session.refuseConnect(status, error) }
             case .success:
-                if !answered { self.session.write(Array(ProxyStatus.connectionEstablishedHead.utf8)) }
+                if !answered { self.session.answerConnectEstablished() }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }
                 let session = self.session
                 let tunnelStart = start

@@ -58,6 +58,12 @@ protocol ExchangeClient: AnyObject {
     /// is ever asked: an intercepted request's upgrade is not tunnelled, and HTTP/2
     /// streams exist only inside interception.
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void)
+    /// A CONNECT's target is reached: its answer (200, or a SOCKS5 success reply). Only an
+    /// HTTP/1.1 session is asked, as for `awaitFirstBytes`.
+    func answerConnectEstablished()
+    /// A CONNECT failed before its answer: the client learns why (an error status, or a
+    /// SOCKS5 reply) and the connection closes.
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError)
     /// A CONNECT's upstream is ready: the client's first bytes decide what follows. Only an
     /// HTTP/1.1 session is asked (HTTP/2 streams refuse CONNECT before an exchange starts).
     func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double)

@@ -137,6 +137,13 @@ final class HTTP2Stream: ExchangeClient {
 
     func handOver(to tunnelBuilder: (HandedOverSocket) -> Void) { reset() }
 
+    /// Never reached (see `ExchangeClient`): HTTP/2 streams refuse CONNECT first.
+    func answerConnectEstablished() { reset() }
+
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError) {
+        respondError(status, error.message, close: true)
+    }
+
     /// Never reached (see `ExchangeClient`); the socket is freed rather than leaked.
     func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double) {
         bufferevent_free(upstream.bev)

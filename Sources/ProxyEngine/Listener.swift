@@ -12,10 +12,13 @@ final class Listener {
     private var backoff: LoopTimer?
     /// One log line per listener, not one per retry.
     private var loggedFailure = false
+    /// What its clients speak (`listen[i].mode`) and where its answers may come from (`replay`).
+    let role: ListenerRole
 
-    init(loop: EventLoop, engine: ProxyEngine, address: SocketAddress) throws {
+    init(loop: EventLoop, engine: ProxyEngine, address: SocketAddress, role: ListenerRole) throws {
         self.loop = loop
         self.engine = engine
+        self.role = role
         var flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT
         if address.family == AF_INET6 { flags |= LEV_OPT_BIND_IPV6ONLY }
         let ctx = Unmanaged.passUnretained(self).toOpaque()
@@ -52,9 +55,10 @@ final class Listener {
 
     /// A socket handed over by systemd (socket activation), shared by every loop; no
     /// listener closes it: the engine does once every loop has let go (`shutdown`).
-    init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32) throws {
+    init(loop: EventLoop, engine: ProxyEngine, inheritedFD fd: Int32, role: ListenerRole) throws {
         self.loop = loop
         self.engine = engine
+        self.role = role
         _ = evutil_make_socket_nonblocking(fd)
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         guard let l = evconnlistener_new(loop.base, { _, fd, sa, len, ctx in
@@ -84,8 +88,11 @@ final class Listener {
     private func accepted(_ fd: Int32, _ sa: UnsafeMutablePointer<sockaddr>, _ len: socklen_t) {
         guard let peer = SocketAddress(sa, length: len) else { Foundation.close(fd); return }
         let config = engine.configuration
+        // Every listener, whatever its mode: a SOCKS or reverse listener is as open as a proxy.
         guard config.allow.contains(where: { $0.contains(peer) }) else {
             engine.metrics.refusedConnections.add()
+            // A SOCKS5 client would not read an HTTP answer: it is closed without one.
+            if case .socks5 = role.mode { Foundation.close(fd); return }
             // A short answer, written without waiting: the socket is new, so it fits.
             let status = ProxyStatus.forbidden
             let body = "\(status.code) \(status.reasonPhrase): \(peer.host) is not in access.allow\n"
@@ -102,7 +109,7 @@ final class Listener {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         do {
-            let session = try ClientSession(loop: loop, engine: engine, fd: fd, peer: peer)
+            let session = try ClientSession(loop: loop, engine: engine, fd: fd, peer: peer, role: role)
             loop.sessions[ObjectIdentifier(session)] = session
         } catch {
             engine.connectionClosed()
@@ -134,4 +141,12 @@ final class Listener {
     }
 
     deinit { close() }
+}
+
+/// What one listener's sessions are: its mode and its replay source (nil: answers come from
+/// the network).
+struct ListenerRole {
+    var mode: ListenerMode
+    var replay: ReplayResponder?
+    static let forward = ListenerRole(mode: .forward, replay: nil)
 }

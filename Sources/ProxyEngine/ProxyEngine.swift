@@ -11,6 +11,9 @@ public final class ProxyEngine: @unchecked Sendable {
     public let sink: ExchangeSink?
     /// HTTPS interception after CONNECT; nil keeps every tunnel blind.
     public let tlsInterceptor: TLSInterceptor?
+    /// Offline replay per `listen` entry, by index (nil or missing: from the network). Set
+    /// before `start`.
+    public var replayResponders: [ReplayResponder?] = []
     /// Extra `/metrics` text (log writer, serialization queue), appended as is.
     public var additionalMetrics: (@Sendable () -> String)?
     /// Takes origin-form requests other than `/healthz` and `/metrics` (the web viewer);
@@ -105,18 +108,21 @@ public final class ProxyEngine: @unchecked Sendable {
             for (i, fd) in configuration.inheritedListeners.enumerated() {
                 var bound: SocketAddress?
                 for loop in loops {
-                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd)
+                    // Sockets systemd passes are forward proxies: which `listen` entry one stands
+                    // for is the socket unit's business, not the order of the fds.
+                    let l = try Listener(loop: loop, engine: self, inheritedFD: fd,
+                                         role: ListenerRole(mode: .forward, replay: role(ofListener: i).replay))
                     listeners.append(l)
                     bound = bound ?? l.boundAddress
                 }
                 guard let bound else { throw EngineError.badAddress("inherited socket #\(i)") }
                 boundAddresses.append(bound)
             }
-            for text in configuration.listen where configuration.inheritedListeners.isEmpty {
+            for (i, text) in configuration.listen.enumerated() where configuration.inheritedListeners.isEmpty {
                 guard var address = SocketAddress(parsing: text) else { throw EngineError.badAddress(text) }
                 try Listener.checkNotInUse(address)
                 for loop in loops {
-                    let l = try Listener(loop: loop, engine: self, address: address)
+                    let l = try Listener(loop: loop, engine: self, address: address, role: role(ofListener: i))
                     listeners.append(l)
                     // Port 0: every loop must share the port the first one got.
                     if address.port == 0, let actual = l.boundAddress { address = actual }
@@ -136,6 +142,11 @@ public final class ProxyEngine: @unchecked Sendable {
             Self.buildOpenSSLFilterMethods(base: base, interceptor: interceptor)
         }
         for loop in loops { loop.start() }
+    }
+
+    private func role(ofListener index: Int) -> ListenerRole {
+        ListenerRole(mode: configuration.mode(ofListener: index),
+                     replay: index < replayResponders.count ? replayResponders[index] : nil)
     }
 
     /// The running loops' kernel thread ids (tests).

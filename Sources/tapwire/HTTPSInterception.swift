@@ -10,17 +10,21 @@ import TLSInterception
 struct HTTPSInterception: TLSInterceptor {
     let intercept: [Glob]
     let ignore: [Glob]
-    let leaves: LeafCertificateCache
+    /// nil when nothing is intercepted (only origins are verified: a reverse listener's https
+    /// upstream), so no CA is created for nothing.
+    let leaves: LeafCertificateCache?
     let upstream: UpstreamTLSContext
 
-    /// nil when `tls.intercept` is empty: every CONNECT stays a blind tunnel.
-    static func make(_ tls: TapwireConfiguration.TLSConfig) throws -> (HTTPSInterception, CertificateAuthority)? {
-        guard !tls.intercept.isEmpty else { return nil }
-        let ca = try CertificateAuthority.loadOrCreate(directory: tls.caDirectory)
+    /// nil when `tls.intercept` is empty and no origin needs TLS (`originTLS`, a reverse
+    /// listener's https upstream): every CONNECT stays a blind tunnel. The CA is nil when only
+    /// origins need TLS.
+    static func make(_ tls: TapwireConfiguration.TLSConfig, originTLS: Bool = false) throws -> (HTTPSInterception, CertificateAuthority?)? {
+        guard !tls.intercept.isEmpty || originTLS else { return nil }
+        let ca = tls.intercept.isEmpty ? nil : try CertificateAuthority.loadOrCreate(directory: tls.caDirectory)
         let upstream = try UpstreamTLSContext(upstreamCAFile: tls.upstreamCAFile, insecure: tls.insecureUpstream)
         return (HTTPSInterception(intercept: tls.intercept.map { Glob($0, caseInsensitive: true) },
                                   ignore: tls.ignore.map { Glob($0, caseInsensitive: true) },
-                                  leaves: LeafCertificateCache(ca: ca, offerHTTP2: tls.http2), upstream: upstream), ca)
+                                  leaves: ca.map { LeafCertificateCache(ca: $0, offerHTTP2: tls.http2) }, upstream: upstream), ca)
     }
 
     func intercepts(host: String) -> Bool {
@@ -41,7 +45,8 @@ struct HTTPSInterception: TLSInterceptor {
     }
 
     func serverSSL(forHost host: String) throws -> OpaquePointer {
-        try leaves.makeSSL(forHost: host)
+        guard let leaves else { throw InterceptionOff() }
+        return try leaves.makeSSL(forHost: host)
     }
 
     func clientSSL(forHost host: String) throws -> OpaquePointer {
@@ -74,4 +79,9 @@ struct HTTPSInterception: TLSInterceptor {
         ERR_error_string_n(error, &buf, buf.count)
         return String(cString: buf)
     }
+}
+
+/// `serverSSL` without a CA: nothing is intercepted (`intercepts` is false for every host).
+struct InterceptionOff: Error, CustomStringConvertible {
+    var description: String { "tls.intercept is empty" }
 }

@@ -12,17 +12,20 @@ import Viewer
 /// accepted record is on disk before the process exits.
 final class ProxyService: @unchecked Sendable {
     private let configPath: String?
-    private let flags: (listen: String?, logDirectory: String?)
+    private let flags: (listen: String?, logDirectory: String?, replayFrom: String?)
     private let current: Mutex<TapwireConfiguration>
     /// What the engine started with: settings that change only at a restart keep these values.
     private let started: TapwireConfiguration
     private let notifier = SystemdNotifier()
+    /// Offline replay's answers, read again at each reload.
+    private var replays = ReplaySources()
 
-    init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?) {
+    init(configuration: TapwireConfiguration, configPath: String?, listenFlag: String?, logDirectoryFlag: String?,
+         replayFromFlag: String? = nil) {
         self.current = Mutex(configuration)
         self.started = configuration
         self.configPath = configPath
-        self.flags = (listenFlag, logDirectoryFlag)
+        self.flags = (listenFlag, logDirectoryFlag, replayFromFlag)
     }
 
     static func log(_ message: String) {
@@ -60,11 +63,16 @@ final class ProxyService: @unchecked Sendable {
         if !config.logEnabled { engineConfig.loopNice = 0 }
         var interception: HTTPSInterception?
         do {
-            if let (i, ca) = try HTTPSInterception.make(config.tls) {
+            // Offline replay answers HTTP/1.1 requests: while it runs, intercepted clients are
+            // held to HTTP/1.1 (as tls.http2: false does), or their HTTP/2 streams would go
+            // to the network unanswered by it.
+            var tls = config.tls
+            if config.replaysAnything { tls.http2 = false }
+            if let (i, ca) = try HTTPSInterception.make(tls, originTLS: config.needsOriginTLS) {
                 interception = i
-                Self.log("HTTPS interception for \(config.tls.intercept.joined(separator: ", "))"
+                if let ca { Self.log("HTTPS interception for \(config.tls.intercept.joined(separator: ", "))"
                          + (config.tls.ignore.isEmpty ? "" : " except \(config.tls.ignore.joined(separator: ", "))")
-                         + "; CA \(ca.subjectName) (\(ca.certificatePath)\(ca.wasCreated ? ", created now" : ""))")
+                         + "; CA \(ca.subjectName) (\(ca.certificatePath)\(ca.wasCreated ? ", created now" : ""))") }
                 if config.tls.insecureUpstream {
                     Self.log("WARNING: tls.insecureUpstream is true: origin certificates are NOT verified. Use it for test origins only.")
                 }
@@ -77,6 +85,14 @@ final class ProxyService: @unchecked Sendable {
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
                                  tlsInterceptor: interception,
                                  blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels))
+        do {
+            replays = try ReplaySources.make(config)
+        } catch {
+            Self.log("cannot read recorded responses: \(error)")
+            writer.flushAndStop()
+            return 1
+        }
+        engine.replayResponders = replays.responders
         engine.additionalMetrics = { Self.metricsText(writer: writer, pipeline: pipeline) }
         let viewer = ViewerCLI.forRun(config: config)
         if let viewer { engine.viewer = { viewer.serve($0) } }
@@ -216,6 +232,7 @@ final class ProxyService: @unchecked Sendable {
         guard let path = configPath else {
             Self.log("SIGHUP: no --config file to reload; reopening log files")
             writer.reopen()
+            replays.reload(log: Self.log)
             return
         }
         func refuse(_ lines: [String]) {
@@ -228,6 +245,7 @@ final class ProxyService: @unchecked Sendable {
             refuse(list.errors.map { "\(path): \($0)" })
         case .success(var fresh):
             let errors = fresh.override(listen: flags.listen, logDirectory: flags.logDirectory)
+                + fresh.override(replayFrom: flags.replayFrom)
             guard errors.isEmpty else {
                 refuse(errors.map { "\($0)" })
                 return
@@ -243,6 +261,12 @@ final class ProxyService: @unchecked Sendable {
                 }
             }
             current.withLock { $0 = fresh }
+            // The answers are read again from the directories that run; a changed replay
+            // block waits for a restart, like the listeners it belongs to.
+            replays.reload(log: Self.log)
+            let restartReplay = (0..<max(fresh.engine.listen.count, started.engine.listen.count)).contains {
+                fresh.replay(ofListener: $0) != started.replay(ofListener: $0)
+            }
             pipeline.replace(processor: Self.processor(for: fresh))
             writer.apply(fresh.log)
             pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
@@ -253,11 +277,15 @@ final class ProxyService: @unchecked Sendable {
             // what runs (the start-up values), not the previous file: a second reload still
             // says so, and a file set back to the running values says nothing.
             var restartOnly: [String] = []
-            if fresh.engine.listen != started.engine.listen { restartOnly.append("listen") }
+            if fresh.engine.listen != started.engine.listen || fresh.engine.listenerModes != started.engine.listenerModes {
+                restartOnly.append("listen")
+            }
+            if restartReplay { restartOnly.append("replay") }
             if fresh.engine.allow != started.engine.allow { restartOnly.append("access.allow") }
             if fresh.viewer != started.viewer { restartOnly.append("viewer") }
             var runningLimits = started.engine, newLimits = fresh.engine
-            runningLimits.listen = []; newLimits.listen = []; runningLimits.allow = []; newLimits.allow = []
+            runningLimits.listen = []; newLimits.listen = []; runningLimits.listenerModes = []; newLimits.listenerModes = []
+            runningLimits.allow = []; newLimits.allow = []
             if newLimits != runningLimits { restartOnly.append("limits, timeouts, capture or log.loopNice") }
             if fresh.tls != started.tls { restartOnly.append("tls") }
             if fresh.logEnabled != started.logEnabled { restartOnly.append("log.enabled") }

@@ -5,7 +5,7 @@ import TLSInterception
 
 // Exit codes (docs/configuration.md): 0 success, 1 runtime failure, 2 bad usage or bad config.
 let usageText = """
-usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR]
+usage: tapwire run [--config FILE] [--listen HOST:PORT] [--log-dir DIR] [--replay-from DIR]
        tapwire check-config FILE   (or --config FILE)
        tapwire tail [--config FILE] [--log-dir DIR] [--follow] [--json] [EXPR...]
        tapwire har [--config FILE] [--log-dir DIR] [-o FILE] [EXPR...]
@@ -78,13 +78,15 @@ let rest = arguments.dropFirst(2)
 
 switch arguments[1] {
 case "run":
-    let f = flags(rest, allowed: ["--config", "--listen", "--log-dir"])
+    let f = flags(rest, allowed: ["--config", "--listen", "--log-dir", "--replay-from"])
     guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
     var config = loadConfiguration(f.values["--config"])
     let overrideErrors = config.override(listen: f.values["--listen"], logDirectory: f.values["--log-dir"])
+        + config.override(replayFrom: f.values["--replay-from"])
     if !overrideErrors.isEmpty { fail(overrideErrors.map(\.description).joined(separator: "\ntapwire: "), code: 2) }
     exit(ProxyService(configuration: config, configPath: f.values["--config"],
-                      listenFlag: f.values["--listen"], logDirectoryFlag: f.values["--log-dir"]).run())
+                      listenFlag: f.values["--listen"], logDirectoryFlag: f.values["--log-dir"],
+                      replayFromFlag: f.values["--replay-from"]).run())
 
 case "check-config":
     // `--config FILE` too: every other command names its file that way.
@@ -114,7 +116,9 @@ case "env":
     let f = flags(rest, allowed: ["--config"])
     guard f.positional.isEmpty else { fail("unexpected argument \(f.positional[0])", code: 2) }
     let config = loadConfiguration(f.values["--config"])
-    print(ProxyEnvironment.exports(listen: config.engine.listen))
+    // The first forward listener: a reverse or SOCKS one is no HTTP_PROXY.
+    let forward = config.engine.listen.indices.filter { config.engine.mode(ofListener: $0) == .forward }.map { config.engine.listen[$0] }
+    print(ProxyEnvironment.exports(listen: forward))
 
 case "tail":
     let f = flags(rest, allowed: ["--config", "--log-dir"], switches: ["--follow", "-f", "--json"])

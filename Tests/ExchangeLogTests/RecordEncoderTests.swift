@@ -175,6 +175,17 @@ final class RecordEncoderTests: XCTestCase {
         XCTAssertEqual(try ParsedRecord(processor.record(for: replay, id: "0000018c2b1f4a1e-000002")).line, plainRecord.line)
     }
 
+    func testReplayedFromIsLastAndOnlyInAReplayedAnswer() throws {
+        let processor = RecordFixture.processor()
+        var exchange = RecordFixture.exchange(requestHeaders: [("Host", "api.local:8080")])
+        let plain = try ParsedRecord(processor.record(for: exchange, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertFalse(plain.line.contains("replayedFrom"))
+        exchange.replayedFrom = "0000018c2b1f4a1e-000001"
+        let replayed = try ParsedRecord(processor.record(for: exchange, id: "0000018c2b1f4a1e-000002"))
+        XCTAssertEqual(replayed["/replayedFrom"], .string("0000018c2b1f4a1e-000001"))
+        XCTAssertEqual(replayed.line, String(plain.line.dropLast()) + #","replayedFrom":"0000018c2b1f4a1e-000001"}"#)
+    }
+
     func testEveryGeneratedRecordParses() throws {
         var random = SplitMix64(seed: 0x7A9_C0DE)
         let pieces = ["a", "Z", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "日本", "😀", "\u{2028}",

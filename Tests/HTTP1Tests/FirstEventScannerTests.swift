@@ -27,4 +27,20 @@ final class FirstEventScannerTests: XCTestCase {
         XCTAssertNil(end("database: no\n\n"), "a field named datab… is not data")
         XCTAssertNil(end("data: not ended\n"))
     }
+
+    func testOnlyAPlainEventStreamIsScanned() {
+        func headers(_ fields: [(String, String)]) -> HTTPHeaders {
+            var h = HTTPHeaders()
+            for (n, v) in fields { h.add(name: n, value: v) }
+            return h
+        }
+        XCTAssertTrue(FirstEventScanner.applies(to: headers([("Content-Type", "text/event-stream")])))
+        XCTAssertTrue(FirstEventScanner.applies(to: headers([("content-type", " Text/Event-Stream ; charset=utf-8")])))
+        XCTAssertTrue(FirstEventScanner.applies(to: headers([("Content-Type", "text/event-stream"), ("Content-Encoding", "IDENTITY")])))
+        XCTAssertFalse(FirstEventScanner.applies(to: headers([("Content-Type", "text/event-stream"), ("Content-Encoding", "gzip")])))
+        XCTAssertFalse(FirstEventScanner.applies(to: headers([("Content-Type", "text/event-streams")])))
+        XCTAssertFalse(FirstEventScanner.applies(to: headers([("Content-Type", "text/event")])))
+        XCTAssertFalse(FirstEventScanner.applies(to: headers([("Content-Type", "application/json")])))
+        XCTAssertFalse(FirstEventScanner.applies(to: headers([])))
+    }
 }

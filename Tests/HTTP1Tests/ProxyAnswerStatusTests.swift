@@ -27,7 +27,7 @@ final class ProxyAnswerStatusTests: XCTestCase {
     }
 
     func testEveryStatusHasItsStandardPhraseAndStatusLine() {
-        let expected: [Int: String] = [200: "OK", 400: "Bad Request", 403: "Forbidden", 408: "Request Timeout",
+        let expected: [Int: String] = [200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 408: "Request Timeout",
                                        431: "Request Header Fields Too Large", 501: "Not Implemented", 502: "Bad Gateway",
                                        503: "Service Unavailable", 504: "Gateway Timeout", 508: "Loop Detected"]
         XCTAssertEqual(Set(ProxyStatus.allCases.map(\.code)), Set(expected.keys))

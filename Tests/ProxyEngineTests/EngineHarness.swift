@@ -353,3 +353,18 @@ final class Locked<T>: @unchecked Sendable {
     var value: T { lock.lock(); defer { lock.unlock() }; return stored }
     func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
 }
+
+/// A loopback port nothing listens on: one is bound, learned and closed.
+func unusedLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { Foundation.close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let rc = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+    }
+    guard rc == 0 else { throw NSError(domain: "port", code: Int(errno)) }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}

@@ -1,0 +1,179 @@
+import Foundation
+import XCTest
+
+/// The ports of every listener, in `listen` order ("listening on" lines).
+func listeningPorts(_ proxy: TapwireProcess, count: Int) throws -> [Int] {
+    XCTAssertTrue(proxy.stdout.waitFor(count: count) { $0.hasPrefix("listening on ") })
+    return proxy.stdout.all.filter { $0.hasPrefix("listening on ") }.compactMap { $0.split(separator: ":").last.flatMap { Int($0) } }
+}
+
+/// curl with no proxy from the environment, bounded.
+func curlDirect(_ args: [String], timeout: Double = 20) throws -> CommandResult {
+    var env = ProcessInfo.processInfo.environment
+    for k in ["NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"] { env[k] = nil }
+    return try runCommand("curl", ["-sS", "--max-time", String(Int(timeout))] + args, environment: env, timeout: timeout + 5)
+}
+
+/// Reverse listeners and SOCKS5 inbound, with curl and git as the clients.
+final class ListenerModesEndToEndTests: XCTestCase {
+    var origin: OriginServer!
+    var work: URL!
+
+    override func setUpWithError() throws {
+        origin = try OriginServer()
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("tw-modes-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        origin = nil
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    func testReverseListenerSendsOriginFormRequestsToItsUpstreamWithHostRewritten() throws {
+        let proxy = try TapwireProcess(config: ["listen": [
+            ["address": "127.0.0.1:0", "mode": "reverse", "upstream": origin.base],
+            ["address": "127.0.0.1:0", "mode": "reverse", "upstream": origin.base, "keepHost": true],
+        ]])
+        defer { proxy.stop() }
+        let ports = try listeningPorts(proxy, count: 2)
+        let r = try curlDirect(["-i", "-H", "X-Case: rewrite", "http://127.0.0.1:\(ports[0])/echo?q=1"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("X-Host: 127.0.0.1:\(origin.port)\r\n"), "Host is the upstream's: \(r.text)")
+        let kept = try curlDirect(["-i", "-H", "Host: app.test:8443", "http://127.0.0.1:\(ports[1])/echo"])
+        XCTAssertTrue(kept.text.contains("X-Host: app.test:8443\r\n"), "keepHost sends the client's Host: \(kept.text)")
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("X-Case") })
+        let record = try parseRecord(line)
+        XCTAssertEqual((record["request"] as? [String: Any])?["url"] as? String, "\(origin.base)/echo?q=1", "the upstream URL")
+        XCTAssertEqual((record["response"] as? [String: Any])?["status"] as? Int, 200)
+        // A proxy request is not served: this listener is not an open proxy.
+        let proxied = try curlDirect(["-i", "-x", "http://127.0.0.1:\(ports[0])", "http://example.com/"])
+        XCTAssertTrue(proxied.text.hasPrefix("HTTP/1.1 400"), proxied.text)
+    }
+
+    func testReverseListenerToAnHTTPSUpstreamVerifiesIt() throws {
+        let pki = try TestPKI(in: work)
+        let tlsOrigin = try OriginServer(tls: (pki.certificate, pki.key))
+        let upstream = "https://127.0.0.1:\(tlsOrigin.port)"
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "reverse", "upstream": upstream]],
+                                                "tls": ["upstreamCAFile": pki.caCertificate]])
+        let r = try curlDirect(["http://127.0.0.1:\(proxy.port)/json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("12345678901234567890"), r.text)
+        proxy.stop()
+        // Without the origin's CA it is refused, as any unverified origin is.
+        let untrusting = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "reverse", "upstream": upstream]]])
+        defer { untrusting.stop() }
+        let refused = try curlDirect(["-i", "http://127.0.0.1:\(untrusting.port)/json"])
+        XCTAssertTrue(refused.text.hasPrefix("HTTP/1.1 502"), refused.text)
+        XCTAssertNotNil(try waitForRecord(untrusting.logDirectory) { $0.contains("\"tlsFailed\"") })
+    }
+
+    func testSOCKS5InboundCarriesCurlForHTTPAndInterceptedHTTPS() throws {
+        let pki = try TestPKI(in: work)
+        let tlsOrigin = try OriginServer(tls: (pki.certificate, pki.key))
+        let caDirectory = work.appendingPathComponent("ca").path
+        let proxy = try TapwireProcess(config: [
+            "listen": [["address": "127.0.0.1:0", "mode": "socks5"]],
+            "tls": ["intercept": ["localhost"], "caDirectory": caDirectory, "upstreamCAFile": pki.caCertificate],
+        ])
+        defer { proxy.stop() }
+        let socks = "127.0.0.1:\(proxy.port)"
+        // Plain HTTP through the SOCKS CONNECT, the name resolved by the proxy.
+        let plain = try curlDirect(["--socks5-hostname", socks, "http://localhost:\(origin.port)/json?via=socks"])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertTrue(plain.text.contains("12345678901234567890"), plain.text)
+        // Parsed and recorded as after an HTTP CONNECT: an http record with the URL.
+        let plainLine = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("via=socks") })
+        XCTAssertTrue(plainLine.contains(#""kind":"http""#) && plainLine.contains(#""url":"http://localhost:\#(origin.port)/json?via=socks""#), plainLine)
+        // HTTPS to an intercepted host: decrypted and recorded as an http record.
+        let tls = try curlDirect(["--socks5-hostname", socks, "--cacert", "\(caDirectory)/ca.pem",
+                                  "https://localhost:\(tlsOrigin.port)/json?tls=socks"])
+        XCTAssertEqual(tls.status, 0, tls.stderr)
+        XCTAssertTrue(tls.text.contains("12345678901234567890"), tls.text)
+        let line = try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("tls=socks") })
+        XCTAssertTrue(line.contains(#""url":"https://localhost:\#(tlsOrigin.port)/json?tls=socks""#), line)
+        // A target nothing listens on: the SOCKS reply says so (curl reports it), and a record says why.
+        let closed = try unusedLoopbackPort()
+        let refused = try curlDirect(["--socks5-hostname", socks, "http://127.0.0.1:\(closed)/"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("127.0.0.1:\(closed)") && $0.contains("upstreamConnectFailed") })
+    }
+
+    func testSOCKS5UsersFileIsEnforced() throws {
+        let users = work.appendingPathComponent("users")
+        try Data("ada:s3cret\n".utf8).write(to: users)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: users.path)
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "socks5", "users": users.path]]])
+        defer { proxy.stop() }
+        let url = "http://127.0.0.1:\(origin.port)/json"
+        let ok = try curlDirect(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "--proxy-user", "ada:s3cret", url])
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        XCTAssertTrue(ok.text.contains("12345678901234567890"))
+        let wrong = try curlDirect(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "--proxy-user", "ada:nope", url])
+        XCTAssertNotEqual(wrong.status, 0)
+        let none = try curlDirect(["--socks5-hostname", "127.0.0.1:\(proxy.port)", url])
+        XCTAssertNotEqual(none.status, 0)
+        // The password reaches no record and no output.
+        proxy.stop()
+        let logs = try logLines(proxy.logDirectory).joined()
+        XCTAssertFalse(logs.contains("s3cret") || logs.contains("nope"))
+        XCTAssertFalse((proxy.stderr.all + proxy.stdout.all).joined().contains("s3cret"))
+
+        // Readable by others: refused at start with exit 2, naming the field.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: users.path)
+        let config = work.appendingPathComponent("open.json")
+        try JSONSerialization.data(withJSONObject: ["listen": [["address": "127.0.0.1:0", "mode": "socks5", "users": users.path]]])
+            .write(to: config)
+        let r = try runCommand(try tapwireBinary(), ["run", "--config", config.path], timeout: 20)
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("listen[0].users:"), r.stderr)
+    }
+
+    func testAccessAllowAppliesToSOCKSListeners() throws {
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "socks5"]],
+                                                "access": ["allow": ["10.0.0.0/8"]]])
+        defer { proxy.stop() }
+        let r = try curlDirect(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "http://127.0.0.1:\(origin.port)/json"])
+        XCTAssertNotEqual(r.status, 0, "a client outside access.allow is closed")
+        XCTAssertFalse(r.text.contains("12345678901234567890"))
+    }
+
+    func testGitThroughSOCKS5() throws {
+        // A bare repository served as static files (git's dumb HTTP), on loopback.
+        let repo = work.appendingPathComponent("src")
+        let env = ["HOME": work.path, "GIT_CONFIG_NOSYSTEM": "1", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        for args in [["init", "-q", "-b", "main", repo.path],
+                     ["-C", repo.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"],
+                     ["clone", "-q", "--bare", repo.path, work.appendingPathComponent("served/repo.git").path],
+                     ["-C", work.appendingPathComponent("served/repo.git").path, "update-server-info"]] {
+            let r = try runCommand("git", args, environment: env, timeout: 30)
+            XCTAssertEqual(r.status, 0, "git \(args): \(r.stderr)")
+        }
+        let head = try runCommand("git", ["-C", repo.path, "rev-parse", "HEAD"], environment: env).text
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let port = try unusedLoopbackPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                            work.appendingPathComponent("served").path, String(port)]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate(); server.waitUntilExit() }
+        XCTAssertTrue(eventually(timeout: 10, every: 0.05) {
+            (try? curlDirect(["-o", "/dev/null", "http://127.0.0.1:\(port)/"], timeout: 2).status) == 0
+        })
+
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "socks5"]]])
+        defer { proxy.stop() }
+        var gitEnv = env
+        gitEnv["ALL_PROXY"] = "socks5h://127.0.0.1:\(proxy.port)"
+        gitEnv["GIT_TERMINAL_PROMPT"] = "0"
+        let r = try runCommand("git", ["ls-remote", "http://127.0.0.1:\(port)/repo.git"], environment: gitEnv, timeout: 30)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.contains("\(head)\trefs/heads/main"), r.text)
+        // It went through Tapwire: the tunnel (or the requests in it) is recorded.
+        XCTAssertNotNil(try waitForRecord(proxy.logDirectory) { $0.contains("127.0.0.1:\(port)") })
+    }
+}
