@@ -427,8 +427,11 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             requestBody.cutShort = !requestFramer.isComplete
             responseBody.cutShort = responseHead != nil && !(responseFramer?.isComplete ?? false)
         }
+        // An HTTP/2 origin's answer reached the exchange in HTTP/1.1 form; the record says
+        // what the origin spoke.
+        let response = upstreamSpeaksHTTP2 ? responseHead.map { var h = $0; h.version = .http2; return h } : responseHead
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
-                                response: responseHead, responseBody: responseBody, error: error, clock: clock,
+                                response: response, responseBody: responseBody, error: error, clock: clock,
                                 connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText,
                                 upstreamHTTPVersion: upstreamAddressText == nil ? nil : upstreamSpeaksHTTP2 ? "HTTP/2" : "HTTP/1.1")
     }

@@ -77,6 +77,7 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
             XCTAssertEqual(versions(rec).origin, "HTTP/2")
             let response = try XCTUnwrap(rec["response"] as? [String: Any])
             XCTAssertEqual(response["status"] as? Int, 200)
+            XCTAssertEqual(response["httpVersion"] as? String, "HTTP/2")
             // The origin's trailer went through as a chunked trailer and is recorded.
             XCTAssertTrue(try line(proxy, marker).contains(#""trailers":[["x-origin-trailer","present"]]"#), "\(rec)")
         }
@@ -167,6 +168,7 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         let rec = try record(proxy, "h1only=1")
         XCTAssertEqual(versions(rec).client, "HTTP/2")
         XCTAssertEqual(versions(rec).origin, "HTTP/1.1")
+        XCTAssertEqual((rec["response"] as? [String: Any])?["httpVersion"] as? String, "HTTP/1.1")
         withExtendedLifetime(origin) {}
     }
 
