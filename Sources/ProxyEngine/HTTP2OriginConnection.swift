@@ -43,12 +43,24 @@ final class HTTP2OriginConnection {
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { close(); return nil }
         defer { nghttp2_session_callbacks_del(callbacks) }
         Self.install(callbacks)
+        var option: OpaquePointer?
+        guard nghttp2_option_new(&option) == 0, let option else { close(); return nil }
+        defer { nghttp2_option_del(option) }
+        // Windows reopen as the exchanges take the bytes (`HTTP2OriginStream.consumeForwarded`):
+        // a client that stops reading holds back its own stream, as on the client side.
+        nghttp2_option_set_no_auto_window_update(option, 1)
         var created: OpaquePointer?
         let user = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new(&created, callbacks, user) == 0, let created else { close(); return nil }
+        guard nghttp2_session_client_new2(&created, callbacks, user, option) == 0, let created else { close(); return nil }
         session = created
-        var entries = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)]
+        let streamWindow = min(config.highWaterBytes, Int(Int32.max))
+        var entries = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+                       nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                              value: UInt32(streamWindow))]
         _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        // The connection window lets min(16, maxStreams) streams fill theirs at once.
+        _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                                                  Int32(min(Int(Int32.max), streamWindow * min(16, maxStreams))))
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(tls, { _, ctx in
             guard let ctx else { return }

@@ -40,6 +40,8 @@ final class HTTP2OriginStream {
     private var chunked = false
     private var bodyless = false
     private(set) var responseEnded = false
+    /// Response payload received and not yet returned to the windows.
+    private var unconsumed = 0
 
     /// nil when libevent cannot allocate.
     init?(connection: HTTP2OriginConnection) {
@@ -67,7 +69,13 @@ final class HTTP2OriginStream {
         bufferevent_setcb(ours, { _, ctx in
             guard let ctx else { return }
             Unmanaged<HTTP2OriginStream>.fromOpaque(ctx).takeUnretainedValue().requestBytes()
-        }, nil, nil, ctx)
+        }, { _, ctx in
+            // The exchange read what waited on this end (it had paused: backpressure).
+            guard let ctx else { return }
+            let stream = Unmanaged<HTTP2OriginStream>.fromOpaque(ctx).takeUnretainedValue()
+            stream.consumeForwarded()
+            stream.connection.send()
+        }, nil, ctx)
         bufferevent_enable(ours, Int16(EV_READ | EV_WRITE))
         return exchangeEnd
     }
@@ -75,6 +83,11 @@ final class HTTP2OriginStream {
     /// The exchange is done with the stream: an unfinished one is cancelled.
     func close() {
         if let pairEnd { bufferevent_free(pairEnd); self.pairEnd = nil }
+        // The connection's window still counts what this stream was given and never took.
+        if unconsumed > 0, let session = connection.session {
+            _ = nghttp2_session_consume_connection(session, unconsumed)
+            unconsumed = 0
+        }
         connection.streamClosed(self, cancel: !responseEnded)
         responseEnded = true
     }
@@ -227,10 +240,31 @@ final class HTTP2OriginStream {
     }
 
     func responseData(_ data: UnsafeBufferPointer<UInt8>) {
-        guard let pairEnd, let output = bufferevent_get_output(pairEnd), !data.isEmpty, !bodyless, !responseEnded else { return }
+        guard let pairEnd, let output = bufferevent_get_output(pairEnd), !data.isEmpty, !bodyless, !responseEnded else {
+            // Bytes no one will read go straight back to the windows.
+            if let session = connection.session, !data.isEmpty, nghttp2_session_consume(session, id, data.count) != 0 {
+                _ = nghttp2_session_consume_connection(session, data.count)
+            }
+            return
+        }
         if chunked { write(String(data.count, radix: 16) + "\r\n") }
         evbuffer_add(output, data.baseAddress, data.count)
         if chunked { write("\r\n") }
+        unconsumed += data.count
+        consumeForwarded()
+    }
+
+    /// Returns to the windows what left this end for the exchange. While the exchange has
+    /// paused reading, the bytes wait here and the stream's window stays closed, so a
+    /// stream never buffers much more than its window. (What waits includes chunk framing,
+    /// so slightly less is returned until this end empties.)
+    func consumeForwarded() {
+        guard unconsumed > 0, let pairEnd, let output = bufferevent_get_output(pairEnd),
+              let session = connection.session, id > 0 else { return }
+        let taken = unconsumed - min(unconsumed, evbuffer_get_length(output))
+        guard taken > 0 else { return }
+        _ = nghttp2_session_consume(session, id, taken)
+        unconsumed -= taken
     }
 
     /// Ends the exchange's side: EOF on its end once what was written is read. A response

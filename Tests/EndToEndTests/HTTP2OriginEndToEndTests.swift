@@ -145,6 +145,25 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         for i in 1...8 { XCTAssertEqual(versions(try record(proxy, "par=\(i)")).origin, "HTTP/2") }
     }
 
+    /// A client reading slowly holds back its stream from the origin (windows reopen only as
+    /// the exchange takes the bytes): the proxy does not buffer the 48 MB file the origin
+    /// could send at once. Before windows were managed, RSS grew by the whole file.
+    func testASlowClientHoldsBackTheOrigin() throws {
+        let size = 48 << 20
+        let file = work.appendingPathComponent("htdocs/big.bin")
+        try Data(count: size).write(to: file)
+        let (proxy, ca) = try startProxy()
+        let (_, growth) = proxy.measuringRSSGrowth {
+            _ = try? curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "--http2", "--limit-rate", "2M", "-m", "3",
+                                                   "--cacert", ca, "https://127.0.0.1:\(h2Port)/big.bin?slow=1"])
+        }
+        XCTAssertLessThan(growth, size / 3, "RSS grew by \(growth >> 20) MB")
+        // And a client that reads gets the whole body.
+        let r = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{size_download}", "--http2",
+                                                  "--cacert", ca, "https://127.0.0.1:\(h2Port)/big.bin?fast=1"])
+        XCTAssertEqual(r.text, String(size), r.stderr)
+    }
+
     func testAnUploadIsEchoedByTheH2Origin() throws {
         let (proxy, ca) = try startProxy()
         let body = String(repeating: "0123456789abcdef", count: 20_000)  // 320 KB: several DATA frames and windows
