@@ -191,8 +191,9 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         withExtendedLifetime(origin) {}
     }
 
-    /// grpcio's server speaks only h2: a real gRPC call through interception, unary,
-    /// server-streaming and a trailers-only error, each decoded in its record.
+    /// grpcio's server speaks only h2: real gRPC calls through interception, unary,
+    /// server-streaming, client-streaming, bidi and a trailers-only error, each decoded in
+    /// its record.
     func testGRPCCallsThroughInterception() throws {
         guard (try? runCommand("python3", ["-c", "import grpc"]))?.status == 0 else {
             throw XCTSkip("this test needs Python's grpcio (make test-deps installs it)")
@@ -206,6 +207,8 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         XCTAssertEqual(got["unary"] as? String, "0a0d68656c6c6f20746170776972651007")
         XCTAssertEqual((got["stream"] as? [String])?.count, 3)
         XCTAssertEqual(got["fail"] as? [String], ["NOT_FOUND", "no such thing"])
+        XCTAssertEqual(got["total"] as? String, "0806")  // client-streaming: 1 + 2 + 3
+        XCTAssertEqual(got["bidi"] as? [String], ["0828", "0832"])  // bidi: 40, 50
 
         let unary = try record(proxy, "/demo.Greeter/Hello")
         XCTAssertEqual(versions(unary).client, "HTTP/2")
@@ -219,6 +222,16 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         let result = try XCTUnwrap((stream["result"] as? [String: Any])?["success"] as? [String: Any], "\(stream)")
         let messages = try XCTUnwrap(result["messages"] as? [[String: Any]])
         XCTAssertEqual(messages.compactMap { ($0["message"] as? [String: Any])?["1"] as? Int }, [1, 2, 3])
+
+        for (method, requests, responses) in [("Total", [1, 2, 3], [6]), ("Echo", [4, 5], [40, 50])] {
+            let rec = try record(proxy, "/demo.Greeter/\(method)")
+            func fieldOne(_ body: Any?) -> [Int] {
+                ((body as? [String: Any])?["messages"] as? [[String: Any]] ?? [])
+                    .compactMap { ($0["message"] as? [String: Any])?["1"] as? Int }
+            }
+            XCTAssertEqual(fieldOne((rec["request"] as? [String: Any])?["body"]), requests, "\(rec)")
+            XCTAssertEqual(fieldOne((rec["result"] as? [String: Any])?["success"]), responses, "\(rec)")
+        }
 
         let failed = try record(proxy, "/demo.Greeter/Fail")
         XCTAssertNil(failed["error"] as? [String: Any], "\(failed)")

@@ -2,7 +2,8 @@
 
 usage: grpc_call.py PROXY_PORT CERT KEY TAPWIRE_CA [slow N]
 
-The server serves /demo.Greeter/Hello (unary) and /demo.Greeter/Count (server-streaming)
+The server serves /demo.Greeter/Hello (unary), Count (server-streaming), Total
+(client-streaming), Echo (bidi) and Fail (NOT_FOUND, a trailers-only answer)
 with hand-encoded protobuf messages (no generated stubs: the handlers take and give bytes).
 The client goes through the proxy (grpc.http_proxy, a CONNECT) and trusts Tapwire's CA.
 Prints one JSON object: what the client got. With `slow N`: one call of /demo.Greeter/Slow
@@ -61,6 +62,17 @@ def slow(request, context):
     return request
 
 
+def total(requests, context):
+    # client-streaming: field 1 of every message summed
+    return field_varint(1, sum(r[1] for r in requests))
+
+
+def echo(requests, context):
+    # bidi: each message answered as it comes
+    for r in requests:
+        yield field_varint(1, r[1] * 10)
+
+
 def fail(request, context):
     context.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
 
@@ -72,6 +84,8 @@ def main():
         "Count": grpc.unary_stream_rpc_method_handler(count),
         "Fail": grpc.unary_unary_rpc_method_handler(fail),
         "Slow": grpc.unary_unary_rpc_method_handler(slow),
+        "Total": grpc.stream_unary_rpc_method_handler(total),
+        "Echo": grpc.stream_stream_rpc_method_handler(echo),
     })
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     server.add_generic_rpc_handlers((handler,))
@@ -100,6 +114,10 @@ def main():
         result["unary"] = unary(field_string(1, "tapwire"), timeout=20).hex()
         stream = channel.unary_stream("/demo.Greeter/Count")
         result["stream"] = [m.hex() for m in stream(field_varint(1, 3), timeout=20)]
+        client_stream = channel.stream_unary("/demo.Greeter/Total")
+        result["total"] = client_stream(iter([field_varint(1, n) for n in (1, 2, 3)]), timeout=20).hex()
+        bidi = channel.stream_stream("/demo.Greeter/Echo")
+        result["bidi"] = [m.hex() for m in bidi(iter([field_varint(1, n) for n in (4, 5)]), timeout=20)]
         failing = channel.unary_unary("/demo.Greeter/Fail")
         try:
             failing(b"", timeout=20)
