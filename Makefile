@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git nghttp2-server
+DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git squid microsocks nghttp2-server
 # The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
 # by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
 # check's jsonschema from Debian too.
@@ -12,7 +12,7 @@ DEB_VIEWER_TEST := chromium chromium-driver python3-selenium python3-jsonschema
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-deps bench-ab bench-query bench-viewer
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-ws bench-deps bench-ab bench-query bench-viewer
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -122,10 +122,10 @@ bench-record: deps
 
 # Tapwire against nginx, squid, tinyproxy, mitmproxy and itself with logging off, on loopback
 # (Benchmarks/README.md); then WebSocket echo with message records on and off, and mitmproxy
-# (Benchmarks/ws_bench.py).
+# (Benchmarks/ws_bench.py, driving the C origin and load generator in Benchmarks/WebSocketEcho).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
 # exits 1 when a goal fails.
-DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv
+DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv gcc
 BENCH_VENV   := Benchmarks/.venv
 BENCH_ARGS   ?=
 
@@ -134,15 +134,22 @@ bench-deps: deps
 	@[ -x $(BENCH_VENV)/bin/mitmdump ] || { \
 	  echo "installing mitmproxy into $(BENCH_VENV)"; \
 	  python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q 'mitmproxy>=10'; }
-	@$(BENCH_VENV)/bin/python -c "import websockets" 2>/dev/null || { \
-	  echo "installing websockets into $(BENCH_VENV)"; $(BENCH_VENV)/bin/pip install -q 'websockets>=15'; }
 
 bench: bench-deps
 	$(SWIFT) build -c release -j $(JOBS) --product tapwire
 	python3 Benchmarks/proxy_bench.py \
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
-	$(BENCH_VENV)/bin/python Benchmarks/ws_bench.py \
-	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(if $(findstring --strict,$(BENCH_ARGS)),--strict,)
+	$(MAKE) bench-ws WS_BENCH_ARGS="$(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
+
+# The WebSocket part of `make bench` alone; the C origin and load generator are built with gcc
+# against libcrypto (libssl-dev, a build dependency already).
+WS_BENCH_ARGS ?=
+bench-ws: bench-deps
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	mkdir -p .build
+	gcc -O2 -Wall -o .build/ws-echo Benchmarks/WebSocketEcho/ws_echo.c -lcrypto
+	python3 Benchmarks/ws_bench.py --ws-echo .build/ws-echo \
+	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(WS_BENCH_ARGS)
 
 # Two builds of Tapwire side by side, each with its own wrk, so that both see the same host:
 # CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;

@@ -17,6 +17,9 @@ public struct TapwireConfiguration: Sendable {
     /// Content-Encoding (a gzip bomb stops there); applies at reload.
     public var maxDecodedBytes = ProcessorSettings.defaultDecodeLimit
     public var tls = TLSConfig()
+    /// `upstream.proxy`, `upstream.proxyCredentialsFile`, `upstream.noProxy`: applies at reload
+    /// to new upstream connections.
+    public var parentProxy = ParentProxySettings()
     /// `capture.blindTunnels`: host globs whose CONNECT is relayed unread whatever it carries
     /// (as `tls.ignore` hosts are).
     public var blindTunnels: [String] = []
@@ -147,7 +150,8 @@ public struct TapwireConfiguration: Sendable {
                 c.accessGiven = true
             }
         }
-        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "maxIdlePerOrigin", "maxConcurrentStreams", "proxy"]) {
+        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "maxIdlePerOrigin",
+                                                                    "maxConcurrentStreams", "proxy", "proxyCredentialsFile", "noProxy"]) {
             if let v = r.int(up["maxIdlePerOrigin"], "upstream.maxIdlePerOrigin", min: 0, max: 100_000) { c.engine.maxIdlePerOrigin = v }
             if let v = r.int(up["maxConcurrentStreams"], "upstream.maxConcurrentStreams", min: 1, max: 10_000) {
                 c.engine.upstreamMaxConcurrentStreams = v
@@ -155,9 +159,7 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.seconds(up["connectTimeout"], "upstream.connectTimeout") { c.engine.connectTimeout = v }
             if let v = r.seconds(up["idleTimeout"], "upstream.idleTimeout") { c.engine.upstreamIdleTimeout = v }
             if let v = r.seconds(up["readTimeout"], "upstream.readTimeout") { c.engine.upstreamReadTimeout = v }
-            if case .some(.some(let proxy)) = r.optionalString(up["proxy"], "upstream.proxy") {
-                r.fail("upstream.proxy", "forwarding to a parent proxy is not supported yet (found \"\(proxy)\"); use null")
-            }
+            readParentProxy(up, r, into: &c.parentProxy)
         }
         if let lim = r.object(top["limits"], "limits", allowed: ["maxHeaderBytes", "maxConnections", "clientIdleTimeout", "drainTimeout",
                                                               "tunnelIdleTimeout", "highWaterBytes", "http2MaxConcurrentStreams",
@@ -276,6 +278,47 @@ public struct TapwireConfiguration: Sendable {
             r.fail("tls.upstreamCAFile", "\(file) does not exist or cannot be read")
         }
         return c
+    }
+
+    private static func readParentProxy(_ up: [String: JSON], _ r: ConfigReader, into settings: inout ParentProxySettings) {
+        if case .some(.some(let text)) = r.optionalString(up["proxy"], "upstream.proxy") {
+            switch ParentProxySettings.parse(text) {
+            case .success(let parent): settings.parent = parent
+            case .failure(let refusal): r.fail("upstream.proxy", "\(refusal.why), found \(ParentProxySettings.quoted(text))")
+            }
+        }
+        if case .some(.some(let path)) = r.optionalString(up["proxyCredentialsFile"], "upstream.proxyCredentialsFile") {
+            settings.credentialsFile = path
+            if settings.parent == nil {
+                if up["proxy"] == nil || up["proxy"] == .null {
+                    r.fail("upstream.proxyCredentialsFile", "is set but upstream.proxy is not")
+                }
+            } else if settings.parent?.credentials != nil {
+                r.fail("upstream.proxyCredentialsFile", "upstream.proxy already holds credentials; give them in one place")
+            } else {
+                switch ParentProxySettings.readCredentials(path) {
+                case .success(let credentials): settings.parent?.credentials = credentials
+                case .failure(let refusal): r.fail("upstream.proxyCredentialsFile", refusal.why)
+                }
+            }
+        }
+        if let parent = settings.parent, parent.kind == .socks5, let credentials = parent.credentials,
+           credentials.user.utf8.count > ParentProxySettings.maxSOCKSCredentialBytes
+            || credentials.password.utf8.count > ParentProxySettings.maxSOCKSCredentialBytes {
+            r.fail(settings.credentialsFile == nil ? "upstream.proxy" : "upstream.proxyCredentialsFile",
+                   "a SOCKS5 user name and password are at most 255 bytes each")
+        }
+        if let entries = r.stringOrStrings(up["noProxy"], "upstream.noProxy") {
+            var ok = true
+            for (i, entry) in entries.enumerated() where AddressRange(entry) == nil {
+                // A host glob: a name, `*.corp.example`; no scheme, port, path or range syntax.
+                if entry.isEmpty || entry.contains("/") || entry.contains("[") || entry.contains(":") || entry.contains(" ") {
+                    r.fail("upstream.noProxy[\(i)]", "expected a host glob such as *.corp.example or a range such as 10.0.0.0/8, found \"\(entry)\"")
+                    ok = false
+                }
+            }
+            if ok { settings.noProxy = entries.map { $0.lowercased() } }
+        }
     }
 
     private static func readRule(_ v: JSON, _ path: String, _ r: ConfigReader) -> Rule? {
@@ -480,9 +523,10 @@ public struct TapwireConfiguration: Sendable {
         }
     }
 
-    /// One line for `check-config` and the start-up log.
+    /// One line for `check-config` and the start-up log (names a parent without its credentials).
     public var summary: String {
         "\(engine.listen.count) listener(s) (\(engine.listen.joined(separator: ", "))), \(rules.count) rule(s), "
+            + (parentProxy.parent.map { "upstream via \($0.via), " } ?? "")
             + (logEnabled ? "logs in \(log.directory)/\(log.fileName)" + (log.whenBehind == .wait ? " (log.whenBehind: wait)" : "")
                           : "logging off (log.enabled: false)")
     }

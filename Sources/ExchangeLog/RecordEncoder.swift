@@ -27,7 +27,7 @@ import ResponseSerialization
 ///              "serializationCompletedTime":"…","latency":0.00121,"requestDuration":0.00205,
 ///              "serializationDuration":0.00003,"totalDuration":0.00208},
 ///  "metrics":{"dns":null,"connect":0.00011,"tls":null,"send":0.00001,"wait":0.0011,
-///             "receive":0.00084,"connectionReused":false,"upstream":"127.0.0.1:8080"},
+///             "receive":0.00084,"connectionReused":false,"upstream":"127.0.0.1:8080","via":null},
 ///  "replayOf":"0000018c2b1f4a1e-000001"}
 /// ```
 /// - `replayOf` (present only for a request sent by `tapwire replay`): the id of the record
@@ -61,7 +61,7 @@ import ResponseSerialization
 ///
 /// `kind: "tunnel"` (CONNECT passed through without interception):
 /// ```
-/// {"id":"…","kind":"tunnel","client":"127.0.0.1:53422","target":"example.com:443",
+/// {"id":"…","kind":"tunnel","client":"127.0.0.1:53422","target":"example.com:443","via":null,
 ///  "status":200,"bytesFromClient":517,"bytesFromUpstream":4711,
 ///  "startTime":"…","endTime":"…","duration":1.5,"closedBy":"client",
 ///  "error":null | {"code":"…","message":"…"}}
@@ -70,7 +70,7 @@ import ResponseSerialization
 /// exchange's `request` and `response` (encoded as in `http` records, null when
 /// not recorded) after `status`:
 /// ```
-/// {"id":"…","kind":"websocket","client":"…","target":"echo.local:80","status":101,
+/// {"id":"…","kind":"websocket","client":"…","target":"echo.local:80","via":null,"status":101,
 ///  "request":{…},"response":{…},"bytesFromClient":120,"bytesFromUpstream":96,
 ///  "startTime":"…","endTime":"…","duration":12.25,"closedBy":"upstream","error":null}
 /// ```
@@ -162,6 +162,8 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendOptionalString(m.upstream, into: &out)
         RecordEncoder.ascii(",\"upstreamHTTPVersion\":", &out)
         RecordEncoder.appendOptionalString(m.upstreamHTTPVersion, into: &out)
+        RecordEncoder.ascii(",\"via\":", &out)
+        RecordEncoder.appendOptionalString(m.via, into: &out)
         out.append(UInt8(ascii: "}"))
         if let replayOf {
             RecordEncoder.ascii(",\"replayOf\":", &out)
@@ -185,6 +187,8 @@ public struct RecordEncoder: Sendable {
         out.appendQuoted(tunnel.client)
         RecordEncoder.ascii(",\"target\":", &out)
         out.appendQuoted(tunnel.target)
+        RecordEncoder.ascii(",\"via\":", &out)
+        RecordEncoder.appendOptionalString(tunnel.via, into: &out)
         RecordEncoder.ascii(",\"status\":", &out)
         RecordEncoder.appendSignedInteger(tunnel.status, into: &out)
         if tunnel.kind == .websocket {

@@ -60,6 +60,8 @@ public struct CapturedExchange: Sendable {
     public var upstreamAddress: String?
     /// What was spoken to the origin: "HTTP/1.1" or "HTTP/2"; nil when no upstream was used.
     public var upstreamHTTPVersion: String? = nil
+    /// The parent proxy it went through (`ParentProxy.via`, never credentials); nil for direct.
+    public var via: String?
     /// Offline replay answered the request with the response of this record (`replayedFrom`);
     /// nothing went to the network.
     public var replayedFrom: String? = nil
@@ -74,11 +76,11 @@ extension CapturedExchange {
     public init(client: String, url: String, request: HTTPRequestHead, requestBody: CapturedBody = CapturedBody(),
                 response: HTTPResponseHead?, responseBody: CapturedBody = CapturedBody(), error: TransportError? = nil,
                 clock: ExchangeClock, connectionReused: Bool = false, upstreamAddress: String? = nil,
-                upstreamHTTPVersion: String? = nil) {
+                upstreamHTTPVersion: String? = nil, via: String? = nil) {
         self.init(clock: clock, client: client, url: url, request: request, requestBody: requestBody,
                   response: response, responseBody: responseBody, error: error,
                   connectionReused: connectionReused, upstreamAddress: upstreamAddress,
-                  upstreamHTTPVersion: upstreamHTTPVersion)
+                  upstreamHTTPVersion: upstreamHTTPVersion, via: via)
     }
 }
 
@@ -112,12 +114,16 @@ public struct CapturedTunnel: Sendable {
     public var error: TransportError?
     /// For websockets: the upgrade exchange.
     public var upgrade: CapturedExchange?
+    /// The parent proxy the tunnel went through (never credentials); nil for direct.
+    public var via: String?
 
     public init(kind: Kind, client: String, target: String, status: Int, bytesFromClient: UInt64, bytesFromUpstream: UInt64,
-                start: Double, end: Double, closedBy: ClosedBy, error: TransportError? = nil, upgrade: CapturedExchange? = nil) {
+                start: Double, end: Double, closedBy: ClosedBy, error: TransportError? = nil, upgrade: CapturedExchange? = nil,
+                via: String? = nil) {
         self.kind = kind; self.client = client; self.target = target; self.status = status
         self.bytesFromClient = bytesFromClient; self.bytesFromUpstream = bytesFromUpstream
         self.start = start; self.end = end; self.closedBy = closedBy; self.error = error; self.upgrade = upgrade
+        self.via = via
     }
 }
 

@@ -43,6 +43,11 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         /// `limits.http2SettingsPerSecond`, CONTINUATION frames past
         /// `limits.http2MaxContinuations`, or control frames whose answers it did not read.
         case http2Flood
+        /// The parent proxy (`upstream.proxy`) could not be reached, broke its protocol, or
+        /// refused to open the tunnel (its own answer, if any, is passed on).
+        case upstreamProxyFailed
+        /// The parent proxy asked for credentials or refused them (HTTP 407, SOCKS5 auth).
+        case upstreamProxyAuthFailed
 
         public var description: String { rawValue }
 

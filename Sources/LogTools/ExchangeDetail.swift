@@ -26,6 +26,7 @@ public enum ExchangeDetail {
             let reused = record[path: "metrics", "connectionReused"] == .bool(true)
             facts.append("upstream \(clean(upstream)) (\(reused ? "reused connection" : "new connection"))")
         }
+        if let via = record[path: "metrics", "via"]?.stringValue { facts.append("via \(clean(via))") }
         if let rule = record[member: "rule"]?.stringValue { facts.append("rule \(clean(rule))") }
         if let serializer = view.serializer { facts.append("serializer \(clean(serializer))") }
         if let replayOf = record[member: "replayOf"]?.stringValue { facts.append("replay of \(clean(replayOf))") }

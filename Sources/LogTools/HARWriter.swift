@@ -107,7 +107,9 @@ public final class HARWriter {
             .init("cache", .object([])),
             .init("timings", timings.json),
         ]
-        if let upstream = record[path: "metrics", "upstream"]?.stringValue, !upstream.isEmpty {
+        // Through a parent proxy the origin's address is the parent's to know: none is given.
+        if let upstream = record[path: "metrics", "upstream"]?.stringValue, !upstream.isEmpty,
+           record[path: "metrics", "via"]?.stringValue == nil {
             members.append(.init("serverIPAddress", .string(URLParts.hostOfAuthority(upstream))))
         }
         if let id = record[member: "id"]?.stringValue { members.append(.init("_id", .string(id))) }

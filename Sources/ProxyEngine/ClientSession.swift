@@ -465,7 +465,7 @@ final class ClientSession: ExchangeClient {
         interceptStart = Date().timeIntervalSince1970
         let ssl: OpaquePointer
         do { ssl = try interceptor.serverSSL(forHost: authority.host) } catch {
-            refuseConnect(.badGateway, TransportError(.tlsFailed, "cannot make a certificate for \(authority.host): \(error)"))
+            refuseConnect(.badGateway, TransportError(.tlsFailed, "cannot make a certificate for \(authority.host): \(error)"), parentAnswer: nil)
             recordInterceptionFailure(authority, TransportError(.tlsFailed, "no certificate for \(authority.host): \(error)"))
             return
         }
@@ -651,7 +651,13 @@ final class ClientSession: ExchangeClient {
 
     /// A CONNECT failed before its answer: the error status to an HTTP client, the SOCKS5
     /// reply for the failure to a SOCKS one; the connection closes either way.
-    func refuseConnect(_ status: ProxyStatus, _ error: TransportError) {
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError, parentAnswer: [UInt8]?) {
+        if socks == nil, let parentAnswer {
+            write(parentAnswer)
+            flush()
+            closeAfterFlush()
+            return
+        }
         guard socks != nil else { respondError(status, error.message, close: true); return }
         write(socks?.connectFailed(error.code) ?? [])
         flush()

@@ -164,6 +164,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         // An upgrade needs HTTP/1.1; any other request can go to an origin that picks h2.
         let c = UpstreamConnection(loop: session.loop, authority: authority, offersHTTP2: !machine.wantsUpgrade)
         upstream = c
+        via = c.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
             guard let self else { return }
             switch phase {
@@ -175,9 +176,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             guard let self, !self.machine.isFinished else { return }
             switch result {
             case .success:
-                if self.clock.connected == nil { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
+                // Through a parent, `connected` (TCP with the parent) is also reported for plain
+                // HTTP: without TLS with the origin, connecting ends here, handshakes included.
+                if self.clock.connected == nil || self.authority.scheme != "https" { self.clock.connected = self.now() } else { self.clock.tlsDone = self.now() }
                 self.perform(self.machine.connected())
             case .failure(let error):
+                self.parentPage = c.parentAnswer
                 self.perform(self.machine.connectFailed(error))
             }
         }
@@ -187,14 +191,20 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         guard let c = upstream else { return }
         upstreamAddressText = c.addressText
         upstreamSpeaksHTTP2 = c.speaksHTTP2
+        via = c.via
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
         // long upload is not cut by it (writes do not reset libevent's read timeout).
         c.setReadTimeout(bodyFollows ? nil : config.upstreamReadTimeout)
         if let bev = c.bev {
-            head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
-                                        host: forwardedHost) {
-                c.stage(capacity: $0, bev, $1)
+            if let parent = c.parent, c.forwardsAbsoluteForm {
+                ParentRequestHead.write(head, authority: authority, originTarget: originTarget, parent: parent,
+                                        keepUpgrade: machine.wantsUpgrade, host: forwardedHost) { c.stage(capacity: $0, bev, $1) }
+            } else {
+                head.writeForwardedWireForm(authority: authority, originTarget: originTarget, keepUpgrade: machine.wantsUpgrade,
+                                            host: forwardedHost) {
+                    c.stage(capacity: $0, bev, $1)
+                }
             }
         }
         if !bodyFollows {
@@ -286,6 +296,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 return
             }
             guard case .complete(let rh, let length) = parsed else { return }
+            if rh.status == 407, c.forwardsAbsoluteForm, let parent = c.parent {
+                let why = parent.credentials == nil ? "asks for credentials and none are set" : "refused the credentials"
+                perform(machine.parentRefused(TransportError(.upstreamProxyAuthFailed,
+                    "the parent proxy \(parent.via) \(why) (407 \(rh.reason))")))
+                return
+            }
             evbuffer_drain(input, length)
             engine.metrics.bytesFromUpstreams.add(length)
             var framing: BodyFraming?
@@ -408,8 +424,16 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             if outcome.responseWasPaused, session.isOpen { session.watchOutputDrain(below: nil) }
         }
         upstream = nil
+        // The parent's own page answers in Tapwire's place, and the record shows its head; as
+        // HTTP/1 bytes, so an HTTP/2 client gets the 502 naming the parent's status instead.
+        let page = failure?.answer != nil && !session.takesPayloadOnly ? parentPage : nil
+        if let page { responseHead = ParentAnswer.head(page) }
         emitRecord(error: failure?.error)
-        if let answer = failure?.answer {
+        if let page {
+            session.write(page)
+            session.flush()
+            session.closeAfterFlush()
+        } else if let answer = failure?.answer {
             session.respondError(answer.status, answer.detail, close: outcome.closeClient)
         } else if failure != nil {
             session.closeAfterFlush()
@@ -433,11 +457,16 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: response, responseBody: responseBody, error: error, clock: clock,
                                 connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText,
-                                upstreamHTTPVersion: upstreamAddressText == nil ? nil : upstreamSpeaksHTTP2 ? "HTTP/2" : "HTTP/1.1")
+                                upstreamHTTPVersion: upstreamAddressText == nil ? nil : upstreamSpeaksHTTP2 ? "HTTP/2" : "HTTP/1.1",
+                                via: via)
     }
 
     private var upstreamAddressText: String?
     private var upstreamSpeaksHTTP2 = false
+    /// The parent proxy's answer when it refused the tunnel to the origin (intercepted HTTPS).
+    private var parentPage: [UInt8]?
+    /// The parent proxy used (`metrics.via`), set with the upstream connection.
+    private var via: String?
 
     private func emitRecord(error: TransportError?) {
         let duration = (clock.lastResponseByte ?? now()) - clock.requestStart
@@ -458,17 +487,24 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         let c = UpstreamConnection(loop: session.loop, authority: authority)
         upstream = c
         let start = now()
+        let via = c.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { _ in }) { [weak self] result in
             guard let self, self.machine.tunnelConnectFinished() else { return }
             self.upstream = nil
             switch result {
             case .failure(let error):
-                let status = ExchangeStateMachine.answer(for: error)
+                // A parent's refusal (its error page) goes to the client as the parent sent it.
+                let parentAnswer = answered ? nil : c.parentAnswer
+                let status = parentAnswer.flatMap(ParentAnswer.head)?.status ?? ExchangeStateMachine.answer(for: error).code
                 self.engine.metrics.recordTransportError(error.code)
                 self.engine.sink?.accept(.tunnel(CapturedTunnel(kind: .connect, client: self.session.peerText,
-                    target: self.authority.description, status: status.code, bytesFromClient: 0, bytesFromUpstream: 0,
-                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil)))
-                if answered { self.session.close() } else { self.session.refuseConnect(status, error) }
+                    target: self.authority.description, status: status, bytesFromClient: 0, bytesFromUpstream: 0,
+                    start: start, end: self.now(), closedBy: .error, error: error, upgrade: nil, via: via)))
+                if answered {
+                    self.session.close()
+                } else {
+                    self.session.refuseConnect(ExchangeStateMachine.answer(for: error), error, parentAnswer: parentAnswer)
+                }
             case .success:
                 if !answered { self.session.answerConnectEstablished() }
                 guard let upstreamSocket = c.detachBufferevent() else { self.session.close(); return }

@@ -62,8 +62,9 @@ protocol ExchangeClient: AnyObject {
     /// HTTP/1.1 session is asked, as for `awaitFirstBytes`.
     func answerConnectEstablished()
     /// A CONNECT failed before its answer: the client learns why (an error status, or a
-    /// SOCKS5 reply) and the connection closes.
-    func refuseConnect(_ status: ProxyStatus, _ error: TransportError)
+    /// SOCKS5 reply) and the connection closes. `parentAnswer`: a parent proxy's own answer
+    /// to the CONNECT, passed on as it came to a client that speaks HTTP.
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError, parentAnswer: [UInt8]?)
     /// A CONNECT's upstream is ready: the client's first bytes decide what follows. Only an
     /// HTTP/1.1 session is asked (HTTP/2 streams refuse CONNECT before an exchange starts).
     func awaitFirstBytes(head: HTTPRequestHead, authority: HTTPAuthority, upstream: HandedOverSocket, start: Double)

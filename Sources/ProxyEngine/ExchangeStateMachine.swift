@@ -414,6 +414,13 @@ struct ExchangeStateMachine {
         return failBeforeResponse(error)
     }
 
+    /// The parent proxy answered the request in place of the origin with a refusal that is
+    /// not passed on (its 407: the credentials are Tapwire's concern, not the client's).
+    mutating func parentRefused(_ error: TransportError) -> ActionList<Action> {
+        guard case .exchanging(_, _, .awaitingHead, _) = state else { return ActionList() }
+        return failBeforeResponse(error)
+    }
+
     /// A whole response head with `status`; `framing` its body's, for a final answer.
     /// `draining`: the engine is shutting down; `clientSentLast`: the client half-closed and
     /// nothing more of it is buffered.

@@ -140,7 +140,7 @@ final class HTTP2Stream: ExchangeClient {
     /// Never reached (see `ExchangeClient`): HTTP/2 streams refuse CONNECT first.
     func answerConnectEstablished() { reset() }
 
-    func refuseConnect(_ status: ProxyStatus, _ error: TransportError) {
+    func refuseConnect(_ status: ProxyStatus, _ error: TransportError, parentAnswer _: [UInt8]?) {
         respondError(status, error.message, close: true)
     }
 

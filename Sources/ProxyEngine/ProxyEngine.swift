@@ -37,13 +37,17 @@ public final class ProxyEngine: @unchecked Sendable {
     /// Hosts whose CONNECT stays a blind tunnel whatever it carries (`tls.ignore`,
     /// `capture.blindTunnels`); nil: none.
     public let blindTunnels: BlindTunnelPolicy?
+    /// How new upstream connections reach origins at start (`upstream.proxy`); each loop
+    /// keeps its own copy, replaced by `apply(routing:)`.
+    let routing: UpstreamRouting
 
     public init(configuration: EngineConfiguration, sink: ExchangeSink?, tlsInterceptor: TLSInterceptor? = nil,
-                blindTunnels: BlindTunnelPolicy? = nil) {
+                blindTunnels: BlindTunnelPolicy? = nil, routing: UpstreamRouting = .direct) {
         self.configuration = configuration
         self.sink = sink
         self.tlsInterceptor = tlsInterceptor
         self.blindTunnels = blindTunnels
+        self.routing = routing
     }
 
     /// How a CONNECT to `host` is handled before any byte (`ConnectPayloadStateMachine`):
@@ -51,6 +55,15 @@ public final class ProxyEngine: @unchecked Sendable {
     public func connectRoute(host: String) -> ConnectPayloadStateMachine.Route {
         ConnectPayloadStateMachine.route(interceptsTLS: tlsInterceptor?.intercepts(host: host) ?? false,
                                          keepsBlind: blindTunnels?.keepsBlind(host: host) ?? false)
+    }
+
+    /// A changed parent (SIGHUP): each loop's new connections follow it from its next
+    /// turn on, and its idle connections made the old way are closed. Safe from any thread.
+    public func apply(routing: UpstreamRouting) {
+        // The first https parent without interception: no loop has made a TLS filter yet
+        // (there was nothing to make one with), so the table is built here before any can.
+        if let tls = routing.parentTLS { buildOpenSSLFilterMethods(tls: tls) }
+        for loop in loops { loop.execute { loop.pool.apply(routing) } }
     }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
@@ -138,9 +151,7 @@ public final class ProxyEngine: @unchecked Sendable {
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
         sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
-        if let interceptor = tlsInterceptor, let base = loops.first?.base {
-            Self.buildOpenSSLFilterMethods(base: base, interceptor: interceptor)
-        }
+        if let tls = tlsInterceptor ?? routing.parentTLS { buildOpenSSLFilterMethods(tls: tls) }
         for loop in loops { loop.start() }
     }
 
@@ -170,16 +181,22 @@ public final class ProxyEngine: @unchecked Sendable {
 
     /// libevent_openssl builds its BIO method table on the first filter, without a lock
     /// (2.1.12): two loops starting their first TLS filters at once could race on it. One
-    /// filter made and freed here, before the loops run, builds it. No I/O: the socket is -1.
-    private static func buildOpenSSLFilterMethods(base: OpaquePointer, interceptor: TLSInterceptor) {
-        guard let ssl = try? interceptor.clientSSL(forHost: "localhost") else { return }
-        guard let tcp = bufferevent_socket_new(base, -1, 0) else { interceptor.free(ssl: ssl); return }
+    /// filter made and freed on a base of its own, before any loop can make one (at start,
+    /// or at the reload that brings the first TLS), builds it. No I/O: the socket is -1.
+    /// Once per process; not from a loop thread.
+    private func buildOpenSSLFilterMethods(tls: ClientTLS) {
+        guard !filterMethodsBuilt.exchange(true, ordering: .relaxed) else { return }
+        guard let base = event_base_new() else { return }
+        defer { event_base_free(base) }
+        guard let ssl = try? tls.clientSSL(forHost: "localhost") else { return }
+        guard let tcp = bufferevent_socket_new(base, -1, 0) else { tls.free(ssl: ssl); return }
         // With BEV_OPT_CLOSE_ON_FREE the filter owns `tcp` and `ssl`, even when it fails.
         if let filter = bufferevent_openssl_filter_new(base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
                                                        Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) {
             bufferevent_free(filter)
         }
     }
+    private let filterMethodsBuilt = Atomic<Bool>(false)
 
     /// The sink caught up: each loop starts the requests it held.
     private func releaseHeldSessions() {

@@ -200,4 +200,6 @@ final class SocketReader {
 struct HandedOverSocket {
     let bev: OpaquePointer
     let pendingErrno: Int32
+    /// For an upstream socket, the parent proxy it goes through (`ParentProxy.via`).
+    var via: String? = nil
 }

@@ -2,21 +2,18 @@
 /// and trust decisions live outside the engine (TLSInterception).
 /// SSL objects are passed as the opaque `SSL *` and owned by the bufferevent
 /// they are given to (freed with it).
-public protocol TLSInterceptor: Sendable {
+public protocol TLSInterceptor: ClientTLS {
     /// Whether CONNECT to `host` is decrypted (`tls.intercept` minus `tls.ignore`).
     func intercepts(host: String) -> Bool
     /// A server-side `SSL *` presenting a leaf certificate for `host` to the client.
     func serverSSL(forHost host: String) throws -> OpaquePointer
-    /// A client-side `SSL *` that verifies the origin `host` (SNI, hostname check, ALPN http/1.1).
-    func clientSSL(forHost host: String) throws -> OpaquePointer
+    // `clientSSL(forHost:)` (from `ClientTLS`) verifies the origin `host`: SNI, hostname
+    // check, ALPN http/1.1. `failureDescription` also names a client's refused SNI, and
+    // `free(ssl:)` takes a `serverSSL` one too.
     /// A client-side `SSL *` like `clientSSL(forHost:)` that also offers `h2` in ALPN.
     func clientSSLOfferingHTTP2(forHost host: String) throws -> OpaquePointer
     /// The protocol ALPN settled on for a handshaken `SSL *` (`"h2"`, `"http/1.1"`), nil if none.
     func negotiatedProtocol(ssl: OpaquePointer) -> String?
-    /// Frees an `SSL *` from `serverSSL` that was never given to a bufferevent.
-    func free(ssl: OpaquePointer)
-    /// Why a handshake failed: the certificate verification result or the OpenSSL error text.
-    func failureDescription(ssl: OpaquePointer?, error: UInt) -> String
 }
 
 extension TLSInterceptor {

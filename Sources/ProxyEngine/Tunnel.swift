@@ -27,6 +27,9 @@ final class Tunnel {
     let status: Int
     let start: Double
     let upgrade: CapturedExchange?
+    /// The parent proxy the upstream side goes through (the record's `via`), as its
+    /// connection handed it over.
+    let via: String?
     /// A WebSocket whose messages the log parses: each direction's bytes are copied to it as
     /// they are relayed (`capture.websocketMessages`), numbered in the order read.
     let webSocket: WebSocketCapture?
@@ -43,7 +46,7 @@ final class Tunnel {
     private init(loop: EventLoop, engine: ProxyEngine, kind: CapturedTunnel.Kind, client: HandedOverSocket, upstream: HandedOverSocket,
                  clientText: String, target: String, status: Int, start: Double, upgrade: CapturedExchange?,
                  webSocket: WebSocketCapture?) {
-        self.loop = loop; self.engine = engine; self.kind = kind
+        self.loop = loop; self.engine = engine; self.kind = kind; via = upstream.via
         self.client = Side(client); self.upstream = Side(upstream)
         self.clientText = clientText; self.target = target; self.status = status; self.start = start
         self.upgrade = upgrade
@@ -209,7 +212,8 @@ final class Tunnel {
         let wall = Date().timeIntervalSince1970
         let record = CapturedTunnel(kind: kind, client: clientText, target: target, status: status,
                                     bytesFromClient: machine.bytesFromClient, bytesFromUpstream: machine.bytesFromUpstream,
-                                    start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade)
+                                    start: start, end: max(start, wall), closedBy: closedBy, error: error, upgrade: upgrade,
+                                    via: via)
         if let error { engine.metrics.recordTransportError(error.code) }
         if let webSocket {
             // After the last bytes, so the record counts every message.

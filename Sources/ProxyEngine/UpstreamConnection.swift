@@ -17,9 +17,21 @@ final class UpstreamConnection {
     let loop: EventLoop
     let authority: HTTPAuthority
     private(set) var bev: OpaquePointer?
-    private(set) var address: SocketAddress? { didSet { addressText = address?.description } }
-    /// Formatted once per connection: records name it on every exchange.
+    /// The address connected to: the parent's, through one.
+    private(set) var address: SocketAddress? { didSet { if parent == nil { addressText = address?.description } } }
+    /// Formatted once per connection: records name it on every exchange (`metrics.upstream`):
+    /// the origin's address, or, through a parent that resolves names itself, the origin
+    /// as named.
     private(set) var addressText: String?
+    /// The parent proxy this connection goes through; nil for direct.
+    let parent: ParentProxy?
+    /// `parent.via`, made once: every exchange's record names it (`metrics.via`).
+    let via: String?
+    /// The pool's routing generation this connection was made under.
+    let routingGeneration: Int
+    /// The parent's own answer when it refused to open a tunnel (its error page).
+    private(set) var parentAnswer: [UInt8]?
+    private var parentHandshake: ParentHandshake?
     /// Strong while lent out (cleared when the exchange ends or the connection closes);
     /// a weak reference would give every exchange a side table and slow-path refcounts.
     var owner: UpstreamOwner?
@@ -45,7 +57,11 @@ final class UpstreamConnection {
         self.loop = loop
         self.authority = authority
         self.offersHTTP2 = offersHTTP2
-        machine = UpstreamConnectionStateMachine(authority: authority)
+        parent = loop.pool.routing.parent(forHost: authority.host)
+        via = parent?.via
+        routingGeneration = loop.pool.routingGeneration
+        if parent != nil { addressText = authority.description }
+        machine = UpstreamConnectionStateMachine(authority: authority, parent: parent)
         loop.engine?.metrics.activeUpstreams.add()
     }
 
@@ -65,6 +81,10 @@ final class UpstreamConnection {
         installCallbacks()
         reader = SocketReader(loop: loop, bev: end, enabled: true)
     }
+
+    /// Whether requests go to the parent in absolute-form with its credentials (plain HTTP
+    /// through an HTTP(S) parent) rather than in origin-form through a tunnel.
+    var forwardsAbsoluteForm: Bool { parent.map { $0.forwardsAbsoluteForm(to: authority) } ?? false }
 
     deinit { close() }
 
@@ -96,7 +116,8 @@ final class UpstreamConnection {
                 timer.schedule(after: connectTimeout)
                 deadline = timer
             case .resolve:
-                Resolver.resolve(host: authority.host, port: authority.port, on: loop) { [weak self] result, lookedUp in
+                let dialed = machine.dialed
+                Resolver.resolve(host: dialed.host, port: dialed.port, on: loop) { [weak self] result, lookedUp in
                     guard let self else { return }
                     let own = (try? result.get())?.first(where: { self.isOwnListener?($0) ?? false })
                     self.perform(self.machine.resolved(result, lookedUp: lookedUp, ownListener: own))
@@ -105,8 +126,10 @@ final class UpstreamConnection {
                 phase?(p)
             case .tryAddress:
                 if let addr = machine.addressToTry { tryAddress(addr) }
-            case .startTLS:
+            case .startTLS, .startParentTLS:
                 startTLS()
+            case .negotiate:
+                negotiate()
             case .finishConnect:
                 finishConnect(machine.connectError)
             case .armIdleTimer(let seconds):
@@ -191,8 +214,8 @@ final class UpstreamConnection {
             guard let ctx else { return }
             let c = Unmanaged<UpstreamConnection>.fromOpaque(ctx).takeUnretainedValue()
             // Bytes that come with the end of a TLS handshake wait for the exchange
-            // (it reads what is buffered when it attaches).
-            if c.isConnecting { return }
+            // (it reads what is buffered when it attaches); a parent's handshake reads its own.
+            if c.isConnecting { c.negotiationReadable(closed: false); return }
             if let o = c.owner { o.upstreamReadable(c) } else { c.perform(c.machine.eventWhileIdle()) }
         }, { _, ctx in
             guard let ctx else { return }
@@ -216,15 +239,24 @@ final class UpstreamConnection {
                 let err = errno
                 perform(machine.attemptFailed(err != 0 ? String(cString: strerror(err)) : "connection failed"))
             }
-        case .handshaking:
+        case .handshaking, .parentHandshaking:
             if Int32(events) & BEV_EVENT_CONNECTED != 0 {
                 perform(machine.tlsConnected())
             } else {
                 // A certificate or protocol failure: another address would not fix it.
+                let peer = tlsPeer
                 let ssl = bev.flatMap { bufferevent_openssl_get_ssl($0) }
                 let code = bev.map { bufferevent_get_openssl_error($0) } ?? 0
-                let why = loop.engine?.tlsInterceptor?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
-                perform(machine.tlsFailed("TLS with \(authority) failed: \(why)"))
+                let why = peer.tls?.failureDescription(ssl: ssl, error: UInt(code)) ?? "handshake failed"
+                perform(machine.tlsFailed("TLS with \(peer.name) failed: \(why)"))
+            }
+        case .negotiating:
+            if Int32(events) & BEV_EVENT_EOF != 0 {
+                negotiationReadable(closed: true)
+            } else {
+                let err = errno
+                perform(machine.parentHandshakeFailed(TransportError(.upstreamProxyFailed,
+                    "the parent proxy \(parent?.via ?? "") failed during the handshake: \(err != 0 ? String(cString: strerror(err)) : "connection error")")))
             }
         case .created, .resolving, .connectFailed, .closed:
             return
@@ -233,30 +265,85 @@ final class UpstreamConnection {
         }
     }
 
-    /// Wraps the connected socket in an OpenSSL filter; `BEV_EVENT_CONNECTED` on the
-    /// filter means the handshake (and the origin's certificate check) succeeded.
+    /// Who TLS is being spoken with now: an `https` parent, else the origin.
+    private var tlsPeer: (tls: ClientTLS?, host: String, name: String) {
+        if machine.state == .parentHandshaking, let parent {
+            return (loop.pool.routing.parentTLS, parent.host, "the parent proxy \(parent.via)")
+        }
+        return (loop.engine?.tlsInterceptor, authority.host, authority.description)
+    }
+
+    /// Wraps the connected socket (or the TLS with the parent) in an OpenSSL filter for
+    /// `tlsPeer`; `BEV_EVENT_CONNECTED` on the filter means the handshake (and the peer's
+    /// certificate check) succeeded.
     private func startTLS() {
-        guard let tcp = bev, let interceptor = loop.engine?.tlsInterceptor else {
-            perform(machine.tlsFailed("HTTPS to \(authority) without TLS support"))
+        let peer = tlsPeer
+        guard let below = bev, let tls = peer.tls else {
+            perform(machine.tlsFailed("TLS with \(peer.name) is not available"))
             return
         }
         let ssl: OpaquePointer
         do {
-            ssl = try offersHTTP2 ? interceptor.clientSSLOfferingHTTP2(forHost: authority.host)
-                                  : interceptor.clientSSL(forHost: authority.host)
+            // h2 is offered to the origin only, never to a parent proxy.
+            if offersHTTP2, machine.state != .parentHandshaking, let interceptor = loop.engine?.tlsInterceptor {
+                ssl = try interceptor.clientSSLOfferingHTTP2(forHost: peer.host)
+            } else {
+                ssl = try tls.clientSSL(forHost: peer.host)
+            }
         } catch {
-            perform(machine.tlsFailed("TLS setup for \(authority) failed: \(error)"))
+            perform(machine.tlsFailed("TLS setup for \(peer.name) failed: \(error)"))
             return
         }
-        guard let filter = bufferevent_openssl_filter_new(loop.base, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+        guard let filter = bufferevent_openssl_filter_new(loop.base, below, ssl, BUFFEREVENT_SSL_CONNECTING,
                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            perform(machine.tlsFailed("cannot start TLS with \(authority)"))
+            perform(machine.tlsFailed("cannot start TLS with \(peer.name)"))
             return
         }
         bufferevent_openssl_set_allow_dirty_shutdown(filter, 1)
-        bufferevent_setwatermark(tcp, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
+        bufferevent_setwatermark(below, Int16(EV_WRITE), 0, loop.engine?.configuration.highWaterBytes ?? 256 * 1024)
         bev = filter
         installCallbacks()
+    }
+
+    /// Sends the parent's handshake its opening bytes; `negotiationReadable` does the rest.
+    private func negotiate() {
+        guard let parent, let bev else { return }
+        let handshake = ParentHandshake(target: authority, parent: parent,
+                                        maxAnswerBytes: loop.engine?.configuration.maxHeaderBytes ?? 65536)
+        parentHandshake = handshake
+        _ = handshake.opening.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+    }
+
+    /// Feeds what the parent sent to its handshake and performs the steps.
+    private func negotiationReadable(closed: Bool) {
+        guard case .negotiating = machine.state, var handshake = parentHandshake, let bev else { return }
+        let input = bufferevent_get_input(bev)
+        while true {
+            let length = evbuffer_get_length(input)
+            if length == 0 && !closed { return }
+            let base = length > 0 ? evbuffer_pullup(input, -1) : nil
+            let bytes = UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : length)
+            let step = closed ? handshake.closed(bytes) : handshake.received(bytes)
+            parentHandshake = handshake
+            switch step {
+            case .needMore:
+                return
+            case .send(let consumed, let reply):
+                evbuffer_drain(input, consumed)
+                _ = reply.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+                if evbuffer_get_length(input) == 0 { return }
+            case .established(let consumed):
+                evbuffer_drain(input, consumed)
+                parentHandshake = nil
+                perform(machine.parentTunnelOpened())
+                return
+            case .failed(let error, let answer):
+                parentHandshake = nil
+                parentAnswer = answer
+                perform(machine.parentHandshakeFailed(error))
+                return
+            }
+        }
     }
 
     // MARK: the pool
@@ -314,7 +401,7 @@ final class UpstreamConnection {
         reader = nil
         bev = nil
         if machine.close() { loop.engine?.metrics.activeUpstreams.sub() }
-        return b.map { HandedOverSocket(bev: $0, pendingErrno: pending) }
+        return b.map { HandedOverSocket(bev: $0, pendingErrno: pending, via: via) }
     }
 
     func close() {

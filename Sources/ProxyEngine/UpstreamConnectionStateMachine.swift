@@ -21,6 +21,11 @@ import HTTP1
 ///   nothing for one lent out meanwhile (the next `pooled` arms it again).
 /// - `closed` and `connectFailed` are final (closing twice, or after a hand-over to a
 ///   tunnel, does nothing).
+/// - Through a parent proxy (`parent` set), the parent's addresses are resolved and
+///   tried instead, and its failures are its own: the resolver's error or every address
+///   failing is `upstreamProxyFailed`, and so is TLS with an `https` parent. Once TCP (and
+///   TLS with the parent) is up, `negotiating` runs the parent's handshake unless the
+///   request goes in absolute-form to an HTTP parent; then TLS with the origin for HTTPS.
 struct UpstreamConnectionStateMachine {
     enum State: Equatable {
         case created
@@ -28,6 +33,10 @@ struct UpstreamConnectionStateMachine {
         /// Trying `addresses[next - 1]`; `lastError` explains the previous failure.
         case connecting(addresses: [SocketAddress], next: Int, lastError: String)
         case handshaking
+        /// TLS with an `https` parent.
+        case parentHandshaking
+        /// The parent's CONNECT or SOCKS5 handshake (`HTTPConnectHandshake`, `SOCKS5Handshake`).
+        case negotiating
         /// Owned by one exchange; `idleTimerRunning`: the timer armed when it was last pooled
         /// has not fired yet.
         case lent(idleTimerRunning: Bool)
@@ -52,6 +61,10 @@ struct UpstreamConnectionStateMachine {
         /// Open a socket to `addressToTry` (a previous one is freed).
         case tryAddress
         case startTLS
+        /// TLS with the parent (an `https` parent).
+        case startParentTLS
+        /// Run the parent's handshake for a tunnel to the origin.
+        case negotiate
         /// Connecting is over, failed when the state is `connectFailed` (`connectError`):
         /// then the connection is closed before the completion runs.
         case finishConnect
@@ -62,6 +75,11 @@ struct UpstreamConnectionStateMachine {
 
     let authority: HTTPAuthority
     let usesTLS: Bool
+    /// The parent proxy this connection goes through; nil for direct.
+    let parent: ParentProxy?
+    /// Whether the parent's handshake opens a tunnel to the origin (everything through a
+    /// parent but plain HTTP to an HTTP parent, which takes absolute-form requests).
+    let tunnelsThroughParent: Bool
     private(set) var state: State = .created
 
     /// Why connecting failed, once it has.
@@ -75,14 +93,19 @@ struct UpstreamConnectionStateMachine {
         return addresses[next - 1]
     }
 
-    init(authority: HTTPAuthority) {
+    init(authority: HTTPAuthority, parent: ParentProxy? = nil) {
         self.authority = authority
+        self.parent = parent
         usesTLS = authority.scheme == "https"
+        tunnelsThroughParent = parent.map { !$0.forwardsAbsoluteForm(to: authority) } ?? false
     }
+
+    /// Where the TCP connection goes: the parent, or the origin.
+    var dialed: HTTPAuthority { parent?.authority ?? authority }
 
     var isConnecting: Bool {
         switch state {
-        case .resolving, .connecting, .handshaking: return true
+        case .resolving, .connecting, .handshaking, .parentHandshaking, .negotiating: return true
         default: return false
         }
     }
@@ -109,11 +132,12 @@ struct UpstreamConnectionStateMachine {
         var actions: ActionList<Action> = ActionList(.reportPhase(.resolved(lookedUp: lookedUp)))
         switch result {
         case .failure(let e):
-            actions.append(contentsOf: fail(e))
+            actions.append(contentsOf: fail(parent.map { TransportError(.upstreamProxyFailed,
+                "the parent proxy \($0.via) cannot be reached: \(e.message)") } ?? e))
         case .success(let addresses):
             if let own = ownListener {
                 actions.append(contentsOf: fail(TransportError(.loopDetected,
-                    "\(authority) is this proxy's own listener (\(own))")))
+                    "\(dialed) is this proxy's own listener (\(own))")))
             } else {
                 state = .connecting(addresses: addresses, next: 0, lastError: "")
                 actions.append(contentsOf: nextAddress())
@@ -131,32 +155,75 @@ struct UpstreamConnectionStateMachine {
 
     mutating func tcpConnected() -> ActionList<Action> {
         guard case .connecting = state else { return ActionList() }
+        if parent?.kind == .https {
+            state = .parentHandshaking
+            return ActionList(.reportPhase(.tcpConnected), .startParentTLS)
+        }
+        let next = throughParent()
+        // Reported only when a phase follows: `connected` then ends the TCP phase.
+        guard isConnecting else { return next }
+        var actions = ActionList<Action>(.reportPhase(.tcpConnected))
+        actions.append(contentsOf: next)
+        return actions
+    }
+
+    /// TCP and TLS with the parent are up, or TCP with the origin: the parent's
+    /// handshake, TLS with the origin, or done.
+    private mutating func throughParent() -> ActionList<Action> {
+        if tunnelsThroughParent {
+            state = .negotiating
+            return ActionList(.negotiate)
+        }
+        return afterTunnel()
+    }
+
+    private mutating func afterTunnel() -> ActionList<Action> {
         if usesTLS {
             state = .handshaking
-            return ActionList(.reportPhase(.tcpConnected), .startTLS)
+            return ActionList(.startTLS)
         }
         return succeed()
     }
 
     mutating func tlsConnected() -> ActionList<Action> {
-        guard state == .handshaking else { return ActionList() }
-        return succeed()
+        switch state {
+        case .handshaking: return succeed()
+        case .parentHandshaking: return throughParent()
+        default: return ActionList()
+        }
     }
 
-    /// TLS could not start or the handshake failed (`message` says why and with whom).
+    /// TLS could not start or the handshake failed (`message` says why and with whom);
+    /// with the parent, that is the parent's failure.
     mutating func tlsFailed(_ message: String) -> ActionList<Action> {
         guard isConnecting else { return ActionList() }
-        return fail(TransportError(.tlsFailed, message))
+        return fail(TransportError(state == .parentHandshaking ? .upstreamProxyFailed : .tlsFailed, message))
+    }
+
+    /// The parent's handshake opened the tunnel to the origin.
+    mutating func parentTunnelOpened() -> ActionList<Action> {
+        guard state == .negotiating else { return ActionList() }
+        return afterTunnel()
+    }
+
+    /// The parent's handshake failed (`error` from `ParentHandshakeStep.failed`).
+    mutating func parentHandshakeFailed(_ error: TransportError) -> ActionList<Action> {
+        guard state == .negotiating else { return ActionList() }
+        return fail(error)
     }
 
     mutating func connectDeadlinePassed() -> ActionList<Action> {
         guard isConnecting else { return ActionList() }
-        return fail(TransportError(.upstreamTimeout, "connecting to \(authority.description) timed out"))
+        let through = parent.map { " through the parent proxy \($0.via)" } ?? ""
+        return fail(TransportError(.upstreamTimeout, "connecting to \(authority.description)\(through) timed out"))
     }
 
     private mutating func nextAddress() -> ActionList<Action> {
         guard case .connecting(let addresses, let next, let lastError) = state else { return ActionList() }
         guard next < addresses.count else {
+            if let parent {
+                return fail(TransportError(.upstreamProxyFailed, "cannot connect to the parent proxy \(parent.via): \(lastError)"))
+            }
             return fail(TransportError(.upstreamConnectFailed, "cannot connect to \(authority): \(lastError)"))
         }
         state = .connecting(addresses: addresses, next: next + 1, lastError: lastError)
@@ -203,7 +270,7 @@ struct UpstreamConnectionStateMachine {
             if remaining > 0 { return ActionList(.armIdleTimer(after: remaining)) }
             state = .closed
             return ActionList(.closeIdle)
-        case .created, .resolving, .connecting, .handshaking, .connectFailed, .closed:
+        case .created, .resolving, .connecting, .handshaking, .parentHandshaking, .negotiating, .connectFailed, .closed:
             return ActionList()
         }
     }

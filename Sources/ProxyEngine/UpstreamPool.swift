@@ -3,6 +3,10 @@ import HTTP1
 
 /// Idle upstream connections of one loop, keyed by `host:port`, each closed
 /// after `upstream.idleTimeout` unused.
+///
+/// Pooling is per parent and origin: every connection made under one `routing` reaches an
+/// origin the same way, so the origin alone is the key. A new routing (SIGHUP) empties
+/// the pool, and a connection lent out under an older one is closed when it comes back.
 final class UpstreamPool {
     /// Loops live as long as the process, so the cycle through `EventLoop.pool` is harmless.
     let loop: EventLoop
@@ -10,9 +14,22 @@ final class UpstreamPool {
     /// Bound per origin so one busy origin cannot hold every descriptor (`upstream.maxIdlePerOrigin`).
     var maxIdlePerOrigin: Int
 
+    /// How this loop's new connections reach origins (`upstream.proxy`, `upstream.noProxy`).
+    private(set) var routing: UpstreamRouting
+    /// Counts routing changes; a connection remembers the one it was made under.
+    private(set) var routingGeneration = 0
+
     init(loop: EventLoop) {
         self.loop = loop
         maxIdlePerOrigin = loop.engine?.configuration.maxIdlePerOrigin ?? EngineConfiguration().maxIdlePerOrigin
+        routing = loop.engine?.routing ?? .direct
+    }
+
+    /// New connections follow `routing` from now on; idle ones made before are closed.
+    func apply(_ routing: UpstreamRouting) {
+        self.routing = routing
+        routingGeneration += 1
+        closeAll()
     }
 
     /// HTTP/2 origin connections that can take another stream, by origin.
@@ -47,7 +64,7 @@ final class UpstreamPool {
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
         // A stream on an HTTP/2 origin connection is not reused: that connection is pooled itself.
-        guard c.bev != nil, !c.speaksHTTP2, idle.count(c.authority) < maxIdlePerOrigin,
+        guard c.bev != nil, !c.speaksHTTP2, c.routingGeneration == routingGeneration, idle.count(c.authority) < maxIdlePerOrigin,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)

@@ -71,13 +71,8 @@ struct HTTPSInterception: TLSInterceptor {
             if let sni = LeafCertificateCache.refusedServerName(ssl) {
                 return "the client asked (SNI) for \(sni), not the CONNECT host; refused, since only the CONNECT host is verified upstream"
             }
-            let verify = UpstreamTLSContext.describeVerifyError(ssl)
-            if verify != "ok" { return verify }
         }
-        guard error != 0 else { return "the connection closed during the handshake" }
-        var buf = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(error, &buf, buf.count)
-        return String(cString: buf)
+        return ParentTLS.describeFailure(ssl: ssl, error: error)
     }
 }
 

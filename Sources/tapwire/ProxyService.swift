@@ -5,6 +5,7 @@ import HTTP1
 import ProxyEngine
 import Synchronization
 import Systemd
+import TLSInterception
 import Viewer
 
 /// `tapwire run`: starts the log writer, the record pipeline and the engine in
@@ -17,6 +18,20 @@ final class ProxyService: @unchecked Sendable {
     /// What the engine started with: settings that change only at a restart keep these values.
     private let started: TapwireConfiguration
     private let notifier = SystemdNotifier()
+    /// TLS for an `https` parent, made once, from the `tls` keys of the start (they apply
+    /// only at a restart).
+    private let sharedParentTLS = Mutex<ParentTLS?>(nil)
+
+    /// The parent TLS `config` needs: nil unless its parent is https (or interception made one).
+    private func parentTLS(for config: TapwireConfiguration) throws -> ParentTLS? {
+        try sharedParentTLS.withLock { tls in
+            if tls == nil && config.parentProxy.parent?.kind == .https {
+                tls = ParentTLS(context: try UpstreamTLSContext(upstreamCAFile: started.tls.upstreamCAFile,
+                                                                insecure: started.tls.insecureUpstream))
+            }
+            return tls
+        }
+    }
     /// Offline replay's answers, read again at each reload.
     private var replays = ReplaySources()
 
@@ -82,9 +97,25 @@ final class ProxyService: @unchecked Sendable {
             writer.flushAndStop()
             return 1
         }
+        // The interception's origin trust serves an https parent too; without interception
+        // it is made for an https parent only (loading the system trust store costs time
+        // and memory), at start or at the reload that brings one.
+        if let interception { sharedParentTLS.withLock { $0 = ParentTLS(context: interception.upstream) } }
+        let parentTLS: ParentTLS?
+        do { parentTLS = try self.parentTLS(for: config) } catch {
+            Self.log("upstream.proxy is an https parent, but TLS with it cannot be set up: \(error)")
+            writer.flushAndStop()
+            return 1
+        }
+        if let parent = config.parentProxy.parent {
+            Self.log("upstream connections go through the parent proxy \(parent.via)"
+                     + (parent.credentials == nil ? "" : " with credentials")
+                     + (config.parentProxy.noProxy.isEmpty ? "" : ", except to \(config.parentProxy.noProxy.joined(separator: ", "))"))
+        }
         let engine = ProxyEngine(configuration: engineConfig, sink: config.logEnabled ? PipelineSink(pipeline: pipeline) : nil,
                                  tlsInterceptor: interception,
-                                 blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels))
+                                 blindTunnels: BlindTunnelHosts(tlsIgnore: config.tls.ignore, blindTunnels: config.blindTunnels),
+                                 routing: config.parentProxy.routing(parentTLS: parentTLS))
         do {
             replays = try ReplaySources.make(config)
         } catch {
@@ -218,7 +249,7 @@ final class ProxyService: @unchecked Sendable {
         let reloads = DispatchQueue(label: "tapwire.reload")
         engine.onSignal(SIGHUP) { [self] in
             let serving = engine.boundAddresses.map(\.description)
-            reloads.async { self.reload(pipeline: pipeline, writer: writer, serving: serving) }
+            reloads.async { self.reload(engine: engine, pipeline: pipeline, writer: writer, serving: serving) }
         }
     }
 
@@ -226,7 +257,7 @@ final class ProxyService: @unchecked Sendable {
     /// The log files are reopened either way: logrotate's `postrotate` reload follows a
     /// rename, whether or not the config file has a broken edit pending.
     /// - Parameter serving: the addresses the engine listens on (listeners change only at a restart).
-    private func reload(pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
+    private func reload(engine: ProxyEngine, pipeline: ExchangePipeline, writer: LogWriter, serving: [String]) {
         notifier?.reloading()
         defer { notifier?.ready() }
         guard let path = configPath else {
@@ -254,6 +285,12 @@ final class ProxyService: @unchecked Sendable {
             // a restart, so the running writer would switch to the new location either way;
             // a dormant writer (started with logging off) never writes, so there is nothing to check.
             let running = current.withLock { $0.log }
+            let runningParent = current.withLock { $0.parentProxy }
+            let parentTLS: ParentTLS?
+            do { parentTLS = try self.parentTLS(for: fresh) } catch {
+                refuse(["upstream.proxy: TLS with an https parent cannot be set up: \(error)"])
+                return
+            }
             if started.logEnabled && (fresh.log.resolvedDirectory != running.resolvedDirectory || fresh.log.fileName != running.fileName) {
                 do { try RotatingFile.checkCanOpen(fresh.log, lockHeld: writer.holdsLock(for: fresh.log)) } catch {
                     refuse(["cannot write logs in \(fresh.log.resolvedDirectory): \(error)"])
@@ -272,6 +309,10 @@ final class ProxyService: @unchecked Sendable {
             pipeline.apply(maxPending: fresh.log.decodeQueueCapacity, maxPendingBytes: fresh.log.decodeQueueBytes,
                            whenBehind: fresh.log.whenBehind)
             writer.reopen()
+            if fresh.parentProxy != runningParent {
+                engine.apply(routing: fresh.parentProxy.routing(parentTLS: parentTLS))
+                Self.log("SIGHUP: new upstream connections go " + (fresh.parentProxy.parent.map { "through the parent proxy \($0.via)" } ?? "direct"))
+            }
             // Named one by one: a reload that says "config reloaded" must not leave a narrowed
             // access.allow or a tightened tls.insecureUpstream silently unapplied. Compared with
             // what runs (the start-up values), not the previous file: a second reload still

@@ -178,18 +178,9 @@ final class RecordCommandsEndToEndTests: XCTestCase {
         }
 
         // A proxy that accepts (the kernel's backlog does) and never answers: the named limit ends the wait.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) == 0 && listen(silent, 4) == 0 && getsockname(silent, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound)
+        let silent = try SilentListener()
         let started = Date()
-        let timedOut = try runCommand(bin, ["replay", ids[0], "--proxy", "127.0.0.1:\(UInt16(bigEndian: address.sin_port))",
+        let timedOut = try runCommand(bin, ["replay", ids[0], "--proxy", "127.0.0.1:\(silent.port)",
                                             "--timeout", "0.5", "--log-dir", dir])
         XCTAssertEqual(timedOut.status, 1)
         XCTAssertTrue(timedOut.stderr.contains("replay \(ids[0]) failed") && timedOut.stderr.contains("--timeout"), timedOut.stderr)

@@ -307,6 +307,32 @@ func curlViaProxy(_ proxy: String, _ args: [String], timeout: Double = 60) throw
     return try runCommand("curl", ["-sS", "--max-time", String(Int(timeout))] + args, environment: env, timeout: timeout + 5)
 }
 
+/// A loopback port that listens and never accepts: the kernel's backlog completes TCP
+/// handshakes, nobody answers. A peer that hangs, until released.
+final class SilentListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else {
+            Foundation.close(fd)
+            throw NSError(domain: "listen", code: Int(errno))
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    deinit { Foundation.close(fd) }
+}
+
 /// A raw TCP client for what curl will not send: pipelining, malformed heads, trickling.
 /// A loopback port nothing listens on: one is bound, learned and closed.
 func unusedLoopbackPort() throws -> Int {

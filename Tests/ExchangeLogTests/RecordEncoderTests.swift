@@ -68,6 +68,7 @@ final class RecordEncoderTests: XCTestCase {
             JSON.Member("kind", .string("tunnel")),
             JSON.Member("client", .string("127.0.0.1:50000")),
             JSON.Member("target", .string("example.com:443")),
+            JSON.Member("via", .null),
             JSON.Member("status", .number("200")),
             JSON.Member("bytesFromClient", .number("517")),
             JSON.Member("bytesFromUpstream", .number("4711")),
@@ -130,7 +131,7 @@ final class RecordEncoderTests: XCTestCase {
                                     upgrade: upgrade)
         let processor = RecordFixture.processor(ProcessorSettings(redactHeaders: ["cookie"]))
         let record = try ParsedRecord(processor.record(for: tunnel, id: "x"))
-        XCTAssertEqual(record.keys(""), ["id", "kind", "client", "target", "status", "request", "response",
+        XCTAssertEqual(record.keys(""), ["id", "kind", "client", "target", "via", "status", "request", "response",
                                          "bytesFromClient", "bytesFromUpstream", "startTime", "endTime", "duration",
                                          "closedBy", "messagesFromClient", "messagesFromUpstream", "pingsFromClient",
                                          "pingsFromUpstream", "pongsFromClient", "pongsFromUpstream", "closeCode", "closeReason",

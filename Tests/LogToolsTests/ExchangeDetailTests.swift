@@ -15,6 +15,10 @@ final class ExchangeDetailTests: XCTestCase {
         XCTAssertTrue(text.contains("{\n  \"z\": 1.10,\n  \"a\": [\n    1e400,\n    {\n      \"k\": null\n    }\n  ],\n  \"s\": \"\\u001b[31m\"\n}"), text)
         XCTAssertFalse(text.contains("\u{1B}"))
         XCTAssertTrue(text.contains("upstream 127.0.0.1:8080 (new connection)"), text)
+        XCTAssertFalse(text.contains("via "), text)
+        let throughParent = Fixture.http(5, metrics: #"{"dns":null,"connect":0.001,"tls":null,"send":0.001,"wait":0.006,"receive":0.002,"connectionReused":true,"upstream":"api.local:8080","via":"socks5://127.0.0.1:1080"}"#)
+        let parentText = ExchangeDetail.render(try JSONParser.parse(throughParent), waterfallWidth: 40)
+        XCTAssertTrue(parentText.contains("upstream api.local:8080 (reused connection)  via socks5://127.0.0.1:1080"), parentText)
     }
 
     func testWaterfallBarsFollowOneAnotherToScale() throws {

@@ -140,6 +140,19 @@ final class HARWriterTests: XCTestCase {
         XCTAssertEqual(list[3]["time"] as? Double, 0, "a failure without metrics took no measured time")
     }
 
+    /// Through a parent proxy `metrics.upstream` is the origin as named, not an address the
+    /// exchange connected to: HAR's serverIPAddress is left out.
+    func testAnExchangeThroughAParentHasNoServerAddress() throws {
+        directory.write("tapwire.jsonl", Fixture.lines([
+            Fixture.http(1, metrics: #"{"dns":null,"connect":0.001,"tls":null,"send":0.001,"wait":0.006,"receive":0.002,"connectionReused":false,"upstream":"10.0.0.5:8080","via":"http://squid.corp:3128"}"#),
+            Fixture.http(2, metrics: #"{"dns":null,"connect":0.001,"tls":null,"send":0.001,"wait":0.006,"receive":0.002,"connectionReused":false,"upstream":"10.0.0.5:8080","via":null}"#),
+        ]))
+        let list = entries(try object(try export().bytes))
+        XCTAssertEqual(list.count, 2)
+        XCTAssertNil(list[0]["serverIPAddress"])
+        XCTAssertEqual(list[1]["serverIPAddress"] as? String, "10.0.0.5")
+    }
+
     func testRequestsAndResponsesCarryTheRecordedFields() throws {
         try writeMixedLog()
         let har = try object(try export().bytes)

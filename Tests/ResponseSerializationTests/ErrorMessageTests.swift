@@ -83,7 +83,8 @@ final class ErrorMessageTests: XCTestCase {
         XCTAssertEqual(TransportFailure.Code.allCases.map(\.rawValue),
                        ["upstreamConnectFailed", "upstreamDNSFailed", "upstreamTimeout", "upstreamReset", "malformedResponse",
                         "loopDetected", "clientAborted", "clientTimeout", "malformedRequest", "tlsFailed", "clientTLSFailed",
-                        "shuttingDown", "http2ProtocolError", "http2HeaderListTooLarge", "http2RapidReset", "http2Flood"])
+                        "shuttingDown", "http2ProtocolError", "http2HeaderListTooLarge", "http2RapidReset", "http2Flood",
+                        "upstreamProxyFailed", "upstreamProxyAuthFailed"])
         let failure = TapwireError.transportFailed(TransportFailure(code: .upstreamTimeout, message: "no response within 10 s"))
         XCTAssertEqual(failure.message, "no response within 10 s")
         XCTAssertEqual(failure.transportFailure?.code, .upstreamTimeout)

@@ -1,0 +1,91 @@
+import HTTP1
+
+/// Opening a tunnel through an HTTP parent, without sockets: `CONNECT host:port` (with
+/// `Proxy-Authorization` when credentials are set), then the parent's answer.
+///
+/// Rules:
+/// - A 2xx answer opens the tunnel; its head is consumed, any byte after it is the
+///   origin's (RFC 9110 §9.3.6: a 2xx CONNECT answer has no body).
+/// - 407 is `upstreamProxyAuthFailed`: credentials missing or refused. It is not passed
+///   on to the client: a client's own `Proxy-Authorization` is for Tapwire, never the parent.
+/// - Any other answer is `upstreamProxyFailed`, carrying the parent's answer (head and
+///   body, at most `maxAnswerBytes` in all) to pass on as it is. Its body is waited for
+///   until its framing ends it: the Content-Length, a chunked body's last chunk, or (with
+///   neither) the parent's close; past `maxAnswerBytes` it is cut there.
+/// - A head larger than `maxAnswerBytes`, or bytes that are no HTTP/1 response, fail with
+///   `upstreamProxyFailed` and no answer; so does the parent closing before a whole head.
+struct HTTPConnectHandshake {
+    let target: HTTPAuthority
+    let parent: ParentProxy
+    /// `limits.maxHeaderBytes`.
+    let maxAnswerBytes: Int
+    private var refused: (head: HTTPResponseHead, headLength: Int, body: BodyFraming)?
+
+    init(target: HTTPAuthority, parent: ParentProxy, maxAnswerBytes: Int) {
+        self.target = target
+        self.parent = parent
+        self.maxAnswerBytes = maxAnswerBytes
+    }
+
+    /// The CONNECT request.
+    func request() -> [UInt8] {
+        let authority = HTTPAuthority(scheme: "", host: target.host, port: target.port).description
+        var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
+        if let credentials = parent.credentials { head += "Proxy-Authorization: \(credentials.basicAuthorization)\r\n" }
+        return Array((head + "\r\n").utf8)
+    }
+
+    /// Everything the parent sent so far (the input is only drained once this is done).
+    mutating func received(_ bytes: UnsafeRawBufferPointer) -> ParentHandshakeStep {
+        if let refused {
+            let whole: Int?
+            switch refused.body {
+            case .none: whole = refused.headLength
+            case .contentLength(let n): whole = refused.headLength + Int(clamping: n)
+            // The last chunk with no trailer fields, as parents send their pages.
+            case .chunked: whole = bytes.count - refused.headLength >= 5 && bytes.suffix(5).elementsEqual("0\r\n\r\n".utf8) ? bytes.count : nil
+            case .closeDelimited: whole = nil
+            }
+            if let whole, whole <= bytes.count { return refusal(bytes, refused.head, length: min(whole, maxAnswerBytes)) }
+            if bytes.count >= maxAnswerBytes { return refusal(bytes, refused.head, length: maxAnswerBytes) }
+            return .needMore
+        }
+        let parsed: HeadParseResult<HTTPResponseHead>
+        do {
+            parsed = try HTTPHeadParser.parseResponseHead(bytes, maxHeadBytes: maxAnswerBytes)
+        } catch {
+            return .failed(TransportError(.upstreamProxyFailed,
+                "the parent proxy \(parent.via) answered CONNECT \(target) with no HTTP response: \(error.reason)"), answer: nil)
+        }
+        guard case .complete(let head, let length) = parsed else { return .needMore }
+        switch head.status {
+        case 200...299:
+            return .established(consumed: length)
+        case 407:
+            let why = parent.credentials == nil ? "asks for credentials and none are set" : "refused the credentials"
+            return .failed(TransportError(.upstreamProxyAuthFailed,
+                "the parent proxy \(parent.via) \(why) (407 \(head.reason))"), answer: nil)
+        case 100...199:
+            // An interim answer is no answer to CONNECT (nothing is sent to expect it).
+            return .failed(TransportError(.upstreamProxyFailed,
+                "the parent proxy \(parent.via) answered CONNECT \(target) with \(head.status)"), answer: nil)
+        default:
+            // Framing the page cannot be read by is taken as ending at the close.
+            refused = (head, length, (try? head.bodyFraming(requestMethod: "CONNECT")) ?? .closeDelimited)
+            return received(bytes)
+        }
+    }
+
+    /// The parent closed the connection; `bytes` is what it sent.
+    mutating func closed(_ bytes: UnsafeRawBufferPointer) -> ParentHandshakeStep {
+        if let refused { return refusal(bytes, refused.head, length: min(bytes.count, maxAnswerBytes)) }
+        return .failed(TransportError(.upstreamProxyFailed,
+            "the parent proxy \(parent.via) closed the connection before answering CONNECT \(target)"), answer: nil)
+    }
+
+    private func refusal(_ bytes: UnsafeRawBufferPointer, _ head: HTTPResponseHead, length: Int) -> ParentHandshakeStep {
+        .failed(TransportError(.upstreamProxyFailed,
+            "the parent proxy \(parent.via) refused CONNECT \(target): \(head.status) \(head.reason)"),
+                answer: Array(bytes.prefix(length)))
+    }
+}
