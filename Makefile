@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git squid microsocks openssh-server netcat-openbsd
+DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git squid microsocks openssh-server netcat-openbsd nghttp2-server
 # The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
 # by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
 # check's jsonschema from Debian too.
@@ -40,13 +40,13 @@ deps:
 	$(call apt_install,$(DEB_BUILD))
 
 # Python modules only the tests use (HAR schema check, Prometheus text parser, MessagePack
-# cases made by the reference packer, raw HTTP/2 frames from h2), for the
+# cases made by the reference packer, raw HTTP/2 frames from h2, gRPC calls from grpcio), for the
 # python3 on PATH: Debian's own (prefix /usr, not a venv) takes them from apt (its pip
 # refuses system installs, PEP 668); another (pyenv, a venv, even one made from Debian's
 # python, whose python3 links to /usr/bin) from PyPI. Checked after: a test that cannot import
 # them would skip, and a skip must not pass for a check.
-PIP_TEST     := jsonschema prometheus_client msgpack h2
-DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack python3-h2
+PIP_TEST     := jsonschema prometheus_client msgpack h2 grpcio
+DEB_PY_TEST  := python3-jsonschema python3-prometheus-client python3-msgpack python3-h2 python3-grpcio
 # DuckDB and ClickHouse's engine (chdb) for the docs/analytics.md recipes, which
 # AnalyticsEndToEndTests runs, and the `websockets` client and server WebSocketEndToEndTests
 # run through the proxy; from PyPI into a venv of their own (TAPWIRE_ANALYTICS_PYTHON and
@@ -59,13 +59,13 @@ test-deps: deps
 	$(call apt_install,$(DEB_TEST) $(DEB_VIEWER_TEST))
 	@/usr/bin/python3 -c "import selenium, jsonschema" || \
 	  { echo "the viewer's browser tests need python3-selenium and python3-jsonschema for /usr/bin/python3"; exit 1; }
-	@python3 -c "import jsonschema, prometheus_client, msgpack, h2" 2>/dev/null || { \
+	@python3 -c "import jsonschema, prometheus_client, msgpack, h2, grpc" 2>/dev/null || { \
 	  if python3 -c 'import sys; sys.exit(0 if sys.prefix == sys.base_prefix == "/usr" else 1)'; then \
 	    $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PY_TEST); \
 	  else \
 	    python3 -m pip install --quiet --disable-pip-version-check $(PIP_TEST); \
 	  fi; }
-	@python3 -c "import jsonschema, prometheus_client, msgpack, h2" || \
+	@python3 -c "import jsonschema, prometheus_client, msgpack, h2, grpc" || \
 	  { echo "the tests need the Python modules $(PIP_TEST) for $$(command -v python3)"; exit 1; }
 	@$(TEST_VENV)/bin/python -c "import duckdb, chdb" 2>/dev/null || { \
 	  echo "installing $(PIP_ANALYTICS) into $(TEST_VENV)"; \

@@ -150,9 +150,12 @@ public struct TapwireConfiguration: Sendable {
                 c.accessGiven = true
             }
         }
-        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "maxIdlePerOrigin", "proxy",
-                                                                    "proxyCredentialsFile", "noProxy"]) {
+        if let up = r.object(top["upstream"], "upstream", allowed: ["connectTimeout", "idleTimeout", "readTimeout", "maxIdlePerOrigin",
+                                                                    "maxConcurrentStreams", "proxy", "proxyCredentialsFile", "noProxy"]) {
             if let v = r.int(up["maxIdlePerOrigin"], "upstream.maxIdlePerOrigin", min: 0, max: 100_000) { c.engine.maxIdlePerOrigin = v }
+            if let v = r.int(up["maxConcurrentStreams"], "upstream.maxConcurrentStreams", min: 1, max: 10_000) {
+                c.engine.upstreamMaxConcurrentStreams = v
+            }
             if let v = r.seconds(up["connectTimeout"], "upstream.connectTimeout") { c.engine.connectTimeout = v }
             if let v = r.seconds(up["idleTimeout"], "upstream.idleTimeout") { c.engine.upstreamIdleTimeout = v }
             if let v = r.seconds(up["readTimeout"], "upstream.readTimeout") { c.engine.upstreamReadTimeout = v }

@@ -544,7 +544,7 @@ public struct ExchangeProcessor: Sendable {
             wait: span(c.requestSent, c.firstResponseByte),
             receive: span(c.firstResponseByte, c.lastResponseByte),
             connectionReused: exchange.connectionReused,
-            upstream: exchange.upstreamAddress, via: exchange.via)
+            upstream: exchange.upstreamAddress, upstreamHTTPVersion: exchange.upstreamHTTPVersion, via: exchange.via)
     }
 }
 

@@ -160,6 +160,8 @@ public struct RecordEncoder: Sendable {
         RecordEncoder.appendBool(m.connectionReused, into: &out)
         RecordEncoder.ascii(",\"upstream\":", &out)
         RecordEncoder.appendOptionalString(m.upstream, into: &out)
+        RecordEncoder.ascii(",\"upstreamHTTPVersion\":", &out)
+        RecordEncoder.appendOptionalString(m.upstreamHTTPVersion, into: &out)
         RecordEncoder.ascii(",\"via\":", &out)
         RecordEncoder.appendOptionalString(m.via, into: &out)
         out.append(UInt8(ascii: "}"))

@@ -58,6 +58,8 @@ public struct CapturedExchange: Sendable {
     public var error: TransportError?
     public var connectionReused: Bool
     public var upstreamAddress: String?
+    /// What was spoken to the origin: "HTTP/1.1" or "HTTP/2"; nil when no upstream was used.
+    public var upstreamHTTPVersion: String? = nil
     /// The parent proxy it went through (`ParentProxy.via`, never credentials); nil for direct.
     public var via: String?
     /// Offline replay answered the request with the response of this record (`replayedFrom`);
@@ -73,10 +75,12 @@ extension CapturedExchange {
     /// references on the loop.
     public init(client: String, url: String, request: HTTPRequestHead, requestBody: CapturedBody = CapturedBody(),
                 response: HTTPResponseHead?, responseBody: CapturedBody = CapturedBody(), error: TransportError? = nil,
-                clock: ExchangeClock, connectionReused: Bool = false, upstreamAddress: String? = nil, via: String? = nil) {
+                clock: ExchangeClock, connectionReused: Bool = false, upstreamAddress: String? = nil,
+                upstreamHTTPVersion: String? = nil, via: String? = nil) {
         self.init(clock: clock, client: client, url: url, request: request, requestBody: requestBody,
                   response: response, responseBody: responseBody, error: error,
-                  connectionReused: connectionReused, upstreamAddress: upstreamAddress, via: via)
+                  connectionReused: connectionReused, upstreamAddress: upstreamAddress,
+                  upstreamHTTPVersion: upstreamHTTPVersion, via: via)
     }
 }
 

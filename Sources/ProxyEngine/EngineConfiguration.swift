@@ -49,6 +49,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// `upstream.maxIdlePerOrigin`: idle keep-alive connections kept per origin and loop, so one
     /// busy origin cannot hold every descriptor; 0 turns pooling off.
     public var maxIdlePerOrigin: Int = 64
+    /// `upstream.maxConcurrentStreams`: exchanges one HTTP/2 origin connection carries at
+    /// once (the origin's own SETTINGS_MAX_CONCURRENT_STREAMS bounds it too); past it, a new
+    /// connection is opened.
+    public var upstreamMaxConcurrentStreams: Int = 100
 
     /// `limits.http2MaxConcurrentStreams`: streams one HTTP/2 client may have open at once
     /// (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with REFUSED_STREAM.

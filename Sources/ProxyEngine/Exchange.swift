@@ -161,7 +161,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     private func connectNew() {
         clock.connectStart = now()
-        let c = UpstreamConnection(loop: session.loop, authority: authority)
+        // An upgrade needs HTTP/1.1; any other request can go to an origin that picks h2.
+        let c = UpstreamConnection(loop: session.loop, authority: authority, offersHTTP2: !machine.wantsUpgrade)
         upstream = c
         via = c.via
         c.connect(timeout: config.connectTimeout, isOwnListener: engine.isOwnListener, phase: { [weak self] phase in
@@ -189,6 +190,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     private func attach(bodyFollows: Bool) {
         guard let c = upstream else { return }
         upstreamAddressText = c.addressText
+        upstreamSpeaksHTTP2 = c.speaksHTTP2
         via = c.via
         c.owner = self
         // The read timeout waits for an answer: it starts once the request is sent, so a
@@ -449,12 +451,18 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             requestBody.cutShort = !requestFramer.isComplete
             responseBody.cutShort = responseHead != nil && !(responseFramer?.isComplete ?? false)
         }
+        // An HTTP/2 origin's answer reached the exchange in HTTP/1.1 form; the record says
+        // what the origin spoke.
+        let response = upstreamSpeaksHTTP2 ? responseHead.map { var h = $0; h.version = .http2; return h } : responseHead
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
-                                response: responseHead, responseBody: responseBody, error: error, clock: clock,
-                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText, via: via)
+                                response: response, responseBody: responseBody, error: error, clock: clock,
+                                connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText,
+                                upstreamHTTPVersion: upstreamAddressText == nil ? nil : upstreamSpeaksHTTP2 ? "HTTP/2" : "HTTP/1.1",
+                                via: via)
     }
 
     private var upstreamAddressText: String?
+    private var upstreamSpeaksHTTP2 = false
     /// The parent proxy's answer when it refused the tunnel to the origin (intercepted HTTPS).
     private var parentPage: [UInt8]?
     /// The parent proxy used (`metrics.via`), set with the upstream connection.

@@ -86,8 +86,11 @@ final class HTTP2Stream: ExchangeClient {
         // HTTP/2 forbids it with the other connection-specific fields.
         var headers = head.headers.removingHopByHop(keepUpgrade: false)
         headers.removeAll { HTTP2Stream.isConnectionSpecific($0.name) }
+        // An empty answer ends with its HEADERS frame: a gRPC trailers-only answer (its status
+        // in the head) must, or the client finds no status in the trailers it waits for.
         submitResponse(status: head.status, headers: headers,
-                       hasBody: HTTP2Stream.responseHasBody(status: head.status, requestMethod: exchange?.head.method))
+                       hasBody: HTTP2Stream.responseHasBody(status: head.status, requestMethod: exchange?.head.method)
+                           && head.headers.first(name: "Content-Length") != "0")
     }
 
     func forwardTrailers(_ trailers: HTTPHeaders) { responseTrailers = trailers }
@@ -265,7 +268,10 @@ final class HTTP2Stream: ExchangeClient {
     func closed(errorCode: UInt32) {
         readTimer?.cancel()
         let wasOpen = machine.closed()
-        if let ex = exchange, wasOpen {
+        // A bodyless answer ends the stream with its HEADERS frame, possibly before the
+        // exchange has judged the (empty) body: it is whole, and the exchange finishes itself.
+        let answeredWhole = errorCode == NGHTTP2_NO_ERROR.rawValue && machine.responseIsEnded
+        if let ex = exchange, wasOpen, !answeredWhole {
             exchange = nil
             ex.clientFailed(TransportError(.clientAborted, errorCode == NGHTTP2_NO_ERROR.rawValue
                 ? "the HTTP/2 stream closed mid-exchange"
@@ -373,7 +379,7 @@ final class HTTP2Stream: ExchangeClient {
     }
 
     /// The fields as nghttp2's name/value list, pointing into one buffer that lives for `body`.
-    private static func withFieldList<R>(_ names: [[UInt8]], _ values: [[UInt8]],
+    static func withFieldList<R>(_ names: [[UInt8]], _ values: [[UInt8]],
                                          _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R? {
         var bytes: [UInt8] = []
         var spans: [(name: Range<Int>, value: Range<Int>)] = []

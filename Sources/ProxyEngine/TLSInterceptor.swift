@@ -10,6 +10,15 @@ public protocol TLSInterceptor: ClientTLS {
     // `clientSSL(forHost:)` (from `ClientTLS`) verifies the origin `host`: SNI, hostname
     // check, ALPN http/1.1. `failureDescription` also names a client's refused SNI, and
     // `free(ssl:)` takes a `serverSSL` one too.
+    /// A client-side `SSL *` like `clientSSL(forHost:)` that also offers `h2` in ALPN.
+    func clientSSLOfferingHTTP2(forHost host: String) throws -> OpaquePointer
     /// The protocol ALPN settled on for a handshaken `SSL *` (`"h2"`, `"http/1.1"`), nil if none.
     func negotiatedProtocol(ssl: OpaquePointer) -> String?
+}
+
+extension TLSInterceptor {
+    /// An interceptor that cannot offer HTTP/2 to origins offers HTTP/1.1 alone.
+    public func clientSSLOfferingHTTP2(forHost host: String) throws -> OpaquePointer {
+        try clientSSL(forHost: host)
+    }
 }

@@ -44,18 +44,42 @@ final class UpstreamConnection {
     /// The pool's idle timer, made once per connection (see `UpstreamPool.put`).
     private var idleTimer: LoopTimer?
     private var phase: ((UpstreamConnectionStateMachine.ConnectPhase) -> Void)?
+    /// ALPN offers `h2` as well as `http/1.1` (HTTPS origins of ordinary exchanges).
+    private let offersHTTP2: Bool
+    /// Set when the origin chose `h2`: `bev` is then the exchange's end of the stream's pair
+    /// (see `HTTP2OriginStream`), and this object is never pooled (its HTTP/2 connection is).
+    private var http2: HTTP2OriginStream?
+    var speaksHTTP2: Bool { http2 != nil }
 
     typealias ConnectPhase = UpstreamConnectionStateMachine.ConnectPhase
 
-    init(loop: EventLoop, authority: HTTPAuthority) {
+    init(loop: EventLoop, authority: HTTPAuthority, offersHTTP2: Bool = false) {
         self.loop = loop
         self.authority = authority
+        self.offersHTTP2 = offersHTTP2
         parent = loop.pool.routing.parent(forHost: authority.host)
         via = parent?.via
         routingGeneration = loop.pool.routingGeneration
         if parent != nil { addressText = authority.description }
         machine = UpstreamConnectionStateMachine(authority: authority, parent: parent)
         loop.engine?.metrics.activeUpstreams.add()
+    }
+
+    /// A new stream on a connected HTTP/2 origin, lent at once as a pooled connection would
+    /// be; nil if the stream cannot be made.
+    convenience init?(loop: EventLoop, joining shared: HTTP2OriginConnection) {
+        guard let (stream, end) = shared.openStream() else { return nil }
+        self.init(loop: loop, authority: shared.authority, offersHTTP2: true)
+        machine.joinedSharedConnection()
+        adopt(stream, end: end, addressText: shared.addressText)
+    }
+
+    private func adopt(_ stream: HTTP2OriginStream, end: OpaquePointer, addressText text: String?) {
+        http2 = stream
+        bev = end
+        addressText = text
+        installCallbacks()
+        reader = SocketReader(loop: loop, bev: end, enabled: true)
     }
 
     /// Whether requests go to the parent in absolute-form with its credentials (plain HTTP
@@ -154,6 +178,23 @@ final class UpstreamConnection {
             completion(.failure(error))
             return
         }
+        if offersHTTP2, let tls = bev, let ssl = bufferevent_openssl_get_ssl(tls),
+           loop.engine?.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2" {
+            // The TLS bufferevent is the origin connection's from here on; the exchange gets
+            // its stream's end of a pair, and later exchanges find the connection in the pool.
+            bev = nil
+            let origin = HTTP2OriginConnection(loop: loop, authority: authority, tls: tls,
+                                               config: loop.engine?.configuration ?? EngineConfiguration(), addressText: addressText)
+            guard let origin, let (stream, end) = origin.openStream() else {
+                release()
+                completion(.failure(TransportError(.upstreamConnectFailed, "cannot start HTTP/2 with \(authority)")))
+                return
+            }
+            adopt(stream, end: end, addressText: addressText)
+            if origin.hasRoom { loop.pool.offerHTTP2(origin) }
+            completion(.success(()))
+            return
+        }
         if let bev {
             let fd = bufferevent_getfd(bev)
             var one: Int32 = 1
@@ -242,7 +283,14 @@ final class UpstreamConnection {
             return
         }
         let ssl: OpaquePointer
-        do { ssl = try tls.clientSSL(forHost: peer.host) } catch {
+        do {
+            // h2 is offered to the origin only, never to a parent proxy.
+            if offersHTTP2, machine.state != .parentHandshaking, let interceptor = loop.engine?.tlsInterceptor {
+                ssl = try interceptor.clientSSLOfferingHTTP2(forHost: peer.host)
+            } else {
+                ssl = try tls.clientSSL(forHost: peer.host)
+            }
+        } catch {
             perform(machine.tlsFailed("TLS setup for \(peer.name) failed: \(error)"))
             return
         }
@@ -377,5 +425,7 @@ final class UpstreamConnection {
         reader?.detach()
         reader = nil
         if let bev { bufferevent_free(bev); self.bev = nil }
+        http2?.close()
+        http2 = nil
     }
 }

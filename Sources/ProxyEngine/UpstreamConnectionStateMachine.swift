@@ -230,6 +230,12 @@ struct UpstreamConnectionStateMachine {
         return ActionList(.tryAddress)
     }
 
+    /// A stream on an HTTP/2 connection already up: nothing to connect, lent at once.
+    mutating func joinedSharedConnection() {
+        guard state == .created else { return }
+        state = .lent(idleTimerRunning: false)
+    }
+
     private mutating func succeed() -> ActionList<Action> {
         state = .lent(idleTimerRunning: false)
         return ActionList(.finishConnect)

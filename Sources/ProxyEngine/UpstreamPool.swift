@@ -32,7 +32,12 @@ final class UpstreamPool {
         closeAll()
     }
 
-    /// A pooled connection for `authority`, newest first.
+    /// HTTP/2 origin connections that can take another stream, by origin.
+    private var http2: [HTTPAuthority: [HTTP2OriginConnection]] = [:]
+
+    /// A pooled connection for `authority`, newest first; else a new stream on an HTTP/2
+    /// connection to it with room (looked up only when no HTTP/1.1 connection is idle, and
+    /// not at all while no HTTP/2 origin is connected).
     func take(_ authority: HTTPAuthority) -> UpstreamConnection? {
         while let c = idle.popLast(authority) {
             loop.engine?.metrics.pooledUpstreams.sub()
@@ -40,11 +45,26 @@ final class UpstreamPool {
             c.taken()
             if c.bev != nil && !c.isClosed { return c }
         }
-        return nil
+        guard !http2.isEmpty, let shared = http2[authority]?.last(where: { $0.hasRoom }) else { return nil }
+        return UpstreamConnection(loop: loop, joining: shared)
+    }
+
+    /// `c` can take another stream.
+    func offerHTTP2(_ c: HTTP2OriginConnection) {
+        if http2[c.authority]?.contains(where: { $0 === c }) == true { return }
+        http2[c.authority, default: []].append(c)
+    }
+
+    /// `c` is full, going away or gone.
+    func removeHTTP2(_ c: HTTP2OriginConnection) {
+        guard var list = http2[c.authority], let i = list.firstIndex(where: { $0 === c }) else { return }
+        list.remove(at: i)
+        http2[c.authority] = list.isEmpty ? nil : list
     }
 
     func put(_ c: UpstreamConnection, idleTimeout: Double) {
-        guard c.bev != nil, c.routingGeneration == routingGeneration, idle.count(c.authority) < maxIdlePerOrigin,
+        // A stream on an HTTP/2 origin connection is not reused: that connection is pooled itself.
+        guard c.bev != nil, !c.speaksHTTP2, c.routingGeneration == routingGeneration, idle.count(c.authority) < maxIdlePerOrigin,
               evbuffer_get_length(c.input) == 0 else { c.close(); return }
         c.owner = nil
         c.setReadTimeout(nil)
@@ -65,5 +85,7 @@ final class UpstreamPool {
 
     func closeAll() {
         for c in idle.removeAll() { c.close(); loop.engine?.metrics.pooledUpstreams.sub() }
+        // One without streams goes with its last reference; streams in flight keep theirs.
+        http2.removeAll()
     }
 }

@@ -105,6 +105,8 @@ public struct ExchangeMetrics: Sendable, Equatable {
     public var receive: TimeInterval?
     /// The upstream address actually used, `host:port`; through a parent proxy, the origin as named.
     public var upstream: String?
+    /// What was spoken to the origin, "HTTP/1.1" or "HTTP/2" (nil: no upstream used).
+    public var upstreamHTTPVersion: String? = nil
     /// The parent proxy the exchange went through (`http://host:port`, never credentials); nil for direct.
     public var via: String?
 }
@@ -122,11 +124,13 @@ extension ExchangeMetrics {
     ///   - receive: Seconds; default nil.
     ///   - connectionReused: Default false.
     ///   - upstream: The address used, `host:port`; default nil.
+    ///   - upstreamHTTPVersion: What was spoken to the origin; default nil.
     ///   - via: The parent proxy, `scheme://host:port`; default nil (direct).
     public init(dns: TimeInterval? = nil, connect: TimeInterval? = nil, tls: TimeInterval? = nil,
                 send: TimeInterval? = nil, wait: TimeInterval? = nil, receive: TimeInterval? = nil,
-                connectionReused: Bool = false, upstream: String? = nil, via: String? = nil) {
+                connectionReused: Bool = false, upstream: String? = nil, upstreamHTTPVersion: String? = nil,
+                via: String? = nil) {
         self.init(connectionReused: connectionReused, dns: dns, connect: connect, tls: tls, send: send, wait: wait,
-                  receive: receive, upstream: upstream, via: via)
+                  receive: receive, upstream: upstream, upstreamHTTPVersion: upstreamHTTPVersion, via: via)
     }
 }

@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// The client `SSL_CTX` for connections to origins: TLS 1.2 minimum, ALPN
-/// `http/1.1`, and (unless `insecure`) peer verification against the system
+/// `http/1.1` (a connection that can speak HTTP/2 offers `h2` too: `offerHTTP2(ssl:)`), and (unless `insecure`) peer verification against the system
 /// trust store plus an optional extra CA file (`tls.upstreamCAFile`); without
 /// `systemTrust`, against that file alone (`tapwire replay` checking the
 /// proxy's leaf against Tapwire's own CA).
@@ -93,6 +93,16 @@ public final class UpstreamTLSContext: @unchecked Sendable {
         } else {
             SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
             try CertificateBuilding.check(SSL_set1_host(ssl, name.text), "SSL_set1_host")
+        }
+    }
+
+    /// Offers `h2` before `http/1.1` on one connection; the origin picks. Only the engine's
+    /// exchanges, which can drive HTTP/2, ask (an upgrade request or `tapwire replay` cannot).
+    public static func offerHTTP2(ssl: OpaquePointer) throws(TLSSetupError) {
+        let alpn: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+        // 0 means success here, as for the context's list.
+        guard SSL_set_alpn_protos(ssl, alpn, UInt32(alpn.count)) == 0 else {
+            throw .openSSL(operation: "SSL_set_alpn_protos", details: drainOpenSSLErrors())
         }
     }
 

@@ -53,6 +53,15 @@ struct HTTPSInterception: TLSInterceptor {
         try upstream.makeSSL(host: host)
     }
 
+    func clientSSLOfferingHTTP2(forHost host: String) throws -> OpaquePointer {
+        let ssl = try upstream.makeSSL(host: host)
+        do { try UpstreamTLSContext.offerHTTP2(ssl: ssl) } catch {
+            SSL_free(ssl)
+            throw error
+        }
+        return ssl
+    }
+
     func negotiatedProtocol(ssl: OpaquePointer) -> String? { negotiatedALPN(ssl) }
 
     func free(ssl: OpaquePointer) { SSL_free(ssl) }

@@ -234,6 +234,15 @@ final class ConfigurationTests: XCTestCase {
                        ["capture.maxDecodedBytes", "limits.highWaterBytes", "upstream.maxIdlePerOrigin"], "\(e)")
     }
 
+    func testUpstreamMaxConcurrentStreams() throws {
+        XCTAssertEqual(try parse("{}").get().engine.upstreamMaxConcurrentStreams, 100)
+        XCTAssertEqual(try parse(#"{"upstream": {"maxConcurrentStreams": 8}}"#).get().engine.upstreamMaxConcurrentStreams, 8)
+        for bad in ["0", "10001", "\"8\""] {
+            let e = errors(#"{"upstream": {"maxConcurrentStreams": "# + bad + "}}")
+            XCTAssertEqual(e.map { String($0.prefix { $0 != ":" }) }, ["upstream.maxConcurrentStreams"], "\(bad): \(e)")
+        }
+    }
+
     func testHTTP2KeysAndTheirBounds() throws {
         let defaults = try parse("{}").get()
         XCTAssertTrue(defaults.tls.http2)

@@ -161,7 +161,7 @@ final class ExchangeProcessorTests: XCTestCase {
         XCTAssertEqual(record["/timeline/totalDuration"], .number("1"))
 
         XCTAssertEqual(record.keys("/metrics"), ["dns", "connect", "tls", "send", "wait", "receive",
-                                                 "connectionReused", "upstream", "via"])
+                                                 "connectionReused", "upstream", "upstreamHTTPVersion", "via"])
         XCTAssertEqual(record["/metrics/via"], .null, "direct")
         XCTAssertEqual(record["/metrics/dns"], .number("0.0625"))
         XCTAssertEqual(record["/metrics/connect"], .number("0.125"))

@@ -1,0 +1,209 @@
+import CLibevent
+import CNghttp2
+import Foundation
+import HTTP1
+
+/// An HTTPS origin that chose `h2` in ALPN: one TLS connection driven by an nghttp2 client
+/// session (bytes in through `nghttp2_session_mem_recv`, out through `mem_send`, on the
+/// loop), carrying exchanges as streams (`HTTP2OriginStream`, one per exchange). Kept in the
+/// loop's `UpstreamPool` while usable, so later exchanges to the same origin open streams on
+/// it, up to `upstream.maxConcurrentStreams` and the origin's own
+/// SETTINGS_MAX_CONCURRENT_STREAMS; closed after `upstream.idleTimeout` without streams.
+///
+/// Ownership: the TLS bufferevent and the `nghttp2_session` are this object's, freed in
+/// `close()`; their callbacks hold this object unretained and are gone with them. The pool
+/// holds a usable connection, each open stream its connection.
+final class HTTP2OriginConnection {
+    private let loop: EventLoop
+    let authority: HTTPAuthority
+    let maxHeadBytes: Int
+    /// The address connected, as records name it.
+    let addressText: String?
+    private let maxStreams: Int
+    private let idleTimeout: Double
+    private var tls: OpaquePointer?
+    private(set) var session: OpaquePointer?
+    /// Streams whose exchange still holds them, the ones without an id yet included.
+    private var open: [HTTP2OriginStream] = []
+    private var byID: [Int32: HTTP2OriginStream] = [:]
+    private var sending = false
+    private var idleTimer: LoopTimer?
+
+    /// - Parameter tls: the handshaken TLS bufferevent; owned from here on (freed by
+    ///   `close()`, also when this returns nil).
+    init?(loop: EventLoop, authority: HTTPAuthority, tls: OpaquePointer, config: EngineConfiguration, addressText: String?) {
+        self.loop = loop
+        self.addressText = addressText
+        self.authority = authority
+        self.tls = tls
+        maxHeadBytes = config.maxHeaderBytes
+        maxStreams = config.upstreamMaxConcurrentStreams
+        idleTimeout = config.upstreamIdleTimeout
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { close(); return nil }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        Self.install(callbacks)
+        var option: OpaquePointer?
+        guard nghttp2_option_new(&option) == 0, let option else { close(); return nil }
+        defer { nghttp2_option_del(option) }
+        // Windows reopen as the exchanges take the bytes (`HTTP2OriginStream.consumeForwarded`):
+        // a client that stops reading holds back its own stream, as on the client side.
+        nghttp2_option_set_no_auto_window_update(option, 1)
+        var created: OpaquePointer?
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        guard nghttp2_session_client_new2(&created, callbacks, user, option) == 0, let created else { close(); return nil }
+        session = created
+        let streamWindow = min(config.highWaterBytes, Int(Int32.max))
+        var entries = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+                       nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                              value: UInt32(streamWindow))]
+        _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        // The connection window lets min(16, maxStreams) streams fill theirs at once.
+        _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                                                  Int32(min(Int(Int32.max), streamWindow * min(16, maxStreams))))
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(tls, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().readable()
+        }, { _, ctx in
+            guard let ctx else { return }
+            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().send()
+        }, { _, events, ctx in
+            guard let ctx else { return }
+            if Int32(events) & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT) != 0 {
+                Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().lost()
+            }
+        }, ctx)
+        bufferevent_enable(tls, Int16(EV_READ | EV_WRITE))
+    }
+
+    deinit { close() }
+
+    /// Another stream may start here: the session takes requests (no GOAWAY) and the
+    /// streams are below both bounds.
+    var hasRoom: Bool {
+        guard let session, nghttp2_session_check_request_allowed(session) != 0 else { return false }
+        let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        return open.count < min(maxStreams, remote)
+    }
+
+    /// A new stream for one exchange; returns it and the exchange's end of its pair.
+    func openStream() -> (HTTP2OriginStream, OpaquePointer)? {
+        guard session != nil, let stream = HTTP2OriginStream(connection: self), let end = stream.open(base: loop.base) else {
+            return nil
+        }
+        idleTimer?.cancel()
+        open.append(stream)
+        if !hasRoom { loop.pool.removeHTTP2(self) }
+        // Bytes that came with the end of the handshake.
+        if open.count == 1, let tls, let input = bufferevent_get_input(tls), evbuffer_get_length(input) > 0 { readable() }
+        return (stream, end)
+    }
+
+    func stream(_ id: Int32) -> HTTP2OriginStream? { byID[id] }
+
+    func streamStarted(_ stream: HTTP2OriginStream) { byID[stream.id] = stream }
+
+    /// The stream's exchange let it go (`cancel`: before its answer was whole).
+    func streamClosed(_ stream: HTTP2OriginStream, cancel: Bool) {
+        guard let i = open.firstIndex(where: { $0 === stream }) else { return }
+        open.remove(at: i)
+        if stream.id > 0 {
+            byID[stream.id] = nil
+            if cancel, let session {
+                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, UInt32(NGHTTP2_CANCEL.rawValue))
+                send()
+            }
+        }
+        guard session != nil else { return }
+        if hasRoom { loop.pool.offerHTTP2(self) }
+        if open.isEmpty {
+            let timer = idleTimer ?? LoopTimer(loop: loop) { [weak self] in
+                // Strong from here: the pool may hold the last reference.
+                guard let self, self.open.isEmpty else { return }
+                self.loop.pool.removeHTTP2(self)
+                self.close()
+            }
+            timer.schedule(after: idleTimeout)
+            idleTimer = timer
+        }
+    }
+
+    func close() {
+        idleTimer?.cancel()
+        if let session { nghttp2_session_del(session); self.session = nil }
+        if let tls { bufferevent_free(tls); self.tls = nil }
+    }
+
+    /// The TLS connection failed or ended: every stream's answer ends (cut if unfinished).
+    private func lost() {
+        loop.pool.removeHTTP2(self)
+        let streams = open
+        close()
+        for s in streams { s.endResponse() }
+    }
+
+    // MARK: bytes
+
+    private func readable() {
+        guard let tls, let input = bufferevent_get_input(tls) else { return }
+        while let session, evbuffer_get_length(input) > 0 {
+            var vec = iovec()
+            guard evbuffer_peek(input, -1, nil, &vec, 1) > 0, let base = vec.iov_base, vec.iov_len > 0 else { break }
+            let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), vec.iov_len)
+            if n < 0 { lost(); return }
+            evbuffer_drain(input, n)
+        }
+        send()
+        if let session, !hasRoom, nghttp2_session_check_request_allowed(session) == 0 { loop.pool.removeHTTP2(self) }
+    }
+
+    func send() {
+        guard !sending, let tls, let output = bufferevent_get_output(tls) else { return }
+        sending = true
+        defer { sending = false }
+        while let session {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 { lost(); return }
+            guard n > 0, let data else { break }
+            evbuffer_add(output, data, n)
+        }
+    }
+
+    // MARK: nghttp2 callbacks
+
+    private static func connection(_ user: UnsafeMutableRawPointer?) -> HTTP2OriginConnection? {
+        user.map { Unmanaged<HTTP2OriginConnection>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    private static func install(_ callbacks: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
+            guard let frame, let name, let value, let s = HTTP2OriginConnection.connection(user)?.byID[frame.pointee.hd.stream_id] else { return 0 }
+            s.header(name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
+                     value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
+            guard let frame, let c = HTTP2OriginConnection.connection(user) else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+                // Streams past the last one the origin took will not be answered.
+                c.loop.pool.removeHTTP2(c)
+                let last = frame.pointee.goaway.last_stream_id
+                for s in c.open where s.id > last { s.endResponse() }
+            }
+            c.byID[frame.pointee.hd.stream_id]?.frameReceived(frame.pointee)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
+            guard let data, let s = HTTP2OriginConnection.connection(user)?.byID[streamID] else { return 0 }
+            s.responseData(UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, user in
+            // After END_STREAM the response is already whole; otherwise it is cut here.
+            HTTP2OriginConnection.connection(user)?.byID[streamID]?.endResponse()
+            return 0
+        }
+    }
+}
