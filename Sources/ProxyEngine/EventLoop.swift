@@ -34,6 +34,8 @@ final class EventLoop: @unchecked Sendable {
     var tunnels: [ObjectIdentifier: Tunnel] = [:]
     /// Sessions holding a request until the log catches up (`ExchangeSink.isBehind`).
     var heldSessions: [ObjectIdentifier: ClientSession] = [:]
+    /// WebSockets whose reading stopped until the log catches up (`TunnelStateMachine.logBehind`).
+    var heldTunnels: [ObjectIdentifier: Tunnel] = [:]
     lazy var pool = UpstreamPool(loop: self)
     var engine: ProxyEngine?
     /// Monotonic milliseconds of this loop's last heartbeat tick (see `ProxyEngine.loopsResponsive`).
@@ -141,8 +143,13 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// The log caught up: every held session starts its request (or holds it again if
-    /// the log fell behind meanwhile).
+    /// the log fell behind meanwhile), every held WebSocket reads again.
     func releaseHeldSessions() {
+        if !heldTunnels.isEmpty {
+            let tunnels = heldTunnels.values
+            heldTunnels.removeAll()
+            for tunnel in tunnels { tunnel.releaseHeld() }
+        }
         guard !heldSessions.isEmpty else { return }
         let held = heldSessions.values
         heldSessions.removeAll()

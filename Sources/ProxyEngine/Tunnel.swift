@@ -116,18 +116,25 @@ final class Tunnel {
         }
         perform(machine.forwarded(from: s, count: n, destinationQueued: evbuffer_get_length(destination.output),
                                   now: n > 0 ? EventLoop.monotonicNow() : 0))
+        // log.whenBehind: wait: what was read went on, copied; nothing more is read until
+        // the log catches up (the queue takes what comes while it is behind, so a connection
+        // that went on reading could fill memory).
+        if n > 0, let webSocket, webSocket.isParsing, let sink = engine.sink, sink.isBehind {
+            perform(machine.logBehind())
+        }
+    }
+
+    /// The log caught up (`EventLoop.releaseHeldSessions`).
+    func releaseHeld() {
+        guard machine.isOpen else { return }
+        engine.metrics.heldClients.sub()
+        perform(machine.logCaughtUp(now: EventLoop.monotonicNow()))
     }
 
     /// Hands the log a copy of the `count` bytes about to be relayed from `s` (the frames
     /// are parsed off the loop, by the log's workers; the originals go on untouched).
     private func copyForParsing(_ input: OpaquePointer, count: Int, from s: TunnelSide, _ webSocket: WebSocketCapture) {
         guard let sink = engine.sink else { return }
-        // With log.whenBehind: wait the queue takes whatever comes, and one connection could
-        // fill memory while the log is behind: its parsing stops instead (the bytes are relayed).
-        if sink.isBehind {
-            webSocket.stopParsing(because: "the log fell behind (log.whenBehind: wait); the rest was relayed unparsed")
-            return
-        }
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             initialized = buffer.baseAddress.map { Int(evbuffer_copyout(input, $0, count)) } ?? 0
         }
@@ -162,6 +169,12 @@ final class Tunnel {
                 bufferevent_setwatermark(side(s.partner).bev, Int16(EV_WRITE), engine.configuration.highWaterBytes / 2, 0)
             case .resumeReading(let s):
                 side(s).reader?.setEnabled(true)
+            case .holdReading(let s):
+                side(s).reader?.setEnabled(false)
+            case .registerHeld:
+                loop.heldTunnels[ObjectIdentifier(self)] = self
+                engine.metrics.heldClients.add()
+                engine.metrics.holds.add()
             case .resetWatermark(let s):
                 bufferevent_setwatermark(side(s).bev, Int16(EV_WRITE), 0, 0)
             case .forward(let s):
@@ -208,6 +221,7 @@ final class Tunnel {
         bufferevent_free(upstream.bev)
         engine.metrics.activeTunnels.sub()
         engine.metrics.activeClients.sub()
+        if loop.heldTunnels.removeValue(forKey: ObjectIdentifier(self)) != nil { engine.metrics.heldClients.sub() }
         engine.connectionClosed()
         let wall = Date().timeIntervalSince1970
         let record = CapturedTunnel(kind: kind, client: clientText, target: target, status: status,

@@ -27,6 +27,11 @@ enum TunnelSide: Equatable {
 ///   `tunnelIdleTimeout` passes without a byte either way (`closedBy` `.timeout`; a pause
 ///   does not count as activity, which is why the idle timer is the tunnel's own); or at
 ///   shutdown. After the end no event yields an action.
+/// - `log.whenBehind: wait` with messages parsed: when the log is behind, both sides stop
+///   being read (`logBehind`) until it catches up (`logCaughtUp`), so a connection's copies
+///   never outgrow the queue and none is lost. A side reads only while its direction is
+///   `flowing` and the log is not holding the tunnel; the idle timeout does not run while
+///   held (waiting for the log is not the peers' silence).
 struct TunnelStateMachine {
     enum Direction: Equatable {
         case flowing
@@ -51,6 +56,10 @@ struct TunnelStateMachine {
         /// Move what `side` has buffered to its partner (reported back as `forwarded`).
         case forward(from: TunnelSide)
         case shutdownWrite(TunnelSide)
+        /// Stop reading `side` for the log; its output's watermark is left as it is.
+        case holdReading(TunnelSide)
+        /// Register with the loop's held connections, released when the log catches up.
+        case registerHeld
         /// Close both sockets and record the tunnel; `resetBy`: the side whose reset ended it
         /// (recorded as `clientAborted` or `upstreamReset`). Always the last action.
         case end(closedBy: CapturedTunnel.ClosedBy, resetBy: TunnelSide?)
@@ -60,6 +69,8 @@ struct TunnelStateMachine {
     private(set) var bytesFromClient: UInt64 = 0
     private(set) var bytesFromUpstream: UInt64 = 0
     private var firstClosed: TunnelSide?
+    /// Held for the log (`logBehind` until `logCaughtUp`).
+    private(set) var isHeldForLog = false
     private var lastActivity: Double
     let highWaterBytes: Int
     let idleTimeout: Double
@@ -114,8 +125,11 @@ struct TunnelStateMachine {
         case .paused:
             setDirection(from: side.partner, .flowing)
             actions.append(.resetWatermark(side))
-            actions.append(.resumeReading(side.partner))
-            actions.append(.forward(from: side.partner))
+            // Held for the log: reading resumes with the release instead.
+            if !isHeldForLog {
+                actions.append(.resumeReading(side.partner))
+                actions.append(.forward(from: side.partner))
+            }
         case .draining(watermarkRaised: true):
             setDirection(from: side.partner, .draining(watermarkRaised: false))
             actions.append(.resetWatermark(side))
@@ -150,9 +164,35 @@ struct TunnelStateMachine {
         return end(closedBy: (firstClosed ?? side).closer, resetBy: reset ? side : nil)
     }
 
+    /// The log is behind (`log.whenBehind: wait`) after the driver copied bytes for it:
+    /// the sides still reading stop until `logCaughtUp`.
+    mutating func logBehind() -> ActionList<Action> {
+        var actions = ActionList<Action>()
+        guard isOpen, !isHeldForLog else { return actions }
+        isHeldForLog = true
+        for side in [TunnelSide.client, .upstream] where direction(from: side) == .flowing {
+            actions.append(.holdReading(side))
+        }
+        actions.append(.registerHeld)
+        return actions
+    }
+
+    /// The log caught up at `now`: the flowing sides read again, and what they buffered meanwhile goes on.
+    mutating func logCaughtUp(now: Double) -> ActionList<Action> {
+        var actions = ActionList<Action>()
+        guard isOpen, isHeldForLog else { return actions }
+        isHeldForLog = false
+        lastActivity = now
+        for side in [TunnelSide.client, .upstream] where direction(from: side) == .flowing {
+            actions.append(.resumeReading(side))
+            actions.append(.forward(from: side))
+        }
+        return actions
+    }
+
     /// The idle check ran at `now`.
     mutating func idleTimerFired(now: Double) -> ActionList<Action> {
-        guard isOpen, now - lastActivity >= idleTimeout else { return ActionList() }
+        guard isOpen, !isHeldForLog, now - lastActivity >= idleTimeout else { return ActionList() }
         return end(closedBy: .timeout, resetBy: nil)
     }
 

@@ -197,6 +197,32 @@ final class WebSocketEndToEndTests: XCTestCase {
         XCTAssertEqual(ups, Array(0..<20), "one direction's messages in order")
     }
 
+    /// `log.whenBehind: wait` with a decode queue far too small: the connection is held
+    /// (neither side read) while the log is behind, instead of its parsing being given up,
+    /// so every message in both directions has its record.
+    func testWaitHoldsAConnectionWhileTheLogIsBehindAndRecordsEveryMessage() throws {
+        let origin = try WebSocketOrigin()
+        let proxy = try TapwireProcess(config: ["log": ["whenBehind": "wait", "decodeQueueCapacity": 16,
+                                                        "decodeQueueBytes": 65_536]])
+        let n = 3000
+        let out = try webSocketClient(proxy: proxy.proxyURL, uri: "ws://127.0.0.1:\(origin.port)/push?n=\(n)", scenario: "flood",
+                                      environment: ProcessInfo.processInfo.environment.merging(["N": "\(n)"]) { $1 })
+        XCTAssertEqual(out["received"] as? Int, 2 * n, "\(out)")
+        let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "10", "\(proxy.proxyURL)/metrics"]).text
+        let holds = metrics.split(separator: "\n").first { $0.hasPrefix("tapwire_holds_total ") }
+            .flatMap { Int($0.split(separator: " ")[1]) }
+        XCTAssertGreaterThan(holds ?? 0, 0, "the queue never filled, so nothing was shown")
+        let flood = try connection(proxy, path: "push?n=\(n)")
+        XCTAssertNil(flood.record["frameError"] as? String, "parsing was given up: \(flood.record)")
+        XCTAssertEqual(flood.record["messagesFromClient"] as? Int, n)
+        XCTAssertEqual(flood.record["messagesFromUpstream"] as? Int, 2 * n)
+        XCTAssertEqual(flood.messages.count, 3 * n)
+        let sent = flood.messages.filter { $0["direction"] as? String == "client" }
+            .compactMap { (success($0) as? [String: Any])?["flood"] as? Int }
+        XCTAssertEqual(sent, Array(0..<n), "one direction's messages in order")
+        XCTAssertFalse(try logLines(proxy.logDirectory).contains { $0.contains(#""kind":"loss""#) })
+    }
+
     func testAMalformedFrameStopsParsingNotForwarding() throws {
         let origin = try WebSocketOrigin()
         let proxy = try TapwireProcess()

@@ -199,7 +199,7 @@ final class WebSocketCaptureTests: XCTestCase {
         guard case .end? = pieces.last?.content else { return XCTFail("the last piece is not the end") }
     }
 
-    func testALogBehindStopsTheCopiesNotTheRelay() throws {
+    func testALogBehindHoldsTheConnectionUntilItCatchesUpAndLosesNoCopy() throws {
         let origin = try origin()
         let proxy = try RunningEngine()
         let client = try RawClient(port: proxy.port)
@@ -208,17 +208,24 @@ final class WebSocketCaptureTests: XCTestCase {
         client.send("first")
         _ = client.read { $0.count >= 5 }
         proxy.sink.behind.store(true, ordering: .relaxed)
+        // What was read when the log fell behind goes on, copied; then neither side is read
+        // (the origin's echo waits too).
         client.send("second")
-        XCTAssertEqual(String(decoding: client.read { $0.count >= 6 }.bytes, as: UTF8.self), "second", "still relayed")
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 }, "the connection was not held")
+        client.send("third")
+        XCTAssertTrue(client.read(timeout: 0.3).bytes.isEmpty, "a held connection was read")
+        proxy.sink.catchUp()
+        XCTAssertEqual(String(decoding: client.read { $0.count >= 11 }.bytes, as: UTF8.self), "secondthird", "not released")
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 0 })
         client.shutdownWrite()
-        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 11)
+        XCTAssertEqual(proxy.sink.tunnels(1).first?.bytesFromClient, 16)
         let pieces = proxy.sink.webSocketPieces
         let copied = pieces.compactMap { piece -> String? in
             if case .bytes(.client, let bytes, _) = piece.content { return String(decoding: bytes, as: UTF8.self) } else { return nil }
         }
-        XCTAssertEqual(copied, ["first"])
-        XCTAssertEqual(pieces.first?.capture.stoppedBy?.hasPrefix("the log fell behind"), true)
-        proxy.sink.catchUp()
+        XCTAssertEqual(copied, ["first", "second", "third"])
+        XCTAssertNil(pieces.first?.capture.stoppedBy)
+        XCTAssertEqual(proxy.engine.metrics.holds.value, 1)
     }
 
     func testWithoutMessageCaptureNothingIsCopied() throws {

@@ -98,6 +98,51 @@ final class TunnelStateMachineTests: XCTestCase {
         XCTAssertEqual(Array(m.idleTimerFired(now: 19)), [.end(closedBy: .timeout, resetBy: nil)])
     }
 
+    func testALogBehindHoldsBothSidesUntilItCatchesUp() {
+        var m = machine()
+        _ = m.forwarded(from: .client, count: 10, destinationQueued: 0, now: 1)
+        XCTAssertEqual(Array(m.logBehind()), [.holdReading(.client), .holdReading(.upstream), .registerHeld])
+        XCTAssertTrue(m.isHeldForLog)
+        // Once held, a second report changes nothing.
+        XCTAssertEqual(Array(m.logBehind()), [])
+        // Held for longer than the idle timeout: not the peers' silence, so no end.
+        XCTAssertEqual(Array(m.idleTimerFired(now: 100)), [])
+        XCTAssertEqual(Array(m.logCaughtUp(now: 100)),
+                       [.resumeReading(.client), .forward(from: .client), .resumeReading(.upstream), .forward(from: .upstream)])
+        XCTAssertFalse(m.isHeldForLog)
+        // The idle time counts from the release.
+        XCTAssertEqual(Array(m.idleTimerFired(now: 105)), [])
+        XCTAssertEqual(Array(m.idleTimerFired(now: 110)), [.end(closedBy: .timeout, resetBy: nil)])
+        XCTAssertEqual(Array(m.logCaughtUp(now: 111)), [], "nothing after the end")
+    }
+
+    func testAPausedSideStaysUnreadUntilBothTheDrainAndTheLogAllowIt() {
+        var m = machine()
+        _ = m.forwarded(from: .upstream, count: 1500, destinationQueued: 1500, now: 1)
+        // The upstream is already paused by its partner's output: only the client is held.
+        XCTAssertEqual(Array(m.logBehind()), [.holdReading(.client), .registerHeld])
+        // The drain lowers the watermark but does not read while the log holds the tunnel.
+        XCTAssertEqual(Array(m.outputDrained(.client, queued: 400)), [.resetWatermark(.client)])
+        XCTAssertEqual(m.direction(from: .upstream), .flowing)
+        XCTAssertEqual(Array(m.logCaughtUp(now: 2)),
+                       [.resumeReading(.client), .forward(from: .client), .resumeReading(.upstream), .forward(from: .upstream)])
+        // And the other way: released while still paused, the drain resumes it later.
+        _ = m.forwarded(from: .upstream, count: 1500, destinationQueued: 1500, now: 3)
+        _ = m.logBehind()
+        XCTAssertEqual(Array(m.logCaughtUp(now: 4)), [.resumeReading(.client), .forward(from: .client)])
+        XCTAssertEqual(Array(m.outputDrained(.client, queued: 0)),
+                       [.resetWatermark(.client), .resumeReading(.upstream), .forward(from: .upstream)])
+    }
+
+    func testAHeldTunnelStillEndsAtShutdownOrOnAnError() {
+        var m = machine()
+        _ = m.logBehind()
+        XCTAssertEqual(Array(m.shutdown()), [.end(closedBy: .shutdown, resetBy: nil)])
+        var n = machine()
+        _ = n.logBehind()
+        XCTAssertEqual(Array(n.peerFailed(.upstream, reset: true)), [.end(closedBy: .upstream, resetBy: .upstream)])
+    }
+
     func testShutdownEndsAnOpenTunnel() {
         var m = machine()
         _ = m.peerClosed(.client, destinationQueued: 3)

@@ -72,6 +72,22 @@ async def main():
             assert await exchange('{"before":"kill"}') == '{"before":"kill"}'
             print(json.dumps(out), flush=True)
             await asyncio.sleep(30)
+        elif scenario == "flood":
+            # N messages sent without waiting while the origin (/push?n=N) pushes N: every
+            # echo and every push must arrive.
+            n = int(os.environ.get("N", "2000"))
+            received = 0
+            async def reader():
+                nonlocal received
+                async for m in ws:
+                    received += 1
+                    if received == 2 * n:
+                        return
+            task = asyncio.create_task(reader())
+            for i in range(n):
+                await ws.send(f'{{"flood":{i},"pad":"{"x" * 200}"}}')
+            await asyncio.wait_for(task, 60)
+            out["received"] = received
         elif scenario == "many":
             for i in range(int(os.environ.get("N", "200"))):
                 await exchange(f'{{"i":{i}}}')
