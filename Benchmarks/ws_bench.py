@@ -163,6 +163,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=600, help="bound on the whole run, seconds")
     ap.add_argument("--strict", action="store_true")
     args = ap.parse_args()
+    args.venv = os.path.abspath(args.venv)  # children run in the temp dir
     args.tapwire, args.ws_echo = os.path.abspath(args.tapwire), os.path.abspath(args.ws_echo)
     if not os.access(args.ws_echo, os.X_OK):
         print("ws_bench: no %s (gcc -O2 -o %s Benchmarks/WebSocketEcho/ws_echo.c -lcrypto)" % (args.ws_echo, args.ws_echo),
