@@ -106,19 +106,10 @@ extension ProtobufSchema {
         guard seconds >= -62_135_596_800, seconds <= 253_402_300_799, nanos >= 0, nanos < 1_000_000_000 else { return nil }
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let date = CivilDate(daysSince1970: days)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let y = String(year)
-        return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-" + two(month) + "-" + two(day) + "T"
+        let y = String(date.year)
+        return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-" + two(date.month) + "-" + two(date.day) + "T"
             + two(secondOfDay / 3_600) + ":" + two(secondOfDay % 3_600 / 60) + ":" + two(secondOfDay % 60) + fraction(nanos) + "Z"
     }
 
