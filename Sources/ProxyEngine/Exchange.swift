@@ -405,7 +405,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
             responseFramer = framer
         }
         perform(machine.upstreamClosed(reset: reset, cleanEndOfBody: cleanEnd,
-                                       idempotent: ExchangeStateMachine.isIdempotent(head.method)))
+                                       idempotent: ExchangeStateMachine.isIdempotent(head.method), cause: c.closeCause))
     }
 
     // MARK: ending

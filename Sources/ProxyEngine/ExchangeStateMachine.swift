@@ -494,15 +494,16 @@ struct ExchangeStateMachine {
 
     /// The origin closed or reset the connection (after what it had sent was handled).
     /// `cleanEndOfBody`: the answer's framing ends at the close, and it was not a reset;
-    /// `idempotent`: the request's method may be sent twice.
-    mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool, idempotent: Bool) -> ActionList<Action> {
+    /// `idempotent`: the request's method may be sent twice; `cause`: what ended it, when
+    /// known better than "closed" (an HTTP/2 origin's stream reset).
+    mutating func upstreamClosed(reset: Bool, cleanEndOfBody: Bool, idempotent: Bool, cause: String? = nil) -> ActionList<Action> {
         upstreamEnded()
         guard case .exchanging(let a, _, let response, _) = state else { return ActionList() }
         switch response {
         case .streaming:
             var actions: ActionList<Action> = ActionList(.closeUpstream)
             actions.append(contentsOf: finish(error: cleanEndOfBody ? nil : TransportError(.upstreamReset,
-                "the origin closed the connection before the body was complete"), answer: nil, closingClient: true))
+                cause ?? "the origin closed the connection before the body was complete"), answer: nil, closingClient: true))
             return actions
         case .awaitingHead(let bytesSeen):
             if !bytesSeen && a.reused && !a.retried && idempotent && !hasBody {
@@ -512,7 +513,7 @@ struct ExchangeStateMachine {
             }
             return failBeforeResponse(bytesSeen
                 ? TransportError(.malformedResponse, "the origin closed the connection inside the response head")
-                : TransportError(.upstreamReset, "the origin closed the connection without answering"))
+                : TransportError(.upstreamReset, cause ?? "the origin closed the connection without answering"))
         }
     }
 

@@ -200,9 +200,9 @@ final class HTTP2OriginConnection {
             s.responseData(UnsafeBufferPointer(start: data, count: length))
             return 0
         }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, user in
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in
             // After END_STREAM the response is already whole; otherwise it is cut here.
-            HTTP2OriginConnection.connection(user)?.byID[streamID]?.endResponse()
+            HTTP2OriginConnection.connection(user)?.byID[streamID]?.endResponse(errorCode: errorCode)
             return 0
         }
     }

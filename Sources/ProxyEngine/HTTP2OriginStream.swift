@@ -267,9 +267,17 @@ final class HTTP2OriginStream {
         unconsumed -= taken
     }
 
+    /// Why the stream ended early, when the origin (or a GOAWAY) reset it: the exchange's
+    /// error names it instead of a closed connection.
+    private(set) var resetCause: String?
+
     /// Ends the exchange's side: EOF on its end once what was written is read. A response
-    /// not yet whole is then cut, as an HTTP/1.1 origin closing would cut it.
-    func endResponse() {
+    /// not yet whole is then cut, as an HTTP/1.1 origin closing would cut it. `errorCode`:
+    /// the stream's RST_STREAM (or GOAWAY) code, 0 when it ended normally.
+    func endResponse(errorCode: UInt32 = 0) {
+        if errorCode != 0, !responseEnded {
+            resetCause = "the origin reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode)))) before the response was complete"
+        }
         responseEnded = true
         if let pairEnd { _ = bufferevent_flush(pairEnd, Int16(EV_WRITE), BEV_FINISHED) }
     }
