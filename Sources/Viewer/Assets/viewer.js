@@ -326,6 +326,8 @@
     // Each event is an array of rows, oldest first (one look at the log).
     source.onmessage = (ev) => {
       if (generation !== state.generation) return;
+      // A refill from the log is on its way (a gap while following): these rows come with it.
+      if (refillTimer) return;
       // Newest first: new rows go on top. Unless following (at the top, not paused), the
       // rows in view stay where they are: the shift is applied once per frame in renderNow,
       // since setting scrollTop per row would lay the page out thousands of times a second.
