@@ -15,9 +15,9 @@ final class WebSocketMessageParserTests: XCTestCase {
         var out: [WebSocketMessage] = []
         var i = 0
         while i < bytes.count {
-            var piece = Array(bytes[i..<min(bytes.count, i + max(1, min(size, bytes.count)))])
+            let piece = Array(bytes[i..<min(bytes.count, i + max(1, min(size, bytes.count)))])
             i += piece.count
-            try piece.withUnsafeMutableBytes { try p.parse($0, into: &out) }
+            try piece.withUnsafeBytes { try p.parse($0, into: &out) }
         }
         return out
     }
@@ -45,6 +45,27 @@ final class WebSocketMessageParserTests: XCTestCase {
             XCTAssertEqual(m.first.map { String(decoding: $0.payload, as: UTF8.self) }, payload + "tail", "chunk \(size)")
             XCTAssertEqual(m.last?.opcode, .binary)
             XCTAssertEqual(m.last?.payload, Array(0..<200).map { UInt8($0) } + [255], "chunk \(size)")
+        }
+    }
+
+    /// The chunk is only read (the engine's queued copy is shared): a masked payload longer
+    /// than the parser's unmask buffer, in a chunk not a multiple of it, comes out whole and
+    /// unmasked, and the chunk is as it was.
+    func testAMaskedPayloadPastTheUnmaskBufferLeavesTheChunkUntouched() throws {
+        let payload = (0..<(2 * WebSocketFrameParser.unmaskSliceBytes + 4099)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let stream = WebSocketFrames.frame(2, payload, mask: mask) + WebSocketFrames.text("next", mask: [9, 8, 7, 6])
+        for size in [stream.count, 70_001, 5] {
+            var p = parser(client: true)
+            var out: [WebSocketMessage] = []
+            var i = 0
+            while i < stream.count {
+                let piece = Array(stream[i..<min(stream.count, i + size)])
+                try piece.withUnsafeBytes { try p.parse($0, into: &out) }
+                XCTAssertEqual(piece, Array(stream[i..<min(stream.count, i + size)]), "chunk \(size) at \(i) was written to")
+                i += piece.count
+            }
+            XCTAssertEqual(out.first?.payload, payload, "chunk \(size)")
+            XCTAssertEqual(out.last.map { String(decoding: $0.payload, as: UTF8.self) }, "next", "chunk \(size)")
         }
     }
 
@@ -165,9 +186,9 @@ final class WebSocketFuzzRegressionTests: XCTestCase {
             var out: [WebSocketMessage] = []
             var i = 0
             while i < stream.count {
-                var piece = Array(stream[i..<min(stream.count, i + size)])
+                let piece = Array(stream[i..<min(stream.count, i + size)])
                 i += piece.count
-                do { try piece.withUnsafeMutableBytes { try p.parse($0, into: &out) } } catch {
+                do { try piece.withUnsafeBytes { try p.parse($0, into: &out) } } catch {
                     return Outcome(messages: out, error: error as? WebSocketParseError)
                 }
             }
