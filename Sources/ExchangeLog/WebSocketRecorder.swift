@@ -128,7 +128,6 @@ final class WebSocketRecorder {
             }
             completed.removeAll(keepingCapacity: true)
         case .end(let tunnel):
-            if frameError == nil, let reason = capture.stoppedBy { frameError = reason }
             let summary = WebSocketSummary(
                 messagesFromClient: client.messages, messagesFromUpstream: server.messages,
                 pingsFromClient: client.pings, pingsFromUpstream: server.pings,
