@@ -48,14 +48,20 @@ final class WebSocketMessageParserTests: XCTestCase {
         }
     }
 
-    /// The chunk is only read (the engine's queued copy is shared): a masked payload longer
-    /// than the parser's unmask buffer, in a chunk not a multiple of it, comes out whole and
-    /// unmasked, and the chunk is as it was.
-    func testAMaskedPayloadPastTheUnmaskBufferLeavesTheChunkUntouched() throws {
-        let payload = (0..<(2 * WebSocketFrameParser.unmaskSliceBytes + 4099)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    /// The chunk is only read (the engine's queued copy is shared): masked payloads, kept or
+    /// inflated (through the 64 KiB unmask buffer, past it here), in chunks that split the
+    /// mask anywhere, come out whole and unmasked, and the chunks are as they were.
+    func testMaskedPayloadsComeOutUnmaskedAndTheChunksAreNotWritten() throws {
+        let payload = (0..<(2 * 65_536 + 4099)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let noise = (0..<(3 * 65_536)).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) }
+        let deflater = MessageDeflater()
         let stream = WebSocketFrames.frame(2, payload, mask: mask) + WebSocketFrames.text("next", mask: [9, 8, 7, 6])
-        for size in [stream.count, 70_001, 5] {
-            var p = parser(client: true)
+            + WebSocketFrames.frame(2, deflater.compress(noise), rsv: 4, mask: [5, 6, 7, 8])
+            + WebSocketFrames.frame(9, Array("ping".utf8), mask: [1, 2, 3, 4])
+            + WebSocketFrames.frame(2, Array(payload[0..<13]), fin: false, mask: [0xAA, 0xBB, 0xCC, 0xDD])
+            + WebSocketFrames.frame(0, Array(payload[13..<40]), mask: [0x11, 0x22, 0x33, 0x44])
+        for size in [stream.count, 70_001, 4099, 7, 1] {
+            var p = parser(client: true, deflate: PerMessageDeflate())
             var out: [WebSocketMessage] = []
             var i = 0
             while i < stream.count {
@@ -64,8 +70,12 @@ final class WebSocketMessageParserTests: XCTestCase {
                 XCTAssertEqual(piece, Array(stream[i..<min(stream.count, i + size)]), "chunk \(size) at \(i) was written to")
                 i += piece.count
             }
+            XCTAssertEqual(out.count, 4, "chunk \(size)")
             XCTAssertEqual(out.first?.payload, payload, "chunk \(size)")
-            XCTAssertEqual(out.last.map { String(decoding: $0.payload, as: UTF8.self) }, "next", "chunk \(size)")
+            XCTAssertEqual(out.dropFirst().first.map { String(decoding: $0.payload, as: UTF8.self) }, "next", "chunk \(size)")
+            XCTAssertEqual(out.dropFirst(2).first?.payload, noise, "chunk \(size): inflated")
+            XCTAssertEqual(out.last?.payload, Array(payload[0..<40]), "chunk \(size): fragments")
+            XCTAssertEqual(p.pings, 1)
         }
     }
 
