@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git squid microsocks openssh-server netcat-openbsd nghttp2-server
+DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler git squid microsocks openssh-server netcat-openbsd nghttp2-server nghttp2-client
 # The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
 # by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
 # check's jsonschema from Debian too.
@@ -12,7 +12,7 @@ DEB_VIEWER_TEST := chromium chromium-driver python3-selenium python3-jsonschema
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS         ?= $(shell nproc)
 
-.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-ws bench-deps bench-ab bench-query bench-viewer
+.PHONY: run build release test deps test-deps clean install uninstall bench-json bench-record bench bench-ws bench-h2 bench-deps bench-ab bench-query bench-viewer
 
 # `make install` (as root): binary, systemd units, and the sample config unless one exists.
 # It never builds: under sudo, swift is usually not on PATH (/opt/swift is added by a
@@ -125,7 +125,7 @@ bench-record: deps
 # (Benchmarks/ws_bench.py, driving the C origin and load generator in Benchmarks/WebSocketEcho).
 # A benchmark, not a test: exits 0 whatever the figures; `make bench BENCH_ARGS=--strict`
 # exits 1 when a goal fails.
-DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv gcc
+DEB_BENCH    := nginx-light squid tinyproxy wrk curl python3 python3-venv gcc nghttp2-client nghttp2-server nghttp2-proxy
 BENCH_VENV   := Benchmarks/.venv
 BENCH_ARGS   ?=
 
@@ -140,6 +140,15 @@ bench: bench-deps
 	python3 Benchmarks/proxy_bench.py \
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
 	$(MAKE) bench-ws WS_BENCH_ARGS="$(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
+	$(MAKE) bench-h2 H2_BENCH_ARGS="$(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
+
+# The HTTP/2 part of `make bench` alone: h2load through Tapwire (h2c reverse listener),
+# nghttpx and mitmproxy to one nghttpd origin (Benchmarks/h2_bench.py).
+H2_BENCH_ARGS ?=
+bench-h2: bench-deps
+	$(SWIFT) build -c release -j $(JOBS) --product tapwire
+	python3 Benchmarks/h2_bench.py --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire \
+	  --venv $(BENCH_VENV) $(H2_BENCH_ARGS)
 
 # The WebSocket part of `make bench` alone; the C origin and load generator are built with gcc
 # against libcrypto (libssl-dev, a build dependency already).

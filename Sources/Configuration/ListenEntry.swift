@@ -17,7 +17,7 @@ struct ListenEntry {
             r.fail(path, "expected \"HOST:PORT\" or an object with address and mode, found \(ConfigReader.describe(v))")
             return nil
         }
-        guard let o = r.object(v, path, allowed: ["address", "mode", "upstream", "keepHost", "users", "replay"]) else { return nil }
+        guard let o = r.object(v, path, allowed: ["address", "mode", "upstream", "keepHost", "users", "replay", "protocols"]) else { return nil }
         let before = r.errors.count
         let address = r.string(o["address"], "\(path).address")
         if o["address"] == nil { r.fail("\(path).address", "required, a numeric HOST:PORT such as 127.0.0.1:9000") }
@@ -25,15 +25,19 @@ struct ListenEntry {
         var mode = ListenerMode.forward
         switch modeName {
         case "forward":
-            for key in ["upstream", "keepHost", "users"] where o[key] != nil {
+            for key in ["upstream", "keepHost", "users", "protocols"] where o[key] != nil {
                 r.fail("\(path).\(key)", "only applies to mode \(key == "users" ? "socks5" : "reverse")")
             }
         case "reverse":
             if o["users"] != nil { r.fail("\(path).users", "only applies to mode socks5") }
             let keepHost = r.bool(o["keepHost"], "\(path).keepHost") ?? false
+            let h2c = readProtocols(o["protocols"], "\(path).protocols", r)
+            if h2c, o["replay"] != nil {
+                r.fail("\(path).protocols", "h2c cannot be combined with replay on the same listener (replay answers HTTP/1.1 only)")
+            }
             if let text = r.string(o["upstream"], "\(path).upstream") {
                 if let authority = upstreamAuthority(text) {
-                    mode = .reverse(ReverseUpstream(authority: authority, keepHost: keepHost))
+                    mode = .reverse(ReverseUpstream(authority: authority, keepHost: keepHost, h2c: h2c))
                 } else {
                     r.fail("\(path).upstream", "expected http://HOST[:PORT] or https://HOST[:PORT] without a path, found \"\(text)\"")
                 }
@@ -41,7 +45,7 @@ struct ListenEntry {
                 r.fail("\(path).upstream", "required for mode reverse: the origin requests go to, such as http://127.0.0.1:3000")
             }
         case "socks5":
-            for key in ["upstream", "keepHost"] where o[key] != nil { r.fail("\(path).\(key)", "only applies to mode reverse") }
+            for key in ["upstream", "keepHost", "protocols"] where o[key] != nil { r.fail("\(path).\(key)", "only applies to mode reverse") }
             var users: SOCKS5Credentials?
             if let file = r.string(o["users"], "\(path).users") {
                 switch readUsers(file) {
@@ -56,6 +60,29 @@ struct ListenEntry {
         let replay = o["replay"].flatMap { ReplaySettings.read($0, "\(path).replay", r) }
         guard r.errors.count == before, let address else { return nil }
         return ListenEntry(address: address, mode: mode, replay: replay)
+    }
+
+    /// A reverse listener's `protocols`: a non-empty list of `"http/1.1"` and `"h2c"` that
+    /// includes `"http/1.1"` (a client that does not open with the HTTP/2 preface is always
+    /// answered in HTTP/1.1). True when it lists `h2c`.
+    static func readProtocols(_ v: JSON?, _ path: String, _ r: ConfigReader) -> Bool {
+        guard let v else { return false }
+        guard case .array(let items) = v, !items.isEmpty else {
+            r.fail(path, "expected a list such as [\"http/1.1\", \"h2c\"], found \(ConfigReader.describe(v))")
+            return false
+        }
+        var h2c = false, http1 = false
+        for (i, item) in items.enumerated() {
+            switch r.string(item, "\(path)[\(i)]") {
+            case "http/1.1"?: http1 = true
+            case "h2c"?: h2c = true
+            case let other?:
+                r.fail("\(path)[\(i)]", "expected \"http/1.1\" or \"h2c\", found \"\(other)\" (h2 over TLS is offered by tls.intercept, not here)")
+            case nil: break
+            }
+        }
+        if !http1 { r.fail(path, "must include \"http/1.1\": a client without the HTTP/2 preface is answered in HTTP/1.1") }
+        return h2c
     }
 
     /// `http://host[:port]` or `https://…`, an optional `/` and nothing after it.

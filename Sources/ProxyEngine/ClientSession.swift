@@ -20,6 +20,8 @@ final class ClientSession: ExchangeClient {
     private var http2: HTTP2Connection?
     /// ALPN was looked at after the client's handshake (once: it cannot change).
     private var alpnChecked = false
+    /// A reverse listener with `h2c`: whether the first bytes were looked at for HTTP/2's preface.
+    private var prefaceChecked = false
     /// Unchecked: the machine's methods never call out, so no two accesses can overlap,
     /// and the runtime's exclusivity bookkeeping cost more than the machine's work.
     @exclusivity(unchecked) private var machine: ClientSessionStateMachine
@@ -220,6 +222,7 @@ final class ClientSession: ExchangeClient {
         // ALPN is asked here too, or an h2 preface would be parsed as an HTTP/1 head.
         if machine.isIntercepting, !alpnChecked, startHTTP2IfNegotiated() { return }
         guard let input else { return }
+        if !prefaceChecked, case .reverse(let upstream) = role.mode, upstream.h2c, startHTTP2IfPreface(input, upstream) { return }
         if isNegotiatingSOCKS { socksReadable(input); return }
         perform(machine.readable(buffered: evbuffer_get_length(input), maxHeaderBytes: config.maxHeaderBytes))
     }
@@ -733,18 +736,41 @@ final class ClientSession: ExchangeClient {
         alpnChecked = true
         guard let bev, let ssl = bufferevent_openssl_get_ssl(bev),
               engine.tlsInterceptor?.negotiatedProtocol(ssl: ssl) == "h2", let authority = interceptedAuthority else { return false }
+        startHTTP2(bev, authority: authority, keepHost: false)
+        return true
+    }
+
+    /// A reverse listener with `h2c`: true when HTTP/2 took the connection (its preface
+    /// came) or more bytes are needed to tell; false when it is HTTP/1.1.
+    private func startHTTP2IfPreface(_ input: OpaquePointer, _ upstream: ReverseUpstream) -> Bool {
+        let n = min(evbuffer_get_length(input), HTTP2PriorKnowledge.preface.count)
+        guard n > 0, let p = evbuffer_pullup(input, n) else { return true }
+        switch HTTP2PriorKnowledge.classify(UnsafeRawBufferPointer(start: p, count: n)) {
+        case .needMore:
+            return true
+        case .http1:
+            prefaceChecked = true
+            return false
+        case .http2:
+            prefaceChecked = true
+            guard let bev else { return true }
+            startHTTP2(bev, authority: upstream.authority, keepHost: upstream.keepHost)
+            return true
+        }
+    }
+
+    private func startHTTP2(_ bev: OpaquePointer, authority: HTTPAuthority, keepHost: Bool) {
         // The head timer is HTTP/1's; the connection has its own idle limit from here.
         cancelHeadTimer()
         headTimer?.cancel()
         headTimerFiresAt = nil
         do {
-            let connection = try HTTP2Connection(session: self, bev: bev, authority: authority)
+            let connection = try HTTP2Connection(session: self, bev: bev, authority: authority, keepHost: keepHost)
             http2 = connection
             connection.start()
         } catch {
             close()
         }
-        return true
     }
 
     /// The drain deadline passed: an exchange still in progress is recorded as cut by the

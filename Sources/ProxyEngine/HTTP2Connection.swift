@@ -3,7 +3,8 @@ import CNghttp2
 import Foundation
 import HTTP1
 
-/// HTTP/2 with one intercepted client (ALPN `h2`), driven by nghttp2 from the loop:
+/// HTTP/2 with one client, intercepted (ALPN `h2`) or on a reverse listener with `h2c`
+/// (`HTTP2PriorKnowledge`), driven by nghttp2 from the loop:
 /// received bytes go in through `nghttp2_session_mem_recv`, what it has to send comes out
 /// of `nghttp2_session_mem_send` into the TLS filter's output. Server push is never sent
 /// (nothing calls `nghttp2_submit_push_promise`). Each request stream is an
@@ -19,6 +20,8 @@ import HTTP1
 final class HTTP2Connection {
     unowned let session: ClientSession
     let authority: HTTPAuthority
+    /// A reverse listener's `keepHost`: each stream's `:authority` goes to the origin as Host.
+    let keepHost: Bool
     private let bev: OpaquePointer
     private var nghttp2: OpaquePointer?
     private(set) var streams: [Int32: HTTP2Stream] = [:]
@@ -49,10 +52,11 @@ final class HTTP2Connection {
         case closed(Int32, errorCode: UInt32)
     }
 
-    init(session: ClientSession, bev: OpaquePointer, authority: HTTPAuthority) throws {
+    init(session: ClientSession, bev: OpaquePointer, authority: HTTPAuthority, keepHost: Bool = false) throws {
         self.session = session
         self.bev = bev
         self.authority = authority
+        self.keepHost = keepHost
         let config = session.config
         resets = FrameRateLimit(burst: config.http2ResetBurst, perSecond: config.http2ResetsPerSecond)
         settings = FrameRateLimit(burst: config.http2SettingsPerSecond, perSecond: config.http2SettingsPerSecond)

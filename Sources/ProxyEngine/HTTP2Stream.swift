@@ -194,6 +194,7 @@ final class HTTP2Stream: ExchangeClient {
             let authority = connection.authority
             let ex = Exchange(session: self, head: request.head, authority: authority, originTarget: request.path,
                               framing: request.framing, url: authority.url(originTarget: request.path))
+            if connection.keepHost { ex.forwardedHost = request.head.headers.first(name: "host") }
             exchange = ex
             ex.begin()
             // Bytes that came while held are taken now; the exchange reads what follows.

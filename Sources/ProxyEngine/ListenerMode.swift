@@ -28,9 +28,13 @@ public struct ReverseUpstream: Sendable, Equatable {
     public var authority: HTTPAuthority
     /// `keepHost`: the client's Host goes to the upstream as sent, instead of the upstream's.
     public var keepHost: Bool
-    public init(authority: HTTPAuthority, keepHost: Bool) {
+    /// `protocols` lists `h2c`: a connection that opens with HTTP/2's preface is HTTP/2
+    /// (prior knowledge, RFC 9113 §3.3); any other is HTTP/1.1.
+    public var h2c: Bool
+    public init(authority: HTTPAuthority, keepHost: Bool, h2c: Bool = false) {
         self.authority = authority
         self.keepHost = keepHost
+        self.h2c = h2c
     }
 }
 

@@ -73,6 +73,29 @@ final class ListenModeConfigurationTests: XCTestCase {
                        ["listen[1]: 127.0.0.1:9000 overlaps listen[0] (127.0.0.1:9000): the same port twice"])
     }
 
+    func testReverseProtocolsTurnOnH2CAndNameTheirErrors() throws {
+        let c = try TapwireConfiguration.parse(Array(#"""
+        {"listen": [{"address": "127.0.0.1:9000", "mode": "reverse", "upstream": "http://127.0.0.1:3000", "protocols": ["http/1.1", "h2c"]},
+                    {"address": "127.0.0.1:9001", "mode": "reverse", "upstream": "http://127.0.0.1:3000", "protocols": ["http/1.1"]}]}
+        """#.utf8)).get()
+        let upstream = HTTPAuthority(scheme: "http", host: "127.0.0.1", port: 3000)
+        XCTAssertEqual(c.engine.listenerModes, [.reverse(ReverseUpstream(authority: upstream, keepHost: false, h2c: true)),
+                                                .reverse(ReverseUpstream(authority: upstream, keepHost: false, h2c: false))])
+        let reverse = #""address": "127.0.0.1:9000", "mode": "reverse", "upstream": "http://127.0.0.1:3000""#
+        XCTAssertEqual(errors(#"{"listen": [{\#(reverse), "protocols": ["http/1.1", "h2"]}]}"#),
+                       [#"listen[0].protocols[1]: expected "http/1.1" or "h2c", found "h2" (h2 over TLS is offered by tls.intercept, not here)"#])
+        XCTAssertEqual(errors(#"{"listen": [{\#(reverse), "protocols": ["h2c"]}]}"#),
+                       [#"listen[0].protocols: must include "http/1.1": a client without the HTTP/2 preface is answered in HTTP/1.1"#])
+        XCTAssertEqual(errors(#"{"listen": [{\#(reverse), "protocols": "h2c"}]}"#),
+                       [#"listen[0].protocols: expected a list such as ["http/1.1", "h2c"], found the string "h2c""#])
+        XCTAssertEqual(errors(#"{"listen": [{"address": "127.0.0.1:9000", "protocols": ["http/1.1", "h2c"]}]}"#),
+                       ["listen[0].protocols: only applies to mode reverse"])
+        XCTAssertEqual(errors(#"{"listen": [{"address": "127.0.0.1:9000", "mode": "socks5", "protocols": ["http/1.1"]}]}"#),
+                       ["listen[0].protocols: only applies to mode reverse"])
+        XCTAssertEqual(errors(#"{"listen": [{\#(reverse), "protocols": ["http/1.1", "h2c"], "replay": {"from": "/nonexistent"}}]}"#).first,
+                       "listen[0].protocols: h2c cannot be combined with replay on the same listener (replay answers HTTP/1.1 only)")
+    }
+
     func testNonLoopbackReverseOrSOCKSListenersNeedAnAllowList() {
         XCTAssertEqual(errors(#"{"listen": [{"address": "0.0.0.0:1080", "mode": "socks5"}]}"#),
                        ["access.allow: required when listening on the non-loopback address 0.0.0.0:1080 (listen[0], mode socks5)"])

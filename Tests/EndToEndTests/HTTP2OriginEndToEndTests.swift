@@ -83,6 +83,28 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         }
     }
 
+    /// HTTP/2 on both sides with no interception: h2c prior knowledge on a reverse listener
+    /// whose upstream is the h2 origin, several streams at once.
+    func testH2CReverseListenerToAnH2Origin() throws {
+        let proxy = try TapwireProcess(config: ["listen": [["address": "127.0.0.1:0", "mode": "reverse",
+                                                            "upstream": "https://127.0.0.1:\(h2Port)", "protocols": ["http/1.1", "h2c"]]],
+                                                "tls": ["upstreamCAFile": pki.caCertificate]])
+        defer { proxy.stop() }
+        let urls = (1...4).map { "http://127.0.0.1:\(proxy.port)/data.json?both=\($0)" }
+        // Streams of one connection (nghttp), one at a time (curl).
+        let r = try runCommand("nghttp", ["-t", "20"] + urls, timeout: 25)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(occurrences(of: #""origin":"h2""#, in: r.text), 4, r.text)
+        let one = try curlDirect(["--http2-prior-knowledge", "-s", "http://127.0.0.1:\(proxy.port)/data.json?both=curl"])
+        XCTAssertTrue(one.text.contains(#""origin":"h2""#), one.text)
+        for i in 1...4 {
+            let rec = try record(proxy, "both=\(i)")
+            XCTAssertEqual(versions(rec).client, "HTTP/2")
+            XCTAssertEqual(versions(rec).origin, "HTTP/2")
+            XCTAssertEqual((rec["request"] as? [String: Any])?["url"] as? String, "https://127.0.0.1:\(h2Port)/data.json?both=\(i)")
+        }
+    }
+
     /// Later exchanges to the same origin open streams on the HTTP/2 connection already up
     /// (pooled per loop); the client's connection and version do not matter.
     func testExchangesShareThePooledH2Connection() throws {

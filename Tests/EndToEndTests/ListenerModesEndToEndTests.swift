@@ -51,6 +51,44 @@ final class ListenerModesEndToEndTests: XCTestCase {
         XCTAssertTrue(proxied.text.hasPrefix("HTTP/1.1 400"), proxied.text)
     }
 
+    /// `protocols: ["http/1.1", "h2c"]`: curl's HTTP/2 with prior knowledge is served as
+    /// HTTP/2 (streams multiplexed on one connection, one record each), HTTP/1.1 clients on
+    /// the same port as before, and `Upgrade: h2c` is not honoured.
+    func testReverseListenerWithH2CServesPriorKnowledgeHTTP2AndHTTP11() throws {
+        let proxy = try TapwireProcess(config: ["listen": [
+            ["address": "127.0.0.1:0", "mode": "reverse", "upstream": origin.base, "protocols": ["http/1.1", "h2c"]],
+            ["address": "127.0.0.1:0", "mode": "reverse", "upstream": origin.base, "keepHost": true, "protocols": ["http/1.1", "h2c"]],
+        ]])
+        defer { proxy.stop() }
+        let ports = try listeningPorts(proxy, count: 2)
+        // nghttp (Debian nghttp2-client) sends its URIs as streams of one connection; curl 7.88
+        // fails on a second stream of a prior-knowledge connection, even to nghttpd.
+        let urls = (1...6).map { "http://127.0.0.1:\(ports[0])/echo?h2c=\($0)" }
+        let r = try runCommand("nghttp", ["-n", "-s", "-t", "20"] + urls, timeout: 25)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let done = r.text.split(separator: "\n").filter { $0.contains(" 200 ") && $0.contains("/echo?h2c=") }
+        XCTAssertEqual(done.count, 6, "six streams answered on one connection: \(r.text)")
+        for i in 1...6 {
+            let rec = try parseRecord(try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("h2c=\(i)\"") }))
+            let request = try XCTUnwrap(rec["request"] as? [String: Any])
+            XCTAssertEqual(request["httpVersion"] as? String, "HTTP/2")
+            XCTAssertEqual(request["url"] as? String, "\(origin.base)/echo?h2c=\(i)", "the upstream URL")
+            XCTAssertEqual((rec["response"] as? [String: Any])?["status"] as? Int, 200)
+        }
+        // The Host the origin saw: the upstream's, or with keepHost the client's :authority.
+        let rewritten = try curlDirect(["--http2-prior-knowledge", "-i", "http://127.0.0.1:\(ports[0])/echo?host=1"])
+        XCTAssertTrue(rewritten.text.lowercased().contains("x-host: 127.0.0.1:\(origin.port)\r\n"), rewritten.text)
+        let kept = try curlDirect(["--http2-prior-knowledge", "-i", "-H", "Host: app.test:8443", "http://127.0.0.1:\(ports[1])/echo"])
+        XCTAssertTrue(kept.text.lowercased().contains("x-host: app.test:8443\r\n"), kept.text)
+        // HTTP/1.1 on the same port; an Upgrade: h2c request stays HTTP/1.1.
+        let plain = try curlDirect(["-i", "--http1.1", "http://127.0.0.1:\(ports[0])/echo?h1=1"])
+        XCTAssertTrue(plain.text.hasPrefix("HTTP/1.1 200"), plain.text)
+        let upgrade = try curlDirect(["-i", "--http2", "http://127.0.0.1:\(ports[0])/echo?upgrade=1"])
+        XCTAssertTrue(upgrade.text.hasPrefix("HTTP/1.1 200"), "Upgrade: h2c is not honoured: \(upgrade.text)")
+        let h1 = try parseRecord(try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("upgrade=1") }))
+        XCTAssertEqual((h1["request"] as? [String: Any])?["httpVersion"] as? String, "HTTP/1.1")
+    }
+
     func testReverseListenerToAnHTTPSUpstreamVerifiesIt() throws {
         let pki = try TestPKI(in: work)
         let tlsOrigin = try OriginServer(tls: (pki.certificate, pki.key))
