@@ -45,9 +45,14 @@ public struct WebSocketFrameParser: Sendable {
     private var mask: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
     private var maskOffset = 0
     private var masked = false
-    /// Where masked payload slices are unmasked; grows to `unmaskSliceBytes` at most.
+    /// Where masked payload slices are unmasked; grows to `unmaskSliceBytes` at most, and is
+    /// kept between chunks only up to `keptUnmaskBytes`: a parser lives as long as its
+    /// connection, and one large message must not leave 64 KiB with every idle one.
     private var unmasked: [UInt8] = []
     static let unmaskSliceBytes = 64 * 1024
+    static let keptUnmaskBytes = 4 * 1024
+    /// Tests: the unmask buffer kept between chunks.
+    var unmaskBufferBytes: Int { unmasked.count }
 
     public init(fromClient: Bool) {
         self.fromClient = fromClient
@@ -147,7 +152,10 @@ public struct WebSocketFrameParser: Sendable {
         // Moved out for the calls, so that no access to `self` overlaps the buffer's.
         var buffer: [UInt8] = []
         swap(&buffer, &unmasked)
-        defer { swap(&buffer, &unmasked) }
+        defer {
+            if buffer.count > Self.keptUnmaskBytes { buffer = [] }
+            swap(&buffer, &unmasked)
+        }
         var done = 0
         while done < count {
             let n = min(count - done, Self.unmaskSliceBytes)

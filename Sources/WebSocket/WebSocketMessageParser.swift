@@ -22,6 +22,9 @@ public struct WebSocketMessageParser {
         assembler = Assembler(fromClient: fromClient, deflate: deflate, keepBytes: keepBytes, maxDecodedBytes: maxDecodedBytes)
     }
 
+    /// Tests: the frame parser's unmask buffer kept between chunks.
+    var unmaskBufferBytes: Int { frames.unmaskBufferBytes }
+
     /// Text and binary messages completed so far.
     public var messages: UInt64 { assembler.messageCount }
     public var pings: UInt64 { assembler.pings }

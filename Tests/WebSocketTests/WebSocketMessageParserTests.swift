@@ -79,6 +79,18 @@ final class WebSocketMessageParserTests: XCTestCase {
         }
     }
 
+    /// The unmask buffer a small message leaves is kept for the next chunk; the one a large
+    /// message grew is let go, since the parser lives as long as its connection.
+    func testTheUnmaskBufferKeptBetweenChunksStaysSmall() throws {
+        var p = parser(client: true)
+        _ = try feed(&p, WebSocketFrames.text(String(repeating: "a", count: 1000), mask: mask))
+        XCTAssertGreaterThan(p.unmaskBufferBytes, 0, "kept for the next small message")
+        XCTAssertLessThanOrEqual(p.unmaskBufferBytes, WebSocketFrameParser.keptUnmaskBytes)
+        let big = try feed(&p, WebSocketFrames.frame(2, [UInt8](repeating: 7, count: 200_000), mask: mask))
+        XCTAssertEqual(big.first?.payload.count, 200_000)
+        XCTAssertLessThanOrEqual(p.unmaskBufferBytes, WebSocketFrameParser.keptUnmaskBytes, "a large message's buffer was kept")
+    }
+
     func testFragmentsAreReassembledAroundControlFrames() throws {
         var p = parser()
         let stream = WebSocketFrames.text("Hel", fin: false) + WebSocketFrames.frame(9, Array("ping".utf8))
