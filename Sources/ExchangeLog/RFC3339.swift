@@ -1,3 +1,4 @@
+import ResponseSerialization
 /// RFC 3339 UTC timestamps with microseconds (`2026-12-02T10:11:12.123456Z`), built from
 /// integer arithmetic because a DateFormatter per record costs more than the record.
 public enum RFC3339 {
@@ -132,20 +133,10 @@ struct CivilTime {
             secondOfDay += 86400
             days -= 1
         }
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let monthDay = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-
-        self.year = min(max(Int(year), 1), 9999)
-        self.month = Int(month)
-        self.day = Int(monthDay)
+        let date = CivilDate(daysSince1970: days)
+        self.year = min(max(Int(date.year), 1), 9999)
+        self.month = Int(date.month)
+        self.day = Int(date.day)
         self.hour = Int(secondOfDay / 3600)
         self.minute = Int(secondOfDay % 3600 / 60)
         self.second = Int(secondOfDay % 60)

@@ -7,8 +7,8 @@ import Foundation
 /// number unknown to the enum stays a number), repeated fields as arrays (packed or not),
 /// maps as objects keyed by the key's text, nested messages as objects, float and double
 /// NaN/Infinity as strings. Fields the schema does not know are left out, as the JSON
-/// mapping does. Well-known types (Timestamp, Duration, wrappers, Struct, Any) are decoded
-/// as the ordinary messages they are, without their special JSON forms.
+/// mapping does. Well-known types (Timestamp, Duration, wrappers, Struct, Any, …) take their
+/// own JSON forms (`ProtobufWellKnownTypes.swift`) when the set includes their files.
 public struct ProtobufSchema: Sendable, Equatable {
     enum FieldType: Int, Sendable {
         case double = 1, float, int64, uint64, int32, fixed64, fixed32, bool, string, group, message, bytes
@@ -192,7 +192,7 @@ public struct ProtobufSchema: Sendable, Equatable {
 
     // MARK: decoding with the schema
 
-    private func decode(_ bytes: ArraySlice<UInt8>, type: String, depth: Int, maxDepth: Int, base: Int) throws(ProtobufError) -> JSON {
+    func decode(_ bytes: ArraySlice<UInt8>, type: String, depth: Int, maxDepth: Int, base: Int) throws(ProtobufError) -> JSON {
         guard depth < maxDepth else { throw ProtobufError(offset: base, message: "nested deeper than \(maxDepth)") }
         guard let message = messages[type] else { throw ProtobufError(offset: base, message: "no message type \(type) in the schema") }
         var values: [Int: [JSON]] = [:]
@@ -219,7 +219,7 @@ public struct ProtobufSchema: Sendable, Equatable {
                 members.append(JSON.Member(field.jsonName, last))
             }
         }
-        return .object(members)
+        return try wellKnown(type, members, depth: depth, maxDepth: maxDepth, at: base) ?? .object(members)
     }
 
     /// A map entry (`{"key":K,"value":V}` by its fields' json names) as one member.
@@ -259,6 +259,7 @@ public struct ProtobufSchema: Sendable, Equatable {
         switch (field.type, value) {
         case (.int32, .varint(let v)): return .number(String(Int32(truncatingIfNeeded: v)))
         case (.enumeration, .varint(let v)):
+            if field.typeName == Self.nullValueType { return .null }
             let n = Int(Int32(truncatingIfNeeded: v))
             if let name = enums[field.typeName]?[n] { return .string(name) }
             return .number(String(n))

@@ -139,7 +139,9 @@ struct ViewerAPI {
     }
 
     /// `GET /api/live?q=`: Server-Sent Events, each `data:` line a JSON array of the new rows
-    /// the query keeps, oldest first; `event: overflow` when the page fell too far behind (it reloads).
+    /// the query keeps, oldest first; `event: gap` (`{"skipped":N}`) before rows when N older
+    /// ones were left out (more than `maxRowsPerLook` in a look: the page fills them in from
+    /// `/api/records`); `event: overflow` when the page fell too far behind (it reloads).
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
@@ -156,10 +158,11 @@ struct ViewerAPI {
             for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }
             guard socket.write(Array((head + "Connection: close\r\n\r\n: live\n\n").utf8)) else { return }
             while true {
-                let (rows, overflowed) = subscriber.take(timeout: ViewerSettings.heartbeatInterval)
+                let (rows, skipped, overflowed) = subscriber.take(timeout: ViewerSettings.heartbeatInterval)
                 // One event per batch (the rows of one look at the file): a page dispatches and
                 // parses ten events a second, not one per exchange.
                 var out: [UInt8] = []
+                if skipped > 0 { out += Array("event: gap\ndata: {\"skipped\":\(skipped)}\n\n".utf8) }
                 if !rows.isEmpty {
                     out += Array("data: [".utf8)
                     for (i, row) in rows.enumerated() {

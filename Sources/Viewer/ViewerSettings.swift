@@ -12,6 +12,11 @@ public struct ViewerSettings: Sendable, Equatable {
     public static let maxRequestBytes = 64 * 1024
     /// Seconds between looks at the active file for new records (the live list).
     public static let pollInterval = 0.1
+    /// Rows one look at the file hands a live list at most (5,000 a second, above the
+    /// 2,000 exchanges a second a list must keep up with row by row). Past it the list gets
+    /// the newest of them and a `gap` event, and fills in from the log (`/api/records`), so
+    /// a list's cost stops growing with the exchange rate.
+    public static let maxRowsPerLook = 500
     /// Rows a live list may fall behind by before it is told to reload.
     public static let maxQueuedRows = 20_000
     /// Seconds between keep-alive comments on an idle live stream.

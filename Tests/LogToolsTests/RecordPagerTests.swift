@@ -116,3 +116,37 @@ final class RecordPagerTests: XCTestCase {
     }
 }
 
+
+/// `RecordSkeleton`: the members a row needs, the rest stepped over, giving the same row.
+final class RecordSkeletonTests: XCTestCase {
+    func testTheSkeletonsRowEqualsTheFullParsesRow() throws {
+        let lines = [
+            Fixture.http(7, status: 503), Fixture.http(8, method: "POST", url: "https://h.example/a?b={c}", status: nil),
+            Fixture.tunnel(9), Fixture.tunnel(10, error: #"{"code":"upstreamReset","message":"x"}"#), Fixture.websocket(11),
+            Fixture.loss(3), Fixture.loss(4, reason: "queue full"),
+            #"{"kind":"http","id":"a","request":{"method":"GET","url":"http://x/y","headers":[["a","}{]["],["b","\\\"}"]]},"#
+                + #""response":{"status":200,"headers":[],"bodySize":12,"mimeType":"text/plain"},"serializer":"json","#
+                + #""result":{"success":{"k":[1,{"n":"\\"},"}{]["],"e":"\u00e9"}},"timeline":{"requestStartTime":"t","requestDuration":0.5},"#
+                + #""data":{"size":12},"rule":"r","replayOf":"z"}"#,
+            #"{"kind":"http","result":{"failure":{"error":"jsonSerializationFailed","reason":"bad"}} , "id" : "w" }"#,
+        ]
+        for line in lines {
+            let bytes = Array(line.utf8)
+            let full = try JSONParser.parse(bytes, allowFragments: false)
+            let skeleton = try XCTUnwrap(RecordSkeleton.parse(bytes), line)
+            XCTAssertEqual(RecordSummary.json(skeleton), RecordSummary.json(full), line)
+            XCTAssertNil(skeleton[path: "request", "headers"], "headers are stepped over")
+            XCTAssertNil(skeleton[path: "result", "success"], "the body is stepped over")
+        }
+    }
+
+    func testBrokenLinesGiveNilNeverACrash() {
+        for line in ["", "{", #"{"id":"#, #"{"id":"a"#, #"{"request":{"headers":[["a","b"]"#, #"{"a":1,}"#, "[1]", #"{"id":"a"}x"#,
+                     #"{"result":{"success":"\"#, #"{"k":tru"#] {
+            _ = RecordSkeleton.parse(Array(line.utf8))
+        }
+        XCTAssertNil(RecordSkeleton.parse(Array("{".utf8)))
+        XCTAssertNil(RecordSkeleton.parse(Array(#"{"id":"a""#.utf8)))
+        XCTAssertNil(RecordSkeleton.parse(Array(#"{"result":{"success":"\"}}"#.utf8)))
+    }
+}

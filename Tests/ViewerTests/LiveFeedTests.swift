@@ -28,6 +28,7 @@ final class LiveFeedTests: XCTestCase {
     }
 
     private func texts(_ lines: [[UInt8]]) -> [String] { lines.map { String(decoding: $0, as: UTF8.self) } }
+    private func texts(_ lines: [ArraySlice<UInt8>]) -> [String] { lines.map { String(decoding: $0, as: UTF8.self) } }
 
     func testNewLinesFromTheEndAcrossARotationAndATruncation() throws {
         try append("old 1\nold 2\n")
@@ -90,5 +91,37 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(failed.count, 2)
         XCTAssertTrue(texts(failed).allSatisfy { $0.contains(#""status":5"#) }, "\(texts(failed))")
         XCTAssertTrue(texts(all)[0].contains(#""path":"/x/1""#), texts(all)[0])
+    }
+
+    /// More new lines in one look than `maxRowsPerLook`: the newest are rows, the rest a
+    /// gap the page fills in from the log; with or without a query.
+    func testABurstBeyondALooksRowsBecomesAGapAndTheNewestRows() throws {
+        try append("")
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"))
+        let everything = feed.subscribe(.all)
+        let some = feed.subscribe(try Query.parse("status>=500"))
+        defer { feed.unsubscribe(everything); feed.unsubscribe(some) }
+        let burst = 3 * ViewerSettings.maxRowsPerLook
+        var text = ""
+        for n in 1...burst {
+            text += #"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"#
+                + #""response":{"status":503,"headers":[]},"result":{"success":{"big":[1,2,3]}}}"# + "\n"
+        }
+        try append(text)
+        for subscriber in [everything, some] {
+            var rows: [[UInt8]] = [], skipped = 0
+            let deadline = Date().addingTimeInterval(10)
+            while rows.count + skipped < burst && Date() < deadline {
+                let taken = subscriber.take(timeout: 0.2)
+                // A gap drops the older rows still queued: they are counted in it.
+                if taken.skipped > 0 { rows.removeAll() }
+                rows += taken.rows
+                skipped += taken.skipped
+            }
+            XCTAssertEqual(rows.count + skipped, burst)
+            XCTAssertGreaterThan(skipped, 0, "the burst fit one look: nothing was shown")
+            XCTAssertLessThanOrEqual(rows.count, ViewerSettings.maxRowsPerLook * 2)
+            XCTAssertTrue(texts(rows).last?.contains(#""id":"r-\#(burst)""#) ?? false, "the newest row is last")
+        }
     }
 }

@@ -14,7 +14,7 @@
   const state = {
     query: new URLSearchParams(location.search).get("q") || "",
     live: [], history: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
-    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null,
+    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null, stale: false, gaps: 0,
   };
   // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
   // not an unshift that moves every row) and history pages (newest first, older appended).
@@ -250,6 +250,9 @@
       state.shift = 0;
       newerButton.hidden = false;
       newerButton.textContent = "↑ " + state.unseen + " new";
+    } else if (state.stale) {
+      newerButton.hidden = false;
+      newerButton.textContent = "↑ " + state.unseen + " new";
     }
     const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - OVERSCAN);
     const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + OVERSCAN);
@@ -264,7 +267,7 @@
   }
 
   viewport.addEventListener("scroll", () => {
-    if (viewport.scrollTop < ROW) { newerButton.hidden = true; state.unseen = 0; }
+    if (viewport.scrollTop < ROW) { newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
     render();
   }, { passive: true });
   window.addEventListener("resize", render);
@@ -336,7 +339,32 @@
       render();
     };
     source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
+    // More rows came in one look than a list takes (full load): the newest follow, the ones
+    // before them are filled in from the log. Following, by a reload at most once a second
+    // (so the page's work does not grow with the exchange rate); reading further down, the
+    // list is left alone and marked stale until the reader goes back to the top.
+    source.addEventListener("gap", (ev) => {
+      if (generation !== state.generation) return;
+      let skipped = 0;
+      try { skipped = JSON.parse(ev.data).skipped || 0; } catch (e) { skipped = 0; }
+      state.gaps++;
+      const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
+      if (following) { refillSoon(); return; }
+      state.stale = true;
+      state.unseen += skipped;
+      render();
+    });
   }
+
+  let refillTimer = null, lastRefill = 0;
+  function refillSoon() {
+    if (refillTimer) return;
+    const wait = Math.max(0, 1000 - (Date.now() - lastRefill));
+    refillTimer = setTimeout(() => { refillTimer = null; lastRefill = Date.now(); reload(); }, wait);
+  }
+
+  // Back at the top of a list that missed rows: it is loaded again from the log.
+  function refillIfStale() { if (state.stale) refillSoon(); }
 
   // The query, from the box to the URL, then a fresh list and stream.
   async function reload() {
@@ -353,7 +381,7 @@
     history.replaceState(null, "", url);
     harLink.href = "/api/har?" + new URLSearchParams({ q: state.query });
     state.live = []; state.history = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
-    state.unseen = 0; state.shift = 0; newerButton.hidden = true;
+    state.unseen = 0; state.shift = 0; newerButton.hidden = true; state.stale = false;
     viewport.scrollTop = 0;
     startLive();
     render();
@@ -373,9 +401,9 @@
     state.paused = !state.paused;
     followButton.textContent = state.paused ? "Paused" : "Following";
     followButton.classList.toggle("paused", state.paused);
-    if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; }
+    if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
   });
-  newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; });
+  newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); });
 
   // Arrow keys move the selection; the list scrolls to keep it in view.
   viewport.addEventListener("keydown", (ev) => {

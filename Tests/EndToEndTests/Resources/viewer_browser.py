@@ -302,6 +302,25 @@ def history(url, count, out, directory=None):
             wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r.offsetTop === 0); return r && r.dataset.id === '%016x-%06x'" % (millis + 1, count + 12),
                  message="the followed row at the top")
             check(True, "following at the top, a live row appears in view")
+            # A burst larger than one look hands a list (500 rows): the newest come live, the
+            # ones before them are filled in from the log, and none is missing.
+            burst = 1500
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                for k in range(burst):
+                    f.write(record(count + 12 + k, millis + 2 + k) + "\n")
+            newest = "%016x-%06x" % (millis + 1 + burst, count + 12 + burst)
+            wait(driver, "const s = window.tapwireViewer; return s.gaps > 0 && !s.loading && s.rows.length > 0 && s.rows[0].id === '%s'" % newest,
+                 timeout=15, message="the burst's newest row on top after its gap")
+            deadline = time.time() + 120
+            while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading"):
+                driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight")
+                time.sleep(0.05)
+                if time.time() > deadline:
+                    fail("the list did not load again after the gap")
+            ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)")
+            missing = [k for k in range(burst) if "%016x-%06x" % (millis + 2 + k, count + 13 + k) not in ids]
+            check(not missing and len(ids) == len(set(ids)) and len(ids) == count + 3 + 2 + burst,
+                  "after a gap every record is in the list once (%d rows, %d of the burst missing)" % (len(ids), len(missing)))
         time.sleep(0.3)
         tasks = driver.execute_script("return window.__longTasks")
         print("long tasks (ms): %s" % sorted(round(t) for t in tasks)[-10:], flush=True)

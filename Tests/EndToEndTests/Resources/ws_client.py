@@ -76,6 +76,7 @@ async def main():
             # N messages sent without waiting while the origin (/push?n=N) pushes N: every
             # echo and every push must arrive.
             n = int(os.environ.get("N", "2000"))
+            pad = "x" * int(os.environ.get("PAD", "200"))
             received = 0
             async def reader():
                 nonlocal received
@@ -85,7 +86,7 @@ async def main():
                         return
             task = asyncio.create_task(reader())
             for i in range(n):
-                await ws.send(f'{{"flood":{i},"pad":"{"x" * 200}"}}')
+                await ws.send(f'{{"flood":{i},"pad":"{pad}"}}')
             await asyncio.wait_for(task, 60)
             out["received"] = received
         elif scenario == "many":
