@@ -109,9 +109,10 @@ def run_round(args, label, proxy, origin):
     proxy_cpu, origin_cpu = cpu(proxy.pid) - p0, cpu(origin.pid) - o0
     other = max(0.0, machine_busy() - busy0 - proxy_cpu - origin_cpu - r["cpuSeconds"])
     # The share of this round's messages that got their two wsMessage records (the records
-    # written, less one websocket record a connection): Tapwire gives up parsing a
-    # connection whose records it cannot keep up with (frameError), and a message relayed
-    # without its records must not count as one recorded.
+    # written, less one websocket record a connection): with `drop`, Tapwire stops parsing a
+    # connection whose pieces the decode queue dropped (frameError) and relays the rest, and
+    # a message relayed without its records must not count as one recorded; with `wait` the
+    # connection is held instead, so the share is 1.
     recorded = 1.0
     if records:
         settle(proxy.pid)

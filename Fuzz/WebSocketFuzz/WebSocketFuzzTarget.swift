@@ -10,10 +10,10 @@ func run(_ stream: [UInt8], fromClient: Bool, deflate: PerMessageDeflate?, chunk
     var messages: [WebSocketMessage] = []
     var i = 0
     while i < stream.count {
-        var piece = Array(stream[i..<min(stream.count, i + chunk)])
+        let piece = Array(stream[i..<min(stream.count, i + chunk)])
         i += piece.count
         do {
-            try piece.withUnsafeMutableBytes { try parser.parse($0, into: &messages) }
+            try piece.withUnsafeBytes { try parser.parse($0, into: &messages) }
         } catch let error as WebSocketParseError {
             require(!error.message.isEmpty, "an error without a reason")
             return (messages, true, parser)

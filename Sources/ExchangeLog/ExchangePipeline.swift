@@ -103,6 +103,11 @@ public final class ExchangePipeline: @unchecked Sendable {
     /// or two (`batchLimit` small records, or this many captured bytes) are reused from the
     /// heap.
     private let batchByteLimit = 1 << 20
+    /// Batch buffers back from the writer (see `RecordBufferPool`): three, one for each worker
+    /// and one in the writer's hands, of up to 4 MiB (a batch's captured bytes, its records'
+    /// overhead and room to spare), so at most 12 MiB while logging is busy; freed when the
+    /// napping worker goes idle.
+    let bufferPool = RecordBufferPool(maxBuffers: 3, maxBufferBytes: 4 << 20)
     /// The napping worker's nap while traffic flows. Each nap is a context switch for it and
     /// a wake-up of the writer: shorter naps spend more per exchange on those, while longer
     /// ones make batches whose buffers outgrow what the heap and the caches keep warm, and
@@ -285,6 +290,8 @@ public final class ExchangePipeline: @unchecked Sendable {
                         // Traffic is flowing: nap briefly and let a batch gather.
                         _ = condition.wait(until: Date(timeIntervalSinceNow: napInterval))
                     } else {
+                        // Idle: the kept batch buffers go before `IdleHeapTrim` would look.
+                        bufferPool.drain()
                         napperAsleep = true
                         condition.wait()
                         napperAsleep = false
@@ -338,7 +345,11 @@ public final class ExchangePipeline: @unchecked Sendable {
             // The whole batch is encoded into one pointer buffer, which the writer gets as it is:
             // appending each record to a [UInt8] went through the generic copy path (a tenth of
             // a 64 KiB record's cost).
-            var buffer = RecordBuffer(capacity: batch.count * 1600 + batchBytes)
+            // A quarter over the captured bytes: a WebSocket piece's records add ~210 bytes of
+            // fields to each message (a fifth more than a piece of 1 KiB messages), and a
+            // buffer that grows on its last records is copied into fresh memory, which the
+            // pool then cannot reuse for a batch of the first size.
+            var buffer = RecordBuffer(capacity: batch.count * 1600 + batchBytes + batchBytes / 4, pool: bufferPool)
             var ends: [Int] = []
             ends.reserveCapacity(batch.count)
             // Each event is moved out of its slot (nil left behind), read in place and moved

@@ -93,16 +93,21 @@ public struct RecordBatch: Sendable {
 }
 
 /// The memory a worker encoded a batch into (`RecordBuffer.intoEncodedRecords`), freed with
-/// the batch. Never written once made, so any thread may read it.
+/// the batch, or given back to the worker's pool. Never written once made, so any thread may
+/// read it.
 final class EncodedRecords: @unchecked Sendable {
     let base: UnsafeMutablePointer<UInt8>
     /// Bytes allocated at `base` (tests: at most twice the lines').
     let allocated: Int
+    private let pool: RecordBufferPool?
 
-    init(taking base: UnsafeMutablePointer<UInt8>, allocated: Int) {
+    init(taking base: UnsafeMutablePointer<UInt8>, allocated: Int, pool: RecordBufferPool? = nil) {
         self.base = base
         self.allocated = allocated
+        self.pool = pool
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        if let pool { pool.give(base, capacity: allocated) } else { base.deallocate() }
+    }
 }

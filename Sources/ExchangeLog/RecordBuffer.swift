@@ -16,12 +16,30 @@ struct RecordBuffer: ~Copyable {
     private var timeSecond = Int64.min
     private var timeText: (UInt64, UInt64, UInt32) = (0, 0, 0)
 
-    init(capacity: Int) {
-        self.capacity = max(capacity, 64)
-        base = .allocate(capacity: self.capacity)
+    /// Where the memory comes from and goes back to (a worker's batch), nil: malloc. Held
+    /// retained by hand: `discard self` needs stored properties that are trivial to destroy.
+    private let pool: Unmanaged<RecordBufferPool>?
+
+    init(capacity: Int, pool: RecordBufferPool? = nil) {
+        let wanted = max(capacity, 64)
+        self.pool = pool.map { Unmanaged.passRetained($0) }
+        if let kept = pool?.take(capacity: wanted) {
+            base = kept.base
+            self.capacity = kept.capacity
+        } else {
+            self.capacity = wanted
+            base = .allocate(capacity: wanted)
+        }
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        Self.release(base, capacity: capacity, to: pool)
+        pool?.release()
+    }
+
+    private static func release(_ base: UnsafeMutablePointer<UInt8>, capacity: Int, to pool: Unmanaged<RecordBufferPool>?) {
+        if let pool { pool.takeUnretainedValue().give(base, capacity: capacity) } else { base.deallocate() }
+    }
 
     /// Hands the memory to a batch for the writer, without copying it when it is mostly
     /// used. A worker sizes its buffer for the captured bodies, which a record may not log
@@ -32,11 +50,13 @@ struct RecordBuffer: ~Copyable {
             let size = max(count, 1)
             let exact = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
             exact.initialize(from: base, count: count)
-            base.deallocate()
+            Self.release(base, capacity: capacity, to: pool)
+            pool?.release()
             discard self
-            return EncodedRecords(taking: exact, allocated: size)
+            return EncodedRecords(taking: exact, allocated: size, pool: nil)
         }
-        let records = EncodedRecords(taking: base, allocated: capacity)
+        // The retain moves to the records.
+        let records = EncodedRecords(taking: base, allocated: capacity, pool: pool?.takeRetainedValue())
         discard self
         return records
     }
@@ -54,7 +74,7 @@ struct RecordBuffer: ~Copyable {
         let newCapacity = max(needed, capacity * 2)
         let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         newBase.update(from: base, count: count)
-        base.deallocate()
+        Self.release(base, capacity: capacity, to: pool)
         base = newBase
         capacity = newCapacity
     }

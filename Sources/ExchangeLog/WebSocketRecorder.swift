@@ -101,10 +101,11 @@ final class WebSocketRecorder {
     private func handle(_ content: CapturedWebSocketPiece.Content, _ capture: WebSocketCapture, _ processor: ExchangeProcessor,
                         _ ids: RecordIDGenerator, _ buffer: inout RecordBuffer, _ ends: inout [Int], _ scratch: inout [UInt8]) {
         switch content {
-        case .bytes(let direction, var bytes, let time):
+        case .bytes(let direction, let bytes, let time):
             guard frameError == nil else { return }
             do {
-                try bytes.withUnsafeMutableBytes { chunk in
+                // Read in place: the queued event still shares the bytes (see `ExchangePipeline.work`).
+                try bytes.withUnsafeBytes { chunk in
                     if direction == .client {
                         try client.parse(chunk, into: &completed)
                     } else {
@@ -127,7 +128,6 @@ final class WebSocketRecorder {
             }
             completed.removeAll(keepingCapacity: true)
         case .end(let tunnel):
-            if frameError == nil, let reason = capture.stoppedBy { frameError = reason }
             let summary = WebSocketSummary(
                 messagesFromClient: client.messages, messagesFromUpstream: server.messages,
                 pingsFromClient: client.pings, pingsFromUpstream: server.pings,

@@ -16,8 +16,6 @@ public final class WebSocketCapture: Sendable {
     /// keeps its own type here), locked while a worker handles a piece.
     public let state = Mutex<AnyObject?>(nil)
     private let parsing = Atomic<Bool>(true)
-    /// Why the engine stopped copying on its own (the log behind), for the record.
-    private let engineReason = Mutex<String?>(nil)
 
     public init(upgrade: CapturedExchange) {
         self.upgrade = upgrade
@@ -27,15 +25,6 @@ public final class WebSocketCapture: Sendable {
     /// stops copying bytes for it and hands over only the end.
     public var isParsing: Bool { parsing.load(ordering: .relaxed) }
     public func stopParsing() { parsing.store(false, ordering: .relaxed) }
-
-    /// The engine stops copying (see `stoppedBy`): the rest of the bytes go unparsed.
-    public func stopParsing(because reason: String) {
-        engineReason.withLock { $0 = $0 ?? reason }
-        stopParsing()
-    }
-
-    /// The reason the engine gave when it stopped copying, if it did.
-    public var stoppedBy: String? { engineReason.withLock { $0 } }
 }
 
 /// A piece of an upgraded connection, in the order the engine saw it (`sequence` counts

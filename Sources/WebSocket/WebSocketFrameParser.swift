@@ -9,20 +9,23 @@ public struct WebSocketFrameHeader: Equatable, Sendable {
 }
 
 /// What the frame parser reports, frame by frame: the head, the payload in slices
-/// (unmasked, in place), the end. A class, so that the parser (a value) can call it while
+/// (unmasked), the end. A class, so that the parser (a value) can call it while
 /// being mutated itself.
 public protocol WebSocketFrameVisitor: AnyObject {
     /// A frame begins; returns whether its payload is wanted (an unwanted payload is skipped
     /// without being unmasked, and `payload` is not called for it).
     func frameBegan(_ header: WebSocketFrameHeader) throws -> Bool
     /// The next slice of the payload, unmasked; valid only during the call.
-    func payload(_ bytes: UnsafeMutableRawBufferPointer) throws
+    func payload(_ bytes: UnsafeRawBufferPointer) throws
     func frameEnded() throws
 }
 
 /// One direction's frames, parsed from chunks of any size as they arrive: never more than
-/// a frame head (14 bytes) is kept between chunks. Pure: the chunk is a copy of the bytes
-/// relayed (the original goes on unchanged), so masked payloads are unmasked in place.
+/// a frame head (14 bytes) is kept between chunks. Pure, and the chunk is only read: a
+/// masked payload is unmasked as it is copied into the parser's own buffer (at most
+/// `unmaskSliceBytes` at a time), an unmasked one is handed on in place. So the log's
+/// workers parse the copy the engine queued as it is, where unmasking in place made each
+/// worker copy every chunk first (the queued event still shares it).
 ///
 /// Rules (a broken one throws, and the direction is not parsed further):
 /// - RSV2 and RSV3 are never set (no extension here defines them); RSV1 is the visitor's
@@ -42,14 +45,22 @@ public struct WebSocketFrameParser: Sendable {
     private var mask: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
     private var maskOffset = 0
     private var masked = false
+    /// Where masked payload slices are unmasked; grows to `unmaskSliceBytes` at most, and is
+    /// kept between chunks only up to `keptUnmaskBytes`: a parser lives as long as its
+    /// connection, and one large message must not leave 64 KiB with every idle one.
+    private var unmasked: [UInt8] = []
+    static let unmaskSliceBytes = 64 * 1024
+    static let keptUnmaskBytes = 4 * 1024
+    /// Tests: the unmask buffer kept between chunks.
+    var unmaskBufferBytes: Int { unmasked.count }
 
     public init(fromClient: Bool) {
         self.fromClient = fromClient
         head.reserveCapacity(14)
     }
 
-    /// Parses `chunk` (unmasking it in place), reporting to `visitor`.
-    public mutating func parse(_ chunk: UnsafeMutableRawBufferPointer, _ visitor: some WebSocketFrameVisitor) throws {
+    /// Parses `chunk`, reporting to `visitor`.
+    public mutating func parse(_ chunk: UnsafeRawBufferPointer, _ visitor: some WebSocketFrameVisitor) throws {
         guard let base = chunk.baseAddress else { return }
         var i = 0
         let n = chunk.count
@@ -57,9 +68,11 @@ public struct WebSocketFrameParser: Sendable {
             if inPayload {
                 let take = Int(min(UInt64(n - i), remaining))
                 if wanted && take > 0 {
-                    let slice = UnsafeMutableRawBufferPointer(start: base + i, count: take)
-                    if masked { unmask(slice) }
-                    try visitor.payload(slice)
+                    if masked {
+                        try unmask(base + i, count: take, visitor)
+                    } else {
+                        try visitor.payload(UnsafeRawBufferPointer(start: base + i, count: take))
+                    }
                 }
                 i += take
                 remaining -= UInt64(take)
@@ -133,22 +146,44 @@ public struct WebSocketFrameParser: Sendable {
         }
     }
 
-    /// XORs `bytes` with the mask, continuing from `maskOffset`: eight bytes at a time, the
-    /// key repeated in a word laid out in memory order from where the payload is.
-    private mutating func unmask(_ bytes: UnsafeMutableRawBufferPointer) {
-        guard let p = bytes.baseAddress else { return }
+    /// Hands `visitor` the `count` masked bytes at `source` unmasked, in slices of at most
+    /// `unmaskSliceBytes` copied into `unmasked`.
+    private mutating func unmask(_ source: UnsafeRawPointer, count: Int, _ visitor: some WebSocketFrameVisitor) throws {
+        // Moved out for the calls, so that no access to `self` overlaps the buffer's.
+        var buffer: [UInt8] = []
+        swap(&buffer, &unmasked)
+        defer {
+            if buffer.count > Self.keptUnmaskBytes { buffer = [] }
+            swap(&buffer, &unmasked)
+        }
+        var done = 0
+        while done < count {
+            let n = min(count - done, Self.unmaskSliceBytes)
+            if buffer.count < n { buffer = [UInt8](repeating: 0, count: min(Self.unmaskSliceBytes, max(n, 2 * buffer.count))) }
+            try buffer.withUnsafeMutableBytes { out in
+                guard let p = out.baseAddress else { return }
+                unmask(source + done, into: p, count: n)
+                try visitor.payload(UnsafeRawBufferPointer(start: p, count: n))
+            }
+            done += n
+        }
+    }
+
+    /// Writes `n` bytes from `source` XORed with the mask to `p`, continuing from
+    /// `maskOffset`: eight bytes at a time, the key repeated in a word laid out in memory
+    /// order from where the payload is.
+    private mutating func unmask(_ source: UnsafeRawPointer, into p: UnsafeMutableRawPointer, count n: Int) {
         var word: UInt64 = 0
         for k in 0..<8 { word |= UInt64(keyByte(maskOffset + k)) << (8 * k) }
         word = word.littleEndian
-        let n = bytes.count
         var i = 0
         while i + 8 <= n {
-            let v = (p + i).loadUnaligned(as: UInt64.self)
+            let v = (source + i).loadUnaligned(as: UInt64.self)
             (p + i).storeBytes(of: v ^ word, as: UInt64.self)
             i += 8
         }
         while i < n {
-            p.storeBytes(of: p.load(fromByteOffset: i, as: UInt8.self) ^ keyByte(maskOffset + i), toByteOffset: i, as: UInt8.self)
+            p.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self) ^ keyByte(maskOffset + i), toByteOffset: i, as: UInt8.self)
             i += 1
         }
         maskOffset = (maskOffset + n) & 3

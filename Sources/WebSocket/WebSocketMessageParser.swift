@@ -22,6 +22,9 @@ public struct WebSocketMessageParser {
         assembler = Assembler(fromClient: fromClient, deflate: deflate, keepBytes: keepBytes, maxDecodedBytes: maxDecodedBytes)
     }
 
+    /// Tests: the frame parser's unmask buffer kept between chunks.
+    var unmaskBufferBytes: Int { frames.unmaskBufferBytes }
+
     /// Text and binary messages completed so far.
     public var messages: UInt64 { assembler.messageCount }
     public var pings: UInt64 { assembler.pings }
@@ -29,9 +32,9 @@ public struct WebSocketMessageParser {
     /// The first Close frame this direction sent.
     public var close: WebSocketClose? { assembler.close }
 
-    /// Parses the next chunk (unmasked in place: it must be a copy), appending the messages
-    /// it completes to `messages`, also those completed before an error in the same chunk.
-    public mutating func parse(_ chunk: UnsafeMutableRawBufferPointer, into messages: inout [WebSocketMessage]) throws {
+    /// Parses the next chunk (only read), appending the messages it completes to
+    /// `messages`, also those completed before an error in the same chunk.
+    public mutating func parse(_ chunk: UnsafeRawBufferPointer, into messages: inout [WebSocketMessage]) throws {
         defer { assembler.moveCompleted(to: &messages) }
         try frames.parse(chunk, assembler)
     }
@@ -112,16 +115,16 @@ public struct WebSocketMessageParser {
             return !inflateStopped
         }
 
-        func payload(_ bytes: UnsafeMutableRawBufferPointer) throws {
+        func payload(_ bytes: UnsafeRawBufferPointer) throws {
             if control != nil {
                 controlPayload.append(contentsOf: bytes)
                 return
             }
             guard let message = open else { return }
             if message.compressed {
-                try inflate(UnsafeRawBufferPointer(bytes))
+                try inflate(bytes)
             } else {
-                keep(UnsafeRawBufferPointer(bytes))
+                keep(bytes)
             }
         }
 

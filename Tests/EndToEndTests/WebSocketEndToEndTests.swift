@@ -228,6 +228,36 @@ final class WebSocketEndToEndTests: XCTestCase {
         XCTAssertFalse(try logLines(proxy.logDirectory).contains { $0.contains(#""kind":"loss""#) })
     }
 
+    /// Several connections held at once, compressed or not, are all released by the log's
+    /// caught-up signal (one loop may hold several): each keeps every message, in order.
+    func testWaitHoldsSeveralConnectionsAtOnceAndEachKeepsEveryMessage() throws {
+        let origin = try WebSocketOrigin()
+        let proxy = try TapwireProcess(config: ["log": ["whenBehind": "wait", "decodeQueueCapacity": 16,
+                                                        "decodeQueueBytes": 65_536]])
+        // Distinct push counts name the connections; the last one without permessage-deflate.
+        let counts = [1500, 1501, 1502, 1503]
+        let outs = Locked([Int: [String: Any]]())
+        DispatchQueue.concurrentPerform(iterations: counts.count) { i in
+            let n = counts[i]
+            let out = try? webSocketClient(proxy: proxy.proxyURL, uri: "ws://127.0.0.1:\(origin.port)/push?n=\(n)", scenario: "flood",
+                                           extra: i == counts.count - 1 ? ["--no-compression"] : [],
+                                           environment: ProcessInfo.processInfo.environment.merging(["N": "\(n)"]) { $1 })
+            outs.update { $0[n] = out ?? [:] }
+        }
+        for n in counts {
+            XCTAssertEqual(outs.value[n]?["received"] as? Int, 2 * n, "connection \(n)")
+            let flood = try connection(proxy, path: "push?n=\(n)")
+            XCTAssertNil(flood.record["frameError"] as? String, "\(n): parsing was given up: \(flood.record)")
+            XCTAssertEqual(flood.messages.count, 3 * n, "\(n): a record for every message both ways")
+            let sent = flood.messages.filter { $0["direction"] as? String == "client" }
+                .sorted { ($0["id"] as? String ?? "") < ($1["id"] as? String ?? "") }
+                .compactMap { (success($0) as? [String: Any])?["flood"] as? Int }
+            XCTAssertEqual(sent, Array(0..<n), "\(n): one direction's messages in order of their ids")
+        }
+        let metrics = try runCommand("curl", ["--noproxy", "*", "-s", "--max-time", "10", "\(proxy.proxyURL)/metrics"]).text
+        XCTAssertTrue(metrics.contains("\ntapwire_held_clients 0\n"), "a connection is still counted as held")
+    }
+
     func testAMalformedFrameStopsParsingNotForwarding() throws {
         let origin = try WebSocketOrigin()
         let proxy = try TapwireProcess()

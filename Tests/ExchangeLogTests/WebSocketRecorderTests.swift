@@ -136,16 +136,6 @@ final class WebSocketRecorderTests: XCTestCase {
         XCTAssertFalse(text.contains("late"), text)
     }
 
-    func testTheEnginesReasonForStoppingIsTheFrameError() throws {
-        let records = try run { pipeline, capture in
-            pipeline.accept(Self.piece(capture, 0, .server, Self.frame(1, Array("kept".utf8), masked: false)))
-            capture.stopParsing(because: "the log fell behind")
-            pipeline.accept(Self.end(capture, 1))
-        }
-        XCTAssertEqual(records.map { $0["kind"] as? String }, ["wsMessage", "websocket"])
-        XCTAssertEqual(records[1]["frameError"] as? String, "the log fell behind")
-    }
-
     /// The compact path for JSON text without a rule gives what the full one does.
     func testTheCompactPathForJSONTextIsTheFullOne() {
         let fast = RecordFixture.processor(ProcessorSettings(redactJSONKeys: ["token"]))

@@ -23,9 +23,9 @@ final class WebSocketFuzzRegressionCorpusTests: XCTestCase {
         var outcome = Outcome()
         var i = 0
         while i < stream.count {
-            var piece = Array(stream[i..<min(stream.count, i + chunk)])
+            let piece = Array(stream[i..<min(stream.count, i + chunk)])
             i += piece.count
-            do { try piece.withUnsafeMutableBytes { try parser.parse($0, into: &outcome.messages) } } catch {
+            do { try piece.withUnsafeBytes { try parser.parse($0, into: &outcome.messages) } } catch {
                 outcome.failed = true
                 break
             }

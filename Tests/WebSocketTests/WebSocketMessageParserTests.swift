@@ -15,9 +15,9 @@ final class WebSocketMessageParserTests: XCTestCase {
         var out: [WebSocketMessage] = []
         var i = 0
         while i < bytes.count {
-            var piece = Array(bytes[i..<min(bytes.count, i + max(1, min(size, bytes.count)))])
+            let piece = Array(bytes[i..<min(bytes.count, i + max(1, min(size, bytes.count)))])
             i += piece.count
-            try piece.withUnsafeMutableBytes { try p.parse($0, into: &out) }
+            try piece.withUnsafeBytes { try p.parse($0, into: &out) }
         }
         return out
     }
@@ -46,6 +46,49 @@ final class WebSocketMessageParserTests: XCTestCase {
             XCTAssertEqual(m.last?.opcode, .binary)
             XCTAssertEqual(m.last?.payload, Array(0..<200).map { UInt8($0) } + [255], "chunk \(size)")
         }
+    }
+
+    /// The chunk is only read (the engine's queued copy is shared): masked payloads, kept or
+    /// inflated (through the 64 KiB unmask buffer, past it here), in chunks that split the
+    /// mask anywhere, come out whole and unmasked, and the chunks are as they were.
+    func testMaskedPayloadsComeOutUnmaskedAndTheChunksAreNotWritten() throws {
+        let payload = (0..<(2 * 65_536 + 4099)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let noise = (0..<(3 * 65_536)).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) }
+        let deflater = MessageDeflater()
+        let stream = WebSocketFrames.frame(2, payload, mask: mask) + WebSocketFrames.text("next", mask: [9, 8, 7, 6])
+            + WebSocketFrames.frame(2, deflater.compress(noise), rsv: 4, mask: [5, 6, 7, 8])
+            + WebSocketFrames.frame(9, Array("ping".utf8), mask: [1, 2, 3, 4])
+            + WebSocketFrames.frame(2, Array(payload[0..<13]), fin: false, mask: [0xAA, 0xBB, 0xCC, 0xDD])
+            + WebSocketFrames.frame(0, Array(payload[13..<40]), mask: [0x11, 0x22, 0x33, 0x44])
+        for size in [stream.count, 70_001, 4099, 7, 1] {
+            var p = parser(client: true, deflate: PerMessageDeflate())
+            var out: [WebSocketMessage] = []
+            var i = 0
+            while i < stream.count {
+                let piece = Array(stream[i..<min(stream.count, i + size)])
+                try piece.withUnsafeBytes { try p.parse($0, into: &out) }
+                XCTAssertEqual(piece, Array(stream[i..<min(stream.count, i + size)]), "chunk \(size) at \(i) was written to")
+                i += piece.count
+            }
+            XCTAssertEqual(out.count, 4, "chunk \(size)")
+            XCTAssertEqual(out.first?.payload, payload, "chunk \(size)")
+            XCTAssertEqual(out.dropFirst().first.map { String(decoding: $0.payload, as: UTF8.self) }, "next", "chunk \(size)")
+            XCTAssertEqual(out.dropFirst(2).first?.payload, noise, "chunk \(size): inflated")
+            XCTAssertEqual(out.last?.payload, Array(payload[0..<40]), "chunk \(size): fragments")
+            XCTAssertEqual(p.pings, 1)
+        }
+    }
+
+    /// The unmask buffer a small message leaves is kept for the next chunk; the one a large
+    /// message grew is let go, since the parser lives as long as its connection.
+    func testTheUnmaskBufferKeptBetweenChunksStaysSmall() throws {
+        var p = parser(client: true)
+        _ = try feed(&p, WebSocketFrames.text(String(repeating: "a", count: 1000), mask: mask))
+        XCTAssertGreaterThan(p.unmaskBufferBytes, 0, "kept for the next small message")
+        XCTAssertLessThanOrEqual(p.unmaskBufferBytes, WebSocketFrameParser.keptUnmaskBytes)
+        let big = try feed(&p, WebSocketFrames.frame(2, [UInt8](repeating: 7, count: 200_000), mask: mask))
+        XCTAssertEqual(big.first?.payload.count, 200_000)
+        XCTAssertLessThanOrEqual(p.unmaskBufferBytes, WebSocketFrameParser.keptUnmaskBytes, "a large message's buffer was kept")
     }
 
     func testFragmentsAreReassembledAroundControlFrames() throws {
@@ -165,9 +208,9 @@ final class WebSocketFuzzRegressionTests: XCTestCase {
             var out: [WebSocketMessage] = []
             var i = 0
             while i < stream.count {
-                var piece = Array(stream[i..<min(stream.count, i + size)])
+                let piece = Array(stream[i..<min(stream.count, i + size)])
                 i += piece.count
-                do { try piece.withUnsafeMutableBytes { try p.parse($0, into: &out) } } catch {
+                do { try piece.withUnsafeBytes { try p.parse($0, into: &out) } } catch {
                     return Outcome(messages: out, error: error as? WebSocketParseError)
                 }
             }
