@@ -2,8 +2,11 @@
 /// `civil_from_days`): what the log's timestamps and protobuf's `Timestamp` are written with,
 /// without Foundation's calendars.
 public struct CivilDate: Equatable, Sendable {
+    /// The year, 1970 for day 0; years before 1 come out as 0 and below.
     public var year: Int64
+    /// 1 to 12.
     public var month: Int64
+    /// 1 to 31.
     public var day: Int64
 
     /// - Parameter days: Days since 1970-01-01, negative before it.
