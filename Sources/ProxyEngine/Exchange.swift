@@ -161,6 +161,34 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
 
     private func connectNew() {
         clock.connectStart = now()
+        connectOrWait()
+    }
+
+    /// A connection to this origin that may turn out HTTP/2 is handshaking: wait for it
+    /// rather than open another (see `UpstreamPool.waitForHandshake`); else connect.
+    private func connectOrWait() {
+        if !machine.wantsUpgrade, authority.scheme == "https", session.loop.pool.isHandshakingHTTP2(authority) {
+            session.loop.pool.waitForHandshake(authority) { [weak self] in self?.handshakeAwaited() }
+            return
+        }
+        connect()
+    }
+
+    /// The handshake this exchange waited for ended: a stream on its connection if it is
+    /// HTTP/2 with room, else a connection of its own (or another wait, if one began meanwhile).
+    private func handshakeAwaited() {
+        guard !machine.isFinished, upstream == nil else { return }
+        if let shared = session.loop.pool.take(authority) {
+            upstream = shared
+            via = shared.via
+            clock.connected = now()
+            perform(machine.connected())
+            return
+        }
+        connectOrWait()
+    }
+
+    private func connect() {
         // An upgrade needs HTTP/1.1; any other request can go to an origin that picks h2.
         let c = UpstreamConnection(loop: session.loop, authority: authority, offersHTTP2: !machine.wantsUpgrade)
         upstream = c

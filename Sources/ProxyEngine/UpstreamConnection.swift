@@ -100,6 +100,10 @@ final class UpstreamConnection {
     func connect(timeout: Double, isOwnListener: @escaping (SocketAddress) -> Bool,
                  phase: @escaping (ConnectPhase) -> Void,
                  completion: @escaping (Result<Void, TransportError>) -> Void) {
+        if offersHTTP2, authority.scheme == "https", !countsAsHandshake {
+            countsAsHandshake = true
+            loop.pool.handshakeBegan(authority)
+        }
         connectCompletion = completion
         self.phase = phase
         self.isOwnListener = isOwnListener
@@ -168,7 +172,18 @@ final class UpstreamConnection {
         }
     }
 
+    /// Counted in the pool's handshakes to an origin that may speak HTTP/2, until connected or gone.
+    private var countsAsHandshake = false
+
+    private func endHandshakeCount(http2: Bool? = nil) {
+        guard countsAsHandshake else { return }
+        countsAsHandshake = false
+        loop.pool.handshakeEnded(authority, http2: http2)
+    }
+
     private func finishConnect(_ error: TransportError?) {
+        // Once what this connection turned out to be is in the pool (an HTTP/2 one offered below).
+        defer { endHandshakeCount(http2: error == nil && !isClosed ? speaksHTTP2 : nil) }
         guard let completion = connectCompletion else { return }
         connectCompletion = nil
         phase = nil
@@ -419,6 +434,7 @@ final class UpstreamConnection {
     }
 
     private func freeResources() {
+        endHandshakeCount()
         connectCompletion = nil
         deadline?.cancel()
         idleTimer?.cancel()

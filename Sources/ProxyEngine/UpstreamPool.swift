@@ -49,6 +49,40 @@ final class UpstreamPool {
         return UpstreamConnection(loop: loop, joining: shared)
     }
 
+    /// Connections to an HTTPS origin offering h2 whose ALPN answer has not come yet, by
+    /// origin, and the exchanges waiting for one of them: a burst of requests to a new origin
+    /// shares its first connection if that one turns out to be HTTP/2, instead of each
+    /// opening its own.
+    private var handshaking: [HTTPAuthority: Int] = [:]
+    private var handshakeWaiters: [HTTPAuthority: [() -> Void]] = [:]
+    /// Origins whose last handshake picked HTTP/1.1: their new connections are not waited for
+    /// (each exchange needs one of its own), until one picks HTTP/2 again.
+    private var pickedHTTP1: Set<HTTPAuthority> = []
+
+    /// Whether a connection to `authority` that may turn out HTTP/2 is still handshaking.
+    func isHandshakingHTTP2(_ authority: HTTPAuthority) -> Bool {
+        handshaking[authority] != nil && !pickedHTTP1.contains(authority)
+    }
+
+    /// `resume` runs on this loop once the next handshake to `authority` ends (HTTP/2 or not,
+    /// or failed): the exchange then takes a stream from the pool, or connects itself.
+    func waitForHandshake(_ authority: HTTPAuthority, _ resume: @escaping () -> Void) {
+        handshakeWaiters[authority, default: []].append(resume)
+    }
+
+    func handshakeBegan(_ authority: HTTPAuthority) { handshaking[authority, default: 0] += 1 }
+
+    /// Called once per `handshakeBegan`, after an HTTP/2 connection was offered to the pool;
+    /// `http2`: what the origin picked (nil: the connection failed or was dropped).
+    /// The waiters run from the loop's queue, not inside the caller.
+    func handshakeEnded(_ authority: HTTPAuthority, http2: Bool?) {
+        if http2 == true { pickedHTTP1.remove(authority) } else if http2 == false { pickedHTTP1.insert(authority) }
+        guard let n = handshaking[authority] else { return }
+        handshaking[authority] = n > 1 ? n - 1 : nil
+        guard let waiters = handshakeWaiters.removeValue(forKey: authority) else { return }
+        loop.execute { for resume in waiters { resume() } }
+    }
+
     /// `c` can take another stream.
     func offerHTTP2(_ c: HTTP2OriginConnection) {
         if http2[c.authority]?.contains(where: { $0 === c }) == true { return }

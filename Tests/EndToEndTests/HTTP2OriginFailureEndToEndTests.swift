@@ -63,8 +63,7 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         let proxy = try startProxy()
         defer { proxy.stop() }
         // Exchanges first, one client connection at a time, until each event loop has its
-        // origin connection: streams that start while the first handshake with an origin is
-        // still going open connections of their own (docs/architecture.md).
+        // origin connection (the pool is per loop).
         for i in 0..<12 { XCTAssertEqual(try nghttp(proxy, ["/ok?warm=\(i)"]).text, "ok") }
         let warm = originConnections
         let r = try nghttp(proxy, ["/slow", "/rst", "/ok"])
@@ -84,6 +83,17 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         XCTAssertEqual((reset["metrics"] as? [String: Any])?["connectionReused"] as? Bool, true)
         XCTAssertEqual(originConnections, warm, "the pooled connection carried the three streams, and lived on")
         XCTAssertLessThanOrEqual(warm, 2, "one origin connection per event loop")
+    }
+
+    /// Streams that start together before any connection to the origin exists wait for the
+    /// first handshake and share its HTTP/2 connection.
+    func testABurstToANewOriginSharesItsFirstConnection() throws {
+        let proxy = try startProxy()
+        defer { proxy.stop() }
+        let r = try nghttp(proxy, (0..<8).map { "/slow?burst=\($0)" })
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(occurrences(of: "slow", in: r.text), 8, r.text)
+        XCTAssertEqual(originConnections, 1, "\(originOut.all)")
     }
 
     /// GOAWAY naming the stream in flight as the last: that stream finishes whole, and the
