@@ -33,7 +33,7 @@ SMALL_JSON = b'{"id":12345,"name":"tapwire","tags":["proxy","json"],"price":19.9
 
 
 def h2load(url, seconds, timeout):
-    out = subprocess.run(["h2load", "-c", "8", "-m", "16", "-t", "1", "-D", str(seconds), "--warm-up-time", "1", url],
+    out = subprocess.run(["h2load", "-c", "8", "-m", "16", "-t", "1", "-D", "%g" % seconds, "--warm-up-time", "1", url],
                          capture_output=True, text=True, timeout=timeout)
     text = out.stdout + out.stderr
     rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", text)

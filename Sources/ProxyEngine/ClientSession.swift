@@ -105,7 +105,9 @@ final class ClientSession: ExchangeClient {
         // Already due by then: nothing to move (the common case, once per keep-alive exchange).
         if let firesAt = headTimerFiresAt, firesAt <= deadline { return }
         if headTimer == nil {
-            headTimer = LoopTimer(loop: loop) { [weak self] in self?.headTimerLapsed() }
+            // Unowned, not weak (a weak reference gives the session a side table and every
+            // retain of it the slow path): the timer is the session's and never outlives it.
+            headTimer = LoopTimer(loop: loop) { [unowned self] in self.headTimerLapsed() }
         }
         headTimer?.schedule(after: timeout)
         headTimerFiresAt = deadline
@@ -185,11 +187,11 @@ final class ClientSession: ExchangeClient {
             case .answerBufferedThenClose:
                 answerBufferedThenClose()
             case .answerBufferedThenCloseNextTurn:
-                loop.execute { [weak self] in self?.answerBufferedThenClose() }
+                loop.execute { [self] in answerBufferedThenClose() }
             case .parseHeadsNextTurn:
-                loop.execute { [weak self] in
-                    guard let self, let input = self.input else { return }
-                    self.parseNextHead(input)
+                loop.execute { [self] in
+                    guard let input else { return }
+                    parseNextHead(input)
                 }
             case .resumeReading:
                 reader?.setEnabled(true)
@@ -685,8 +687,8 @@ final class ClientSession: ExchangeClient {
     /// the socket below still holds the tail, and that drain is not reported to us; the
     /// interval grows from 5 ms to 250 ms.
     private func pollUntilFlushed(lastLength: Int, idleSince: Double, interval: Double) {
-        let t = LoopTimer(loop: loop) { [weak self] in
-            guard let self, !self.closed else { return }
+        let t = LoopTimer(loop: loop) { [unowned self] in
+            guard !self.closed else { return }
             let length = self.outputLength
             if length == 0 { self.close(); return }
             let now = EventLoop.monotonicNow()

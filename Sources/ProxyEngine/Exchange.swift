@@ -168,7 +168,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     /// rather than open another (see `UpstreamPool.waitForHandshake`); else connect.
     private func connectOrWait() {
         if !machine.wantsUpgrade, authority.scheme == "https", session.loop.pool.isHandshakingHTTP2(authority) {
-            session.loop.pool.waitForHandshake(authority) { [weak self] in self?.handshakeAwaited() }
+            // Strong: the pool holds the waiter at most until that handshake ends.
+            session.loop.pool.waitForHandshake(authority) { [self] in handshakeAwaited() }
             return
         }
         connect()
@@ -402,8 +403,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     }
 
     private func armStallTimer(after seconds: Double) {
-        let timer = stallTimer ?? LoopTimer(loop: session.loop) { [weak self] in
-            guard let self else { return }
+        // Unowned (no side table, see ClientSession's head timer): the exchange's own timer.
+        let timer = stallTimer ?? LoopTimer(loop: session.loop) { [unowned self] in
             self.perform(self.machine.stallTimerFired())
         }
         timer.schedule(after: seconds)

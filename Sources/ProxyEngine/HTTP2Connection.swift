@@ -114,7 +114,8 @@ final class HTTP2Connection {
 
     private func armIdleTimerIfIdle() {
         guard isQuiet, nghttp2 != nil else { idleTimer?.cancel(); return }
-        let timer = idleTimer ?? LoopTimer(loop: session.loop) { [weak self] in self?.idleTimedOut() }
+        // Unowned (no side table, see ClientSession's head timer): the connection's own timer.
+        let timer = idleTimer ?? LoopTimer(loop: session.loop) { [unowned self] in self.idleTimedOut() }
         if !timer.isScheduled { timer.schedule(after: config.clientIdleTimeout) }
         idleTimer = timer
     }

@@ -362,8 +362,9 @@ final class HTTP2Stream: ExchangeClient {
     /// `limits.clientIdleTimeout` while the exchange waits for request body bytes.
     private func armReadTimer() {
         guard let seconds = readTimeout, exchange != nil else { readTimer?.cancel(); return }
-        let timer = readTimer ?? LoopTimer(loop: loop) { [weak self] in
-            guard let self, let ex = self.exchange else { return }
+        // Unowned (no side table, see ClientSession's head timer): the stream's own timer.
+        let timer = readTimer ?? LoopTimer(loop: loop) { [unowned self] in
+            guard let ex = self.exchange else { return }
             ex.clientFailed(TransportError(.clientTimeout, "client sent nothing for \(self.config.clientIdleTimeout) s"))
         }
         timer.schedule(after: seconds)

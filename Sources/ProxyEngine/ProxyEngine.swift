@@ -150,7 +150,9 @@ public final class ProxyEngine: @unchecked Sendable {
             throw error
         }
         // Registered once the loops exist: the sink calls it from a worker thread.
-        sink?.onCaughtUp { [weak self] in self?.releaseHeldSessions() }
+        // The loops, not the engine: a weak reference would give the engine a side table,
+        // and every retain and release of it (several an exchange) Swift's slow path.
+        sink?.onCaughtUp { [loops] in for loop in loops { loop.execute { loop.releaseHeldSessions() } } }
         if let tls = tlsInterceptor ?? routing.parentTLS { buildOpenSSLFilterMethods(tls: tls) }
         for loop in loops { loop.start() }
     }
@@ -197,11 +199,6 @@ public final class ProxyEngine: @unchecked Sendable {
         }
     }
     private let filterMethodsBuilt = Atomic<Bool>(false)
-
-    /// The sink caught up: each loop starts the requests it held.
-    private func releaseHeldSessions() {
-        for loop in loops { loop.execute { loop.releaseHeldSessions() } }
-    }
 
     /// Returns once every loop has run what was handed to it before this call (`onSignal`,
     /// `every`): those run on the loop, later. Not from a loop thread.

@@ -68,8 +68,8 @@ final class Tunnel {
         t.install(t.client)
         t.install(t.upstream)
         let idle = engine.configuration.tunnelIdleTimeout
-        t.idleTimer = LoopTimer(loop: loop, persistent: true) { [weak t] in
-            guard let t else { return }
+        // Unowned (no side table): the tunnel's own timer, cancelled and freed with it.
+        t.idleTimer = LoopTimer(loop: loop, persistent: true) { [unowned t] in
             t.perform(t.machine.idleTimerFired(now: EventLoop.monotonicNow()))
         }
         t.idleTimer?.schedule(after: max(0.05, idle / 4))
@@ -196,7 +196,7 @@ final class Tunnel {
     private func shutdownWrite(_ side: Side, interval: Double = 0.005) {
         guard machine.isOpen else { return }
         if let below = bufferevent_get_underlying(side.bev), evbuffer_get_length(bufferevent_get_output(below)) > 0 {
-            let timer = LoopTimer(loop: loop) { [weak self] in self?.shutdownWrite(side, interval: min(interval * 2, 0.25)) }
+            let timer = LoopTimer(loop: loop) { [unowned self] in self.shutdownWrite(side, interval: min(interval * 2, 0.25)) }
             timer.schedule(after: interval)
             shutdownPoll = timer
             return

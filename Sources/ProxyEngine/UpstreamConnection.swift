@@ -115,16 +115,17 @@ final class UpstreamConnection {
         for action in actions {
             switch action {
             case .armConnectDeadline:
-                let timer = LoopTimer(loop: loop) { [weak self] in
-                    guard let self else { return }
+                // Unowned (no side table, see ClientSession's head timer): this connection's own timer.
+                let timer = LoopTimer(loop: loop) { [unowned self] in
                     self.perform(self.machine.connectDeadlinePassed())
                 }
                 timer.schedule(after: connectTimeout)
                 deadline = timer
             case .resolve:
                 let dialed = machine.dialed
-                Resolver.resolve(host: dialed.host, port: dialed.port, on: loop) { [weak self] result, lookedUp in
-                    guard let self else { return }
+                // Strong: kept until the lookup answers (bounded by its own timeout).
+                Resolver.resolve(host: dialed.host, port: dialed.port, on: loop) { [self] result, lookedUp in
+                    guard !machine.isClosed else { return }
                     let own = (try? result.get())?.first(where: { self.isOwnListener?($0) ?? false })
                     self.perform(self.machine.resolved(result, lookedUp: lookedUp, ownListener: own))
                 }
@@ -165,9 +166,9 @@ final class UpstreamConnection {
         if rc != 0 {
             let why = String(cString: strerror(errno))
             // The event callback may not fire for an immediate failure.
-            loop.execute { [weak self] in
-                guard let self else { return }
-                self.perform(self.machine.attemptFailed(why))
+            loop.execute { [self] in
+                guard !machine.isClosed else { return }
+                perform(machine.attemptFailed(why))
             }
         }
     }
