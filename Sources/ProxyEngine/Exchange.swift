@@ -62,10 +62,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         clock.requestStart = wall0
         // Upgrades are forwarded in plain HTTP and inside an intercepted TLS stream alike (the
         // tunnel after the 101 moves bytes between bufferevents, TLS filters included). An
-        // HTTP/1.0 request's Upgrade must be ignored (RFC 9110 §7.8): it goes on without it,
-        // or it would reach the origin as an HTTP/1.1 upgrade request.
-        let wantsUpgrade = head.headers.listContains(name: "connection", token: "upgrade") && head.headers.contains(name: "Upgrade")
-            && head.version != .http1_0
+        // HTTP/1.0 request's Upgrade, and `Upgrade: h2c`, go on without it (`forwardsUpgrade`).
+        let wantsUpgrade = head.forwardsUpgrade
         let config = session.config
         machine = ExchangeStateMachine(
             limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,

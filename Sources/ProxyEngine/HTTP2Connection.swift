@@ -16,9 +16,12 @@ import HTTP1
 ///
 /// Ownership: the `nghttp2_session` is this object's (created in `init`, deleted in
 /// `abandon` or `deinit`); its user data is this object, unretained, which is safe because
-/// the session never outlives it. The bufferevent is the `ClientSession`'s.
+/// the session never outlives it. The bufferevent is the `ClientSession`'s, and the session
+/// holds this object strongly until it closes (and this object it, see `session`).
 final class HTTP2Connection {
-    unowned let session: ClientSession
+    /// Strong, not `unowned` (an unowned load takes the refcount's slow path each time):
+    /// the session drops `http2` when it closes, which breaks the cycle.
+    let session: ClientSession
     let authority: HTTPAuthority
     /// A reverse listener's `keepHost`: each stream's `:authority` goes to the origin as Host.
     let keepHost: Bool

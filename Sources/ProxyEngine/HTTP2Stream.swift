@@ -11,9 +11,17 @@ import HTTP1
 ///
 /// Ownership: both evbuffers are this object's (freed in `deinit`); the exchange holds
 /// this stream strongly until it finishes, and the connection holds it until nghttp2
-/// reports the stream closed.
+/// reports the stream closed or the connection abandons its streams, which breaks the
+/// stream → connection cycle.
 final class HTTP2Stream: ExchangeClient {
-    unowned let connection: HTTP2Connection
+    /// Strong, not `unowned`: an unowned load retains through the refcount's slow path
+    /// (`swift_unownedRetainStrong`) on every access, which the per-stream hot path makes
+    /// many times; the cycle is broken as described above.
+    let connection: HTTP2Connection
+    /// The session's, kept here so that the exchange's many `loop`/`engine`/`config` reads
+    /// do not go through the connection and the session each time. Both outlive every stream.
+    let loop: EventLoop
+    let engine: ProxyEngine
     let id: Int32
     private let input: OpaquePointer
     private let output: OpaquePointer
@@ -38,6 +46,8 @@ final class HTTP2Stream: ExchangeClient {
         guard let input = evbuffer_new() else { return nil }
         guard let output = evbuffer_new() else { evbuffer_free(input); return nil }
         self.connection = connection
+        self.loop = connection.session.loop
+        self.engine = connection.session.engine
         self.id = id
         self.input = input
         self.output = output
@@ -50,9 +60,7 @@ final class HTTP2Stream: ExchangeClient {
 
     // MARK: ExchangeClient
 
-    var loop: EventLoop { connection.session.loop }
-    var engine: ProxyEngine { connection.session.engine }
-    var config: EngineConfiguration { connection.session.config }
+    var config: EngineConfiguration { engine.configuration }
     var peerText: String { connection.session.peerText }
     var isIntercepting: Bool { true }
     var isOpen: Bool { machine.isOpen && connection.nghttp2Session != nil }

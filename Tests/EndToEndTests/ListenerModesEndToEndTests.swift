@@ -89,6 +89,37 @@ final class ListenerModesEndToEndTests: XCTestCase {
         XCTAssertEqual((h1["request"] as? [String: Any])?["httpVersion"] as? String, "HTTP/1.1")
     }
 
+    func testUpgradeH2CIsNotPassedOnEvenToAnOriginThatHonoursIt() throws {
+        guard (try? runCommand("python3", ["-c", "import h2"]))?.status == 0 else {
+            throw XCTSkip("this test needs Python's h2 module (make test-deps installs it)")
+        }
+        let port = try unusedLoopbackPort()
+        let h2cOrigin = Process()
+        h2cOrigin.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        h2cOrigin.arguments = ["python3", packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/h2c_upgrade_origin.py").path,
+                               String(port)]
+        h2cOrigin.standardOutput = FileHandle.nullDevice
+        h2cOrigin.standardError = FileHandle.nullDevice
+        try h2cOrigin.run()
+        defer { h2cOrigin.terminate(); h2cOrigin.waitUntilExit() }
+        XCTAssertTrue(eventually { (try? RawClient(port: port)) != nil }, "the h2c origin did not listen")
+        // Asked directly, the origin does switch (curl --http2 on http:// sends Upgrade: h2c).
+        let direct = try curlDirect(["--http2", "http://127.0.0.1:\(port)/direct"])
+        XCTAssertEqual(direct.text, #"{"via":"h2c-upgrade"}"#, direct.stderr)
+
+        let proxy = try TapwireProcess(config: ["listen": [
+            ["address": "127.0.0.1:0", "mode": "reverse", "upstream": "http://127.0.0.1:\(port)", "protocols": ["http/1.1", "h2c"]],
+        ]])
+        defer { proxy.stop() }
+        let r = try curlDirect(["-i", "--http2", "http://127.0.0.1:\(proxy.port)/via?upgrade=h2c"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.text.hasPrefix("HTTP/1.1 200"), r.text)
+        XCTAssertTrue(r.text.hasSuffix(#"{"via":"h1","upgrade":null}"#), "the origin saw no Upgrade: \(r.text)")
+        let record = try parseRecord(try XCTUnwrap(waitForRecord(proxy.logDirectory) { $0.contains("upgrade=h2c") }))
+        XCTAssertEqual(record["kind"] as? String, "http", "an exchange, not a relayed upgrade")
+        XCTAssertEqual((record["response"] as? [String: Any])?["status"] as? Int, 200)
+    }
+
     func testReverseListenerToAnHTTPSUpstreamVerifiesIt() throws {
         let pki = try TestPKI(in: work)
         let tlsOrigin = try OriginServer(tls: (pki.certificate, pki.key))

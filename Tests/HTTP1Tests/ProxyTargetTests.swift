@@ -230,6 +230,21 @@ final class ProxyTargetTests: XCTestCase {
                        "HTTP/1.1 200 OK\r\nX-Kept: 2\r\n\r\n")
     }
 
+    func testUpgradeIsForwardedExceptH2COrOnHTTP10() {
+        func head(_ headers: HTTPHeaders, _ version: HTTPVersion = .http1_1) -> HTTPRequestHead {
+            HTTPRequestHead(method: "GET", target: "/", version: version, headers: headers)
+        }
+        XCTAssertTrue(head([("Connection", "Upgrade"), ("Upgrade", "websocket")]).forwardsUpgrade)
+        XCTAssertTrue(head([("Connection", "keep-alive, upgrade"), ("Upgrade", "h2c, websocket")]).forwardsUpgrade,
+                      "another protocol is offered besides h2c")
+        XCTAssertFalse(head([("Connection", "Upgrade, HTTP2-Settings"), ("Upgrade", "h2c"), ("HTTP2-Settings", "AAMAAABkAAQCAAAAAAIAAAAA")]).forwardsUpgrade,
+                       "Upgrade: h2c is never honoured")
+        XCTAssertFalse(head([("Connection", "upgrade"), ("Upgrade", " H2C ")]).forwardsUpgrade, "case-insensitive")
+        XCTAssertFalse(head([("Connection", "Upgrade"), ("Upgrade", "websocket")], .http1_0).forwardsUpgrade)
+        XCTAssertFalse(head([("Upgrade", "websocket")]).forwardsUpgrade, "Connection must name upgrade")
+        XCTAssertFalse(head([("Connection", "upgrade")]).forwardsUpgrade, "and Upgrade must be there")
+    }
+
     func testListContains() {
         let headers: HTTPHeaders = [("Connectionx", "close"), ("CONNECTION", "keep-alive , Upgrade"), ("Upgrade", "h2c"),
                                     ("connection", "\tClose")]
