@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 CONFIG       ?= config/tapwire.json
 DEB_BUILD    := pkg-config libevent-dev zlib1g-dev libbrotli-dev libzstd-dev libssl-dev libisal-dev libnghttp2-dev
-DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler libprotobuf-dev git squid microsocks openssh-server netcat-openbsd nghttp2-server nghttp2-client
+DEB_TEST     := curl python3 python3-venv systemd openssl protobuf-compiler libprotobuf-dev git squid microsocks openssh-server netcat-openbsd nghttp2-server nghttp2-client python3-protobuf
 # The viewer's browser tests (ViewerEndToEndTests): headless Chromium driven by selenium, run
 # by Debian's own /usr/bin/python3 (whatever python3 is first on PATH), with the HAR schema
 # check's jsonschema from Debian too.

@@ -8,7 +8,9 @@ final class ProtobufSchemaTests: XCTestCase {
     static let proto = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Resources/protobuf/shop.proto")
 
-    private func protoc(_ arguments: [String], input: String? = nil) throws -> Data {
+    private func protoc(_ arguments: [String], input: String? = nil) throws -> Data { try Self.protoc(arguments, input: input) }
+
+    static func protoc(_ arguments: [String], input: String? = nil) throws -> Data {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["protoc", "-I", Self.proto.deletingLastPathComponent().path] + arguments
@@ -30,15 +32,22 @@ final class ProtobufSchemaTests: XCTestCase {
     static let wellKnownIncludes = "/usr/include"
 
     private func schema(_ file: String = "shop.proto") throws -> ProtobufSchema {
+        try ProtobufSchema(descriptorSet: [UInt8](try Self.descriptorSet(file)))
+    }
+
+    /// The descriptor set protoc writes for `file` (under Resources/protobuf) and its imports.
+    static func descriptorSet(_ file: String) throws -> Data {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-pb-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let set = dir.appendingPathComponent("set.pb").path
         _ = try protoc(["-I", Self.wellKnownIncludes, "--include_imports", "--descriptor_set_out=\(set)", file])
-        return try ProtobufSchema(descriptorSet: [UInt8](try Data(contentsOf: URL(fileURLWithPath: set))))
+        return try Data(contentsOf: URL(fileURLWithPath: set))
     }
 
-    private func json(_ value: JSON) -> String {
+    private func json(_ value: JSON) -> String { Self.json(value) }
+
+    static func json(_ value: JSON) -> String {
         var out: [UInt8] = []
         JSONWriter.write(value, into: &out)
         return String(decoding: out, as: UTF8.self)
