@@ -22,6 +22,8 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     @exclusivity(unchecked) private var machine: ExchangeStateMachine
     private var upstream: UpstreamConnection?
     private var responseHead: HTTPResponseHead?
+    /// The response's header fields as an HTTP/2 origin sent them, for the record.
+    private var originResponseHeaders: HTTPHeaders?
     private var responseFramer: BodyFramer?
     /// Resumes the scan of a response head that arrives in pieces (interim heads
     /// included); the upstream input only grows until a head is drained.
@@ -338,6 +340,9 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                     return
                 }
                 responseHead = rh
+                // An HTTP/2 origin's own fields are recorded, not the HTTP/1.1 framing the
+                // stream wrote for this exchange to read.
+                if let fields = upstream?.originResponseFields { originResponseHeaders = HTTPHeaders(fields) }
                 responseFramer = framing.map { BodyFramer($0) }
                 // Time to first event: only a plain event stream can be scanned as it comes.
                 clock.eventStream = FirstEventScanner.applies(to: rh.headers)
@@ -480,7 +485,12 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         }
         // An HTTP/2 origin's answer reached the exchange in HTTP/1.1 form; the record says
         // what the origin spoke.
-        let response = upstreamSpeaksHTTP2 ? responseHead.map { var h = $0; h.version = .http2; return h } : responseHead
+        let response = upstreamSpeaksHTTP2 ? responseHead.map { head -> HTTPResponseHead in
+            var h = head
+            h.version = .http2
+            if let originResponseHeaders { h.headers = originResponseHeaders }
+            return h
+        } : responseHead
         return CapturedExchange(client: session.peerText, url: url, request: head, requestBody: requestBody,
                                 response: response, responseBody: responseBody, error: error, clock: clock,
                                 connectionReused: machine.connectionReused, upstreamAddress: upstreamAddressText,

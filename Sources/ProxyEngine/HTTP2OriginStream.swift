@@ -215,6 +215,7 @@ final class HTTP2OriginStream {
             return
         }
         finalHeadSent = true
+        originHead = fields
         bodyless = requestMethod == "HEAD" || status == 204 || status == 304
         // HTTP/1.1 carries trailers only after a chunked body: an answer that announces
         // trailers goes chunked even with a Content-Length (dropped, as chunked framing
@@ -266,6 +267,11 @@ final class HTTP2OriginStream {
         _ = nghttp2_session_consume(session, id, taken)
         unconsumed -= taken
     }
+
+    /// The final response's header fields as the origin sent them, before the HTTP/1.1
+    /// framing the exchange reads was added (`content-length: 0`, `transfer-encoding`) or a
+    /// Content-Length dropped for trailers: what the record shows.
+    private(set) var originHead: [(String, String)]?
 
     /// Why the stream ended early, when the origin (or a GOAWAY) reset it: the exchange's
     /// error names it instead of a closed connection.

@@ -80,6 +80,12 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
             XCTAssertEqual(response["httpVersion"] as? String, "HTTP/2")
             // The origin's trailer went through as a chunked trailer and is recorded.
             XCTAssertTrue(try line(proxy, marker).contains(#""trailers":[["x-origin-trailer","present"]]"#), "\(rec)")
+            // The record has the origin's own fields: its Content-Length, not the chunked
+            // framing the HTTP/1.1 client was sent because of the trailer.
+            let names = (response["headers"] as? [[String]] ?? []).compactMap { $0.first?.lowercased() }
+            XCTAssertFalse(names.contains("transfer-encoding"), "\(names)")
+            XCTAssertTrue(names.contains("content-length"), "\(names)")
+            XCTAssertTrue(names.contains("trailer"), "\(names)")
         }
     }
 
