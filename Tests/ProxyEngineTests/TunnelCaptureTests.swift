@@ -131,7 +131,8 @@ final class ConnectPayloadTests: XCTestCase {
         let origin = try origin()
         let proxy = try RunningEngine { $0.drainTimeout = 0.2 }
         let client = try connected(proxy, origin)
-        proxy.stop()
+        // The client's connection stays open until the engine has stopped.
+        withExtendedLifetime(client) { proxy.stop() }
         let tunnels = proxy.sink.events.compactMap { if case .tunnel(let t) = $0 { return t } else { return nil } }
         XCTAssertEqual(tunnels.map(\.closedBy), [.shutdown])
         XCTAssertEqual(proxy.engine.metrics.activeClients.value, 0)
