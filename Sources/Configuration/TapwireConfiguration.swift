@@ -41,6 +41,18 @@ public struct TapwireConfiguration: Sendable {
         public var maxConnections = 32
         /// `viewer.idleTimeout`: seconds a viewer connection may stay silent, or a write wait.
         public var idleTimeout = 60.0
+        /// `viewer.maxRequestBytes`: the largest request head, and body, a viewer connection reads.
+        public var maxRequestBytes = 64 * 1024
+        /// `viewer.pollInterval`: seconds between the live lists' looks at the active log file.
+        public var pollInterval = 0.1
+        /// `viewer.maxRowsPerLook`: rows a look hands a live list at most; the rest is a gap.
+        public var maxRowsPerLook = 500
+        /// `viewer.maxQueuedRows`: rows a live list may fall behind by before it must reload.
+        public var maxQueuedRows = 20_000
+        /// `viewer.maxBytesPerLook`: bytes of new records read from the log per look.
+        public var maxBytesPerLook = 8 << 20
+        /// `viewer.heartbeatInterval`: seconds between keep-alive comments on an idle live stream.
+        public var heartbeatInterval = 15.0
         public init() {}
     }
 
@@ -185,10 +197,22 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.seconds(lim["drainTimeout"], "limits.drainTimeout", min: 0) { c.engine.drainTimeout = v }
             if let v = r.seconds(lim["tunnelIdleTimeout"], "limits.tunnelIdleTimeout") { c.engine.tunnelIdleTimeout = v }
         }
-        if let viewer = r.object(top["viewer"], "viewer", allowed: ["enabled", "maxConnections", "idleTimeout"]) {
+        if let viewer = r.object(top["viewer"], "viewer", allowed: ["enabled", "maxConnections", "idleTimeout", "maxRequestBytes",
+                                                                  "pollInterval", "maxRowsPerLook", "maxQueuedRows",
+                                                                  "maxBytesPerLook", "heartbeatInterval"]) {
             if let v = r.bool(viewer["enabled"], "viewer.enabled") { c.viewer.enabled = v }
             if let v = r.int(viewer["maxConnections"], "viewer.maxConnections", min: 1, max: 4096) { c.viewer.maxConnections = v }
             if let v = r.seconds(viewer["idleTimeout"], "viewer.idleTimeout") { c.viewer.idleTimeout = v }
+            if let v = r.int(viewer["maxRequestBytes"], "viewer.maxRequestBytes", min: 1024, max: 16 << 20) { c.viewer.maxRequestBytes = v }
+            if let v = r.seconds(viewer["pollInterval"], "viewer.pollInterval", min: 0.01, max: 10) { c.viewer.pollInterval = v }
+            if let v = r.int(viewer["maxRowsPerLook"], "viewer.maxRowsPerLook", min: 1, max: 1_000_000) { c.viewer.maxRowsPerLook = v }
+            if let v = r.int(viewer["maxQueuedRows"], "viewer.maxQueuedRows", min: 1, max: 10_000_000) { c.viewer.maxQueuedRows = v }
+            if let v = r.int(viewer["maxBytesPerLook"], "viewer.maxBytesPerLook", min: 64 << 10, max: 1 << 30) { c.viewer.maxBytesPerLook = v }
+            if let v = r.seconds(viewer["heartbeatInterval"], "viewer.heartbeatInterval", min: 0.1, max: 3600) { c.viewer.heartbeatInterval = v }
+            // A queue shorter than one look would make every full look an overflow (a reload).
+            if c.viewer.maxQueuedRows < c.viewer.maxRowsPerLook {
+                r.fail("viewer.maxQueuedRows", "must be at least viewer.maxRowsPerLook (\(c.viewer.maxRowsPerLook)), found \(c.viewer.maxQueuedRows)")
+            }
         }
         if let cap = r.object(top["capture"], "capture", allowed: ["maxBodyBytes", "requestBodies", "maxDecodedBytes",
                                                                     "websocketMessages", "blindTunnels"]) {

@@ -8,17 +8,18 @@ import Glibc
 #endif
 
 /// New records for the live lists: one thread follows the active log file from its end (every
-/// `ViewerSettings.pollInterval`), parses each new line once and hands its row to every
+/// `viewer.pollInterval`), parses each new line once and hands its row to every
 /// subscriber whose query keeps it. The thread runs while anyone subscribes, at nice 19: a
 /// viewer watching must not slow what it watches. At a few thousand exchanges a second that
-/// costs the lists nothing; at full load their rows trail, reading at most `maxReadPerPoll`
-/// bytes of the file per look, and a list that falls `maxQueuedRows` behind reloads.
+/// costs the lists nothing; at full load their rows trail, reading at most `viewer.maxBytesPerLook`
+/// bytes of the file per look, and a list that falls `viewer.maxQueuedRows` behind reloads.
 ///
 /// Rotation: when the active path names another file, the old one is read to its end first,
 /// then the new one from its start, so no record written meanwhile is skipped.
 final class LiveFeed: @unchecked Sendable {
     final class Subscriber {
         let query: Query
+        let maxQueuedRows: Int
         fileprivate let condition = NSCondition()
         fileprivate var rows: [[UInt8]] = []
         /// Rows left out since the last `take` (more than `maxRowsPerLook` in a look).
@@ -26,7 +27,10 @@ final class LiveFeed: @unchecked Sendable {
         /// More rows than `maxQueuedRows` arrived before the stream sent them: the list must reload.
         fileprivate(set) var overflowed = false
 
-        init(query: Query) { self.query = query }
+        init(query: Query, maxQueuedRows: Int) {
+            self.query = query
+            self.maxQueuedRows = maxQueuedRows
+        }
 
         /// Waits up to `timeout` seconds for rows; returns them (empty on timeout) and how many
         /// rows before them were left out.
@@ -49,7 +53,7 @@ final class LiveFeed: @unchecked Sendable {
                 skipped += rows.count + left
                 rows.removeAll()
             }
-            if rows.count + batch.count <= ViewerSettings.maxQueuedRows { rows += batch } else { overflowed = true }
+            if rows.count + batch.count <= maxQueuedRows { rows += batch } else { overflowed = true }
             condition.signal()
             condition.unlock()
         }
@@ -60,10 +64,15 @@ final class LiveFeed: @unchecked Sendable {
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private var running = false
 
-    init(layout: LogFileLayout) { self.layout = layout }
+    let settings: ViewerSettings
+
+    init(layout: LogFileLayout, settings: ViewerSettings) {
+        self.layout = layout
+        self.settings = settings
+    }
 
     func subscribe(_ query: Query) -> Subscriber {
-        let subscriber = Subscriber(query: query)
+        let subscriber = Subscriber(query: query, maxQueuedRows: settings.maxQueuedRows)
         lock.lock()
         subscribers[ObjectIdentifier(subscriber)] = subscriber
         let start = !running
@@ -72,7 +81,7 @@ final class LiveFeed: @unchecked Sendable {
         if start {
             // The file's end is taken before the thread starts: rows written after `subscribe`
             // returns reach the subscriber.
-            let follower = Follower(path: layout.activePath)
+            let follower = Follower(path: layout.activePath, maxBytesPerLook: settings.maxBytesPerLook)
             // Linux thread names hold 15 bytes.
             Thread { [self] in
                 _ = tapwire_name_current_thread("tapwire-live")
@@ -100,9 +109,6 @@ final class LiveFeed: @unchecked Sendable {
 
     /// How many nice steps the live stream's writer runs below the rest of the process.
     static let liveNice: Int32 = 10
-    /// Bytes of new records read per look at the file: a thread that could not run for a
-    /// while catches up in steps, not by reading the backlog into memory at once.
-    static let maxReadPerPoll = 8 << 20
 
     private func follow(_ follower: Follower) {
         // Nice 19, not SCHED_IDLE: parsing new records for the live lists yields to the proxy
@@ -117,7 +123,7 @@ final class LiveFeed: @unchecked Sendable {
             let lines = follower.newLines()
             // At most `maxRowsPerLook` rows a look: lists without a query need only the newest
             // lines made into rows; the others are counted as a gap.
-            let first = everyRow ? max(0, lines.count - ViewerSettings.maxRowsPerLook) : 0
+            let first = everyRow ? max(0, lines.count - settings.maxRowsPerLook) : 0
             var skipped = [Int](repeating: first, count: subscribers.count)
             for slice in lines[first...] {
                 let line = Array(slice)
@@ -135,13 +141,13 @@ final class LiveFeed: @unchecked Sendable {
                 }
             }
             for (i, subscriber) in subscribers.enumerated() {
-                if batches[i].count > ViewerSettings.maxRowsPerLook {
-                    skipped[i] += batches[i].count - ViewerSettings.maxRowsPerLook
-                    batches[i].removeFirst(batches[i].count - ViewerSettings.maxRowsPerLook)
+                if batches[i].count > settings.maxRowsPerLook {
+                    skipped[i] += batches[i].count - settings.maxRowsPerLook
+                    batches[i].removeFirst(batches[i].count - settings.maxRowsPerLook)
                 }
                 if !batches[i].isEmpty || skipped[i] > 0 { subscriber.offer(batches[i], skipped: skipped[i]) }
             }
-            usleep(UInt32(ViewerSettings.pollInterval * 1_000_000))
+            usleep(UInt32(settings.pollInterval * 1_000_000))
         }
         follower.close()
     }
@@ -149,13 +155,15 @@ final class LiveFeed: @unchecked Sendable {
     /// The complete lines appended to a file since the last call, following renames.
     final class Follower {
         let path: String
+        let maxBytesPerLook: Int
         private var descriptor: Int32 = -1
         private var identity: (UInt64, UInt64)?
         private var offset: Int64 = 0
         private var partial: [UInt8] = []
 
-        init(path: String) {
+        init(path: String, maxBytesPerLook: Int) {
             self.path = path
+            self.maxBytesPerLook = maxBytesPerLook
             open(fromEnd: true)
         }
 
@@ -173,7 +181,7 @@ final class LiveFeed: @unchecked Sendable {
         func newLines() -> [ArraySlice<UInt8>] {
             if descriptor < 0 { open(fromEnd: false); if descriptor < 0 { return [] } }
             var lines = readLines()
-            // This file first, to its end (a look reads at most `maxReadPerPoll`).
+            // This file first, to its end (a look reads at most `maxBytesPerLook`).
             var own = stat()
             if fstat(descriptor, &own) == 0 && offset < Int64(own.st_size) { return lines }
             var info = stat()
@@ -198,7 +206,7 @@ final class LiveFeed: @unchecked Sendable {
             // copy is the only one): at full load that is tens of MB a second.
             var info = stat()
             let grown = fstat(descriptor, &info) == 0 ? max(0, Int(Int64(info.st_size) - offset)) : 0
-            let want = min(grown, max(0, LiveFeed.maxReadPerPoll - partial.count))
+            let want = min(grown, max(0, maxBytesPerLook - partial.count))
             let data = [UInt8](unsafeUninitializedCapacity: partial.count + want) { buffer, initialized in
                 guard let base = buffer.baseAddress else { initialized = 0; return }
                 partial.withUnsafeBufferPointer { if let p = $0.baseAddress { base.initialize(from: p, count: $0.count) } }

@@ -158,7 +158,7 @@ struct ViewerAPI {
             for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }
             guard socket.write(Array((head + "Connection: close\r\n\r\n: live\n\n").utf8)) else { return }
             while true {
-                let (rows, skipped, overflowed) = subscriber.take(timeout: ViewerSettings.heartbeatInterval)
+                let (rows, skipped, overflowed) = subscriber.take(timeout: server.settings.heartbeatInterval)
                 // One event per batch (the rows of one look at the file): a page dispatches and
                 // parses ten events a second, not one per exchange.
                 var out: [UInt8] = []

@@ -1,7 +1,7 @@
 import HTTP1
 
 /// One viewer connection on its own thread: requests one after another (keep-alive), each
-/// head and body read whole (at most `ViewerSettings.maxRequestBytes`), answered, then the
+/// head and body read whole (at most `viewer.maxRequestBytes`), answered, then the
 /// next. A streamed answer (the live list, HAR) ends the connection.
 struct ViewerConnection {
     let server: ViewerServer
@@ -33,8 +33,8 @@ struct ViewerConnection {
                 return
             }
             let length = head.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
-            guard length >= 0, length <= ViewerSettings.maxRequestBytes else {
-                refuse(413, "Content Too Large", "the viewer takes bodies of at most \(ViewerSettings.maxRequestBytes) bytes")
+            guard length >= 0, length <= server.settings.maxRequestBytes else {
+                refuse(413, "Content Too Large", "the viewer takes bodies of at most \(server.settings.maxRequestBytes) bytes (viewer.maxRequestBytes)")
                 return
             }
             while buffer.count < length {
@@ -56,16 +56,21 @@ struct ViewerConnection {
     private mutating func readHead() -> HTTPRequestHead? {
         while true {
             if !buffer.isEmpty {
-                let result = try? buffer.withUnsafeBytes { try HTTPHeadParser.parseRequestHead($0, maxHeadBytes: ViewerSettings.maxRequestBytes) }
-                switch result {
-                case .complete(let head, let length)?:
+                let limit = server.settings.maxRequestBytes
+                let result: HeadParseResult<HTTPRequestHead>
+                do {
+                    result = try buffer.withUnsafeBytes { try HTTPHeadParser.parseRequestHead($0, maxHeadBytes: limit) }
+                } catch {
+                    if (error as? HTTPParseError)?.kind == .headTooLarge {
+                        refuse(431, "Request Header Fields Too Large", "the viewer reads request heads of at most \(limit) bytes (viewer.maxRequestBytes)")
+                    } else {
+                        refuse(400, "Bad Request", "malformed request head")
+                    }
+                    return nil
+                }
+                if case .complete(let head, let length) = result {
                     buffer.removeFirst(length)
                     return head
-                case nil:
-                    refuse(400, "Bad Request", "malformed request head")
-                    return nil
-                default:
-                    break
                 }
             }
             if socket.read(into: &buffer) == 0 { return nil }

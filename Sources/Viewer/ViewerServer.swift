@@ -41,7 +41,7 @@ public final class ViewerServer: @unchecked Sendable {
         self.settings = settings
         self.layout = layout
         self.replayer = replayer
-        live = LiveFeed(layout: layout)
+        live = LiveFeed(layout: layout, settings: settings)
         var generator = SystemRandomNumberGenerator()
         token = (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
     }

@@ -8,19 +8,26 @@ public struct ViewerSettings: Sendable, Equatable {
     /// `viewer.idleTimeout`: seconds a connection may stay silent while a request is expected
     /// or being read, and a write may wait.
     public var idleTimeout = 60.0
-    /// The largest request head and body read (replay's form is a few bytes).
-    public static let maxRequestBytes = 64 * 1024
-    /// Seconds between looks at the active file for new records (the live list).
-    public static let pollInterval = 0.1
-    /// Rows one look at the file hands a live list at most (5,000 a second, above the
-    /// 2,000 exchanges a second a list must keep up with row by row). Past it the list gets
-    /// the newest of them and a `gap` event, and fills in from the log (`/api/records`), so
-    /// a list's cost stops growing with the exchange rate.
-    public static let maxRowsPerLook = 500
-    /// Rows a live list may fall behind by before it is told to reload.
-    public static let maxQueuedRows = 20_000
-    /// Seconds between keep-alive comments on an idle live stream.
-    public static let heartbeatInterval = 15.0
+    /// `viewer.maxRequestBytes`: the largest request head, and the largest body, read (replay's
+    /// form is a few bytes). Over it: 413 for a body, 431 for a head.
+    public var maxRequestBytes = 64 * 1024
+    /// `viewer.pollInterval`: seconds between looks at the active file for new records (the
+    /// live list). Rows trail the log by up to this much plus the page's own cadence.
+    public var pollInterval = 0.1
+    /// `viewer.maxRowsPerLook`: rows one look at the file hands a live list at most (5,000 a
+    /// second at the default interval, above the 2,000 exchanges a second a list must keep up
+    /// with row by row). Past it the list gets the newest of them and a `gap` event, and fills
+    /// in from the log (`/api/records`), so a list's cost stops growing with the exchange rate.
+    public var maxRowsPerLook = 500
+    /// `viewer.maxQueuedRows`: rows a live list may fall behind by (a browser that stopped
+    /// reading) before it is told to reload. At least `maxRowsPerLook`.
+    public var maxQueuedRows = 20_000
+    /// `viewer.maxBytesPerLook`: bytes of new records read per look at the file: a thread that
+    /// could not run for a while catches up in steps, not by reading the backlog into memory at once.
+    public var maxBytesPerLook = 8 << 20
+    /// `viewer.heartbeatInterval`: seconds between keep-alive comments on an idle live stream
+    /// (what lets a closed browser tab be noticed, and keeps intermediaries from timing it out).
+    public var heartbeatInterval = 15.0
 
     public init() {}
 }

@@ -17,6 +17,12 @@ enum ViewerCLI {
         s.enabled = config.viewer.enabled
         s.maxConnections = config.viewer.maxConnections
         s.idleTimeout = config.viewer.idleTimeout
+        s.maxRequestBytes = config.viewer.maxRequestBytes
+        s.pollInterval = config.viewer.pollInterval
+        s.maxRowsPerLook = config.viewer.maxRowsPerLook
+        s.maxQueuedRows = config.viewer.maxQueuedRows
+        s.maxBytesPerLook = config.viewer.maxBytesPerLook
+        s.heartbeatInterval = config.viewer.heartbeatInterval
         return s
     }
 

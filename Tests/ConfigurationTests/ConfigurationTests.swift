@@ -60,6 +60,22 @@ final class ConfigurationTests: XCTestCase {
         for path in ["viewer.enabled", "viewer.maxConnections", "viewer.idleTimeout", "viewer.listen"] {
             XCTAssertTrue(e.contains { $0.hasPrefix(path + ":") }, "missing \(path) in \(e)")
         }
+        XCTAssertEqual(defaults.maxRequestBytes, 65536)
+        XCTAssertEqual(defaults.pollInterval, 0.1)
+        XCTAssertEqual(defaults.maxRowsPerLook, 500)
+        XCTAssertEqual(defaults.maxQueuedRows, 20_000)
+        XCTAssertEqual(defaults.maxBytesPerLook, 8 << 20)
+        XCTAssertEqual(defaults.heartbeatInterval, 15)
+        let live = try parse(#"{"viewer": {"maxRequestBytes": 4096, "pollInterval": 0.5, "maxRowsPerLook": 100, "maxQueuedRows": 100, "maxBytesPerLook": 65536, "heartbeatInterval": 2}}"#).get().viewer
+        XCTAssertEqual([live.maxRequestBytes, live.maxRowsPerLook, live.maxQueuedRows, live.maxBytesPerLook], [4096, 100, 100, 65536])
+        XCTAssertEqual([live.pollInterval, live.heartbeatInterval], [0.5, 2])
+        let bad = errors(#"{"viewer": {"maxRequestBytes": 10, "pollInterval": 60, "maxRowsPerLook": 0, "maxBytesPerLook": 1, "heartbeatInterval": 0}}"#)
+        for path in ["viewer.maxRequestBytes", "viewer.pollInterval", "viewer.maxRowsPerLook", "viewer.maxBytesPerLook", "viewer.heartbeatInterval"] {
+            XCTAssertTrue(bad.contains { $0.hasPrefix(path + ":") }, "missing \(path) in \(bad)")
+        }
+        let short = errors(#"{"viewer": {"maxRowsPerLook": 600, "maxQueuedRows": 100}}"#)
+        XCTAssertEqual(short.count, 1, "\(short)")
+        XCTAssertTrue(short.first?.hasPrefix("viewer.maxQueuedRows: must be at least viewer.maxRowsPerLook") ?? false, "\(short)")
     }
 
     func testUnknownKeysAreErrorsWithTheirPath() {

@@ -178,6 +178,38 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 9)
     }
 
+    /// viewer.maxRequestBytes bounds bodies (413) and the heads the viewer reads itself (431);
+    /// viewer.heartbeatInterval paces the keep-alive comments of an idle live stream.
+    func testViewerLimitsRequestBytesAndHeartbeat() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let configFile = work.appendingPathComponent("tapwire.json")
+        try Data(#"{"viewer": {"maxRequestBytes": 2048}}"#.utf8).write(to: configFile)
+        let view = try ViewProcess(logDirectory: work.path, configFile: configFile.path)
+        defer { view.stop() }
+        let filler = "X-Filler: " + String(repeating: "a", count: 4096)
+        let big = try request(view.port, "/api/records", headers: [filler])
+        XCTAssertEqual(big.status, 431, big.body)
+        XCTAssertTrue(big.body.contains("viewer.maxRequestBytes"), big.body)
+        XCTAssertEqual(try request(view.port, "/api/records").status, 200)
+
+        let proxy = try TapwireProcess(config: ["viewer": ["maxRequestBytes": 2048, "heartbeatInterval": 0.2]])
+        defer { proxy.stop() }
+        let secret = try token(proxy.port)
+        let body = try request(proxy.port, "/api/replay", method: "POST",
+                               headers: ["Origin: http://127.0.0.1:\(proxy.port)", "X-Tapwire-Token: \(secret)"],
+                               body: "id=" + String(repeating: "0", count: 4096))
+        XCTAssertEqual(body.status, 413, body.body)
+        XCTAssertEqual(try request(proxy.port, "/healthz").body, "ok\n", "the refusals closed only their own connections")
+
+        let live = try RawClient(port: proxy.port)
+        live.send("GET /api/live HTTP/1.1\r\nHost: 127.0.0.1:\(proxy.port)\r\n\r\n")
+        // Three keep-alive comments arrive long before the default 15 s would give one.
+        let text = live.read(timeout: 10) { $0.components(separatedBy: ": keep-alive").count > 3 }.text
+        XCTAssertGreaterThan(text.components(separatedBy: ": keep-alive").count, 3, text)
+    }
+
     func testViewIsReadOnlyAndTheViewerCanBeTurnedOff() throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -215,9 +247,9 @@ final class ViewProcess {
     let url: String
     let port: Int
 
-    init(logDirectory: String) throws {
+    init(logDirectory: String, configFile: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: try tapwireBinary())
-        process.arguments = ["view", "--log-dir", logDirectory, "--listen", "127.0.0.1:0"]
+        process.arguments = ["view", "--log-dir", logDirectory, "--listen", "127.0.0.1:0"] + (configFile.map { ["--config", $0] } ?? [])
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -32,7 +32,7 @@ final class LiveFeedTests: XCTestCase {
 
     func testNewLinesFromTheEndAcrossARotationAndATruncation() throws {
         try append("old 1\nold 2\n")
-        let follower = LiveFeed.Follower(path: active)
+        let follower = LiveFeed.Follower(path: active, maxBytesPerLook: ViewerSettings().maxBytesPerLook)
         XCTAssertEqual(texts(follower.newLines()), [], "what was there before is history, not live")
         try append("a\nb\nhal")
         XCTAssertEqual(texts(follower.newLines()), ["a", "b"], "a half line waits")
@@ -54,26 +54,28 @@ final class LiveFeedTests: XCTestCase {
 
     func testABacklogIsReadInSteps() throws {
         try append("")
-        let follower = LiveFeed.Follower(path: active)
+        // viewer.maxBytesPerLook, set low: the backlog is three looks.
+        let perLook = 256 << 10
+        let follower = LiveFeed.Follower(path: active, maxBytesPerLook: perLook)
         let line = String(repeating: "x", count: 999) + "\n"
-        let count = (3 * LiveFeed.maxReadPerPoll) / line.utf8.count
+        let count = (3 * perLook) / line.utf8.count
         try append(String(repeating: line, count: count))
         var total = 0
         var looks = 0
         while total < count && looks < 20 {
             let lines = follower.newLines()
-            XCTAssertLessThanOrEqual(lines.count * line.utf8.count, LiveFeed.maxReadPerPoll + line.utf8.count)
+            XCTAssertLessThanOrEqual(lines.count * line.utf8.count, perLook + line.utf8.count)
             total += lines.count
             looks += 1
         }
         XCTAssertEqual(total, count)
-        XCTAssertGreaterThanOrEqual(looks, 3, "at most maxReadPerPoll bytes per look")
+        XCTAssertGreaterThanOrEqual(looks, 3, "at most maxBytesPerLook bytes per look")
         follower.close()
     }
 
     func testEachSubscriberGetsTheRowsItsQueryKeeps() throws {
         try append("")
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"))
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: ViewerSettings())
         let errors = feed.subscribe(try Query.parse("status>=500"))
         let everything = feed.subscribe(.all)
         defer { feed.unsubscribe(errors); feed.unsubscribe(everything) }
@@ -97,11 +99,14 @@ final class LiveFeedTests: XCTestCase {
     /// gap the page fills in from the log; with or without a query.
     func testABurstBeyondALooksRowsBecomesAGapAndTheNewestRows() throws {
         try append("")
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"))
+        // viewer.maxRowsPerLook, set below its default: the configured bound is the one kept.
+        var settings = ViewerSettings()
+        settings.maxRowsPerLook = 40
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
         let everything = feed.subscribe(.all)
         let some = feed.subscribe(try Query.parse("status>=500"))
         defer { feed.unsubscribe(everything); feed.unsubscribe(some) }
-        let burst = 3 * ViewerSettings.maxRowsPerLook
+        let burst = 3 * settings.maxRowsPerLook
         var text = ""
         for n in 1...burst {
             text += #"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"#
@@ -120,8 +125,37 @@ final class LiveFeedTests: XCTestCase {
             }
             XCTAssertEqual(rows.count + skipped, burst)
             XCTAssertGreaterThan(skipped, 0, "the burst fit one look: nothing was shown")
-            XCTAssertLessThanOrEqual(rows.count, ViewerSettings.maxRowsPerLook * 2)
+            XCTAssertLessThanOrEqual(rows.count, settings.maxRowsPerLook * 2)
             XCTAssertTrue(texts(rows).last?.contains(#""id":"r-\#(burst)""#) ?? false, "the newest row is last")
         }
+    }
+
+    /// viewer.maxQueuedRows: a list that stops taking rows is told to reload once that many
+    /// are waiting, instead of the queue growing without bound.
+    func testAListThatFallsTooFarBehindOverflows() throws {
+        try append("")
+        var settings = ViewerSettings()
+        settings.maxRowsPerLook = 10
+        settings.maxQueuedRows = 25
+        settings.pollInterval = 0.01
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
+        let slow = feed.subscribe(.all)
+        defer { feed.unsubscribe(slow) }
+        let deadline = Date().addingTimeInterval(10)
+        var n = 0
+        // Small batches, each within one look, until the unread queue passes its bound.
+        while Date() < deadline {
+            var text = ""
+            for _ in 0..<5 {
+                n += 1
+                text += #"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"response":{"status":200,"headers":[]}}"# + "\n"
+            }
+            try append(text)
+            usleep(50_000)
+            if n >= 60 { break }
+        }
+        let taken = slow.take(timeout: 1)
+        XCTAssertTrue(taken.overflowed, "\(n) rows offered, \(taken.rows.count) queued")
+        XCTAssertLessThanOrEqual(taken.rows.count, settings.maxQueuedRows)
     }
 }
