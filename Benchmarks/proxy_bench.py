@@ -354,11 +354,11 @@ def start_origin(procs, root, www):
 WAIT_LOG_CONFIG = {"whenBehind": "wait", "decodeQueueBytes": 8 << 20}
 
 
-def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=None):
+def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=None, extra=None):
     """Tapwire with its default config, but for `log.maxFiles` (see below); `logging=False`
     sets only `log.enabled: false`
     (forwarding without decoding or logging: the logging on/off reference); `extra_log` adds
-    keys to the `log` object (tapwire-wait)."""
+    keys to the `log` object (tapwire-wait); `extra`, other top-level keys."""
     d = os.path.join(root, label)
     os.makedirs(d)
     port = free_port()
@@ -371,7 +371,7 @@ def start_tapwire(procs, root, binary, label="tapwire", logging=True, extra_log=
     log_config = ({"directory": logs, "maxFiles": 1000} if logging
                   else {"directory": logs, "enabled": False})
     log_config.update(extra_log or {})
-    write(config, json.dumps({"listen": ["127.0.0.1:%d" % port], "log": log_config}))
+    write(config, json.dumps(dict({"listen": ["127.0.0.1:%d" % port], "log": log_config}, **(extra or {}))))
     p = procs.start(label, [binary, "run", "--listen", "127.0.0.1:%d" % port, "--config", config], d)
     name = label if label in ("tapwire-nolog", "tapwire-wait") else ("tapwire" if logging else "tapwire-nolog")
     proxy = Proxy(name, port, p)

@@ -19,6 +19,8 @@ import Glibc
 final class LiveFeed: @unchecked Sendable {
     final class Subscriber {
         let query: Query
+        /// Rows a look hands this list at most (`rows` of `/api/live`, at most `maxRowsPerLook`).
+        let rowsPerLook: Int
         let maxQueuedRows: Int
         fileprivate let condition = NSCondition()
         fileprivate var rows: [[UInt8]] = []
@@ -27,8 +29,9 @@ final class LiveFeed: @unchecked Sendable {
         /// More rows than `maxQueuedRows` arrived before the stream sent them: the list must reload.
         fileprivate(set) var overflowed = false
 
-        init(query: Query, maxQueuedRows: Int) {
+        init(query: Query, rowsPerLook: Int, maxQueuedRows: Int) {
             self.query = query
+            self.rowsPerLook = rowsPerLook
             self.maxQueuedRows = maxQueuedRows
         }
 
@@ -71,8 +74,10 @@ final class LiveFeed: @unchecked Sendable {
         self.settings = settings
     }
 
-    func subscribe(_ query: Query) -> Subscriber {
-        let subscriber = Subscriber(query: query, maxQueuedRows: settings.maxQueuedRows)
+    /// `rowsPerLook` nil: `maxRowsPerLook`; never more than it.
+    func subscribe(_ query: Query, rowsPerLook: Int? = nil) -> Subscriber {
+        let perLook = max(1, min(rowsPerLook ?? settings.maxRowsPerLook, settings.maxRowsPerLook))
+        let subscriber = Subscriber(query: query, rowsPerLook: perLook, maxQueuedRows: settings.maxQueuedRows)
         lock.lock()
         subscribers[ObjectIdentifier(subscriber)] = subscriber
         let start = !running
@@ -121,9 +126,10 @@ final class LiveFeed: @unchecked Sendable {
             // skeleton steps over headers and bodies (a fifth of the full parse's cost).
             let everyRow = subscribers.allSatisfy { $0.query.isEmpty }
             let lines = follower.newLines()
-            // At most `maxRowsPerLook` rows a look: lists without a query need only the newest
-            // lines made into rows; the others are counted as a gap.
-            let first = everyRow ? max(0, lines.count - settings.maxRowsPerLook) : 0
+            // At most `rowsPerLook` rows a look: lists without a query need only the newest lines
+            // (as many as the widest list takes) made into rows; the others are counted as a gap.
+            let widest = subscribers.map(\.rowsPerLook).max() ?? settings.maxRowsPerLook
+            let first = everyRow ? max(0, lines.count - widest) : 0
             var skipped = [Int](repeating: first, count: subscribers.count)
             for slice in lines[first...] {
                 let line = Array(slice)
@@ -141,9 +147,10 @@ final class LiveFeed: @unchecked Sendable {
                 }
             }
             for (i, subscriber) in subscribers.enumerated() {
-                if batches[i].count > settings.maxRowsPerLook {
-                    skipped[i] += batches[i].count - settings.maxRowsPerLook
-                    batches[i].removeFirst(batches[i].count - settings.maxRowsPerLook)
+                let limit = subscriber.rowsPerLook
+                if batches[i].count > limit {
+                    skipped[i] += batches[i].count - limit
+                    batches[i].removeFirst(batches[i].count - limit)
                 }
                 if !batches[i].isEmpty || skipped[i] > 0 { subscriber.offer(batches[i], skipped: skipped[i]) }
             }

@@ -138,21 +138,28 @@ struct ViewerAPI {
         }
     }
 
-    /// `GET /api/live?q=`: Server-Sent Events, each `data:` line a JSON array of the new rows
-    /// the query keeps, oldest first; `event: gap` (`{"skipped":N}`) before rows when N older
-    /// ones were left out (more than `maxRowsPerLook` in a look: the page fills them in from
-    /// `/api/records`); `event: overflow` when the page fell too far behind (it reloads).
+    /// `GET /api/live?q=&rows=N`: Server-Sent Events, each `data:` line a JSON array of the new
+    /// rows the query keeps, oldest first; `event: gap` (`{"skipped":N}`) before rows when N
+    /// older ones were left out (more than `rows` in a look, at most `maxRowsPerLook`, its
+    /// default: the page fills them in from `/api/records`); `event: overflow` when the page
+    /// fell too far behind (it reloads). A page asks for about two screens of rows a look:
+    /// more would be made, sent and parsed only to scroll out of view at once.
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
         case .success(let q): query = q
         case .failure(let f): return .whole(f.response)
         }
+        var rowsPerLook = server.settings.maxRowsPerLook
+        if let text = request.parameters["rows"], !text.isEmpty {
+            guard let n = Int(text), n >= 1 else { return .whole(.error(400, "Bad Request", "rows: expected a positive integer, found \"\(text)\"")) }
+            rowsPerLook = min(n, rowsPerLook)
+        }
         let feed = server.live
         return .stream { socket in
             // Writing rows for as long as the page is open: below the proxy, as the feed is.
             _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), LiveFeed.liveNice)
-            let subscriber = feed.subscribe(query)
+            let subscriber = feed.subscribe(query, rowsPerLook: rowsPerLook)
             defer { feed.unsubscribe(subscriber) }
             var head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }

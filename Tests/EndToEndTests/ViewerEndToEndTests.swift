@@ -147,6 +147,9 @@ final class ViewerEndToEndTests: XCTestCase {
         let bad = try request(port, "/api/records?q=status%3E%3D")
         XCTAssertEqual(bad.status, 400)
         XCTAssertTrue(bad.body.contains("\"column\":9"), bad.body)
+        let badRows = try request(port, "/api/live?rows=0")
+        XCTAssertEqual(badRows.status, 400)
+        XCTAssertTrue(badRows.body.contains("rows:"), badRows.body)
 
         // The proxy's own endpoints and loops are as before.
         XCTAssertEqual(try request(port, "/healthz").body, "ok\n")

@@ -105,7 +105,11 @@ final class LiveFeedTests: XCTestCase {
         let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
         let everything = feed.subscribe(.all)
         let some = feed.subscribe(try Query.parse("status>=500"))
-        defer { feed.unsubscribe(everything); feed.unsubscribe(some) }
+        // A page's `rows`: fewer a look for this list, and never more than maxRowsPerLook.
+        let narrow = feed.subscribe(.all, rowsPerLook: 7)
+        let wide = feed.subscribe(.all, rowsPerLook: 10_000)
+        XCTAssertEqual([narrow.rowsPerLook, wide.rowsPerLook], [7, settings.maxRowsPerLook])
+        defer { feed.unsubscribe(everything); feed.unsubscribe(some); feed.unsubscribe(narrow); feed.unsubscribe(wide) }
         let burst = 3 * settings.maxRowsPerLook
         var text = ""
         for n in 1...burst {
@@ -113,7 +117,7 @@ final class LiveFeedTests: XCTestCase {
                 + #""response":{"status":503,"headers":[]},"result":{"success":{"big":[1,2,3]}}}"# + "\n"
         }
         try append(text)
-        for subscriber in [everything, some] {
+        for subscriber in [everything, some, narrow, wide] {
             var rows: [[UInt8]] = [], skipped = 0
             let deadline = Date().addingTimeInterval(10)
             while rows.count + skipped < burst && Date() < deadline {
@@ -125,7 +129,7 @@ final class LiveFeedTests: XCTestCase {
             }
             XCTAssertEqual(rows.count + skipped, burst)
             XCTAssertGreaterThan(skipped, 0, "the burst fit one look: nothing was shown")
-            XCTAssertLessThanOrEqual(rows.count, settings.maxRowsPerLook * 2)
+            XCTAssertLessThanOrEqual(rows.count, subscriber.rowsPerLook * 2)
             XCTAssertTrue(texts(rows).last?.contains(#""id":"r-\#(burst)""#) ?? false, "the newest row is last")
         }
     }

@@ -4,6 +4,16 @@
 "use strict";
 (function () {
   const ROW = 22, OVERSCAN = 12, PAGE = 2000;
+  // Live rows are drawn at most once per this many ms: a row that comes alone is drawn on the
+  // next frame, and under a busy proxy the page redraws twice a second, not sixty times, and
+  // still shows a row well within a second of its exchange.
+  const LIVE_RENDER_MS = 500;
+  // Rows a gap's refill takes from the log while following: a screenful and then some; older
+  // rows load from its cursor when scrolled to, as any history does.
+  const REFILL = 300;
+  // Older rows are fetched once the view comes within this many rows of the loaded end
+  // (about four screens): ahead of a scrolling reader, but not by a refill's rows at the top.
+  const AHEAD = 200;
   const token = document.querySelector('meta[name="tapwire-token"]').content;
   const readOnly = document.querySelector('meta[name="tapwire-mode"]').content === "view";
   const $ = (id) => document.getElementById(id);
@@ -14,7 +24,7 @@
   const state = {
     query: new URLSearchParams(location.search).get("q") || "",
     live: [], history: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
-    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null, stale: false, gaps: 0,
+    selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null, stale: false, holes: false, perLook: 100, gaps: 0, refills: 0,
   };
   // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
   // not an unshift that moves every row) and history pages (newest first, older appended).
@@ -242,6 +252,12 @@
     renderQueued = true;
     requestAnimationFrame(() => { renderQueued = false; renderNow(); });
   }
+  let liveRenderTimer = null, lastLiveRender = 0;
+  function renderLive() {
+    if (liveRenderTimer) return;
+    const wait = Math.max(0, LIVE_RENDER_MS - (Date.now() - lastLiveRender));
+    liveRenderTimer = setTimeout(() => { liveRenderTimer = null; lastLiveRender = Date.now(); render(); }, wait);
+  }
   function renderNow() {
     const count = rowCount();
     spacer.style.height = count * ROW + "px";
@@ -260,14 +276,24 @@
     while (state.pool.length < needed) { const r = makeRow(); state.pool.push(r); rowsBox.append(r); }
     for (let i = 0; i < state.pool.length; i++) {
       const r = state.pool[i];
-      if (i < needed) { r.hidden = false; fillRow(r, rowAt(first + i), first + i); } else r.hidden = true;
+      if (i >= needed) { if (!r.hidden) r.hidden = true; continue; }
+      if (r.hidden) r.hidden = false;
+      // A row element is rewritten only when what it shows changed: the DOM writes, not the
+      // loop, are what a redraw costs.
+      const rec = rowAt(first + i), selected = state.selected.includes(rec);
+      if (r._record === rec && r._index === first + i && r._selected === selected) continue;
+      fillRow(r, rec, first + i);
+      r._index = first + i;
+      r._selected = selected;
     }
-    countLabel.textContent = count.toLocaleString() + (state.done ? "" : "+") + " records";
-    if (!state.done && !state.loading && last + PAGE / 4 > count) loadOlder();
+    const label = count.toLocaleString() + (state.done ? "" : "+") + " records";
+    if (countLabel.textContent !== label) countLabel.textContent = label;
+    if (!state.done && !state.loading && last + AHEAD > count) loadOlder();
   }
 
   viewport.addEventListener("scroll", () => {
     if (viewport.scrollTop < ROW) { newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
+    else if (state.holes) refillSoon(); // leaving the followed top: the rows below are made whole first
     render();
   }, { passive: true });
   window.addEventListener("resize", render);
@@ -295,12 +321,13 @@
   async function loadOlder() {
     if (state.loading || state.done) return;
     state.loading = true;
-    const generation = state.generation;
+    const generation = state.generation, refills = state.refills;
     const params = new URLSearchParams({ q: state.query, limit: String(PAGE) });
     if (state.next) params.set("before", state.next);
     try {
       const page = JSON.parse(await api("/api/records?" + params));
-      if (generation !== state.generation) return;
+      // A refill replaced the history this page would continue.
+      if (generation !== state.generation || refills !== state.refills) return;
       for (const rec of page.rows) {
         if (rec.id && state.ids.has(rec.id)) continue;
         if (rec.id) state.ids.add(rec.id);
@@ -320,14 +347,15 @@
 
   function startLive() {
     if (state.source) state.source.close();
-    const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query }));
+    // About two screens of rows a look: at a rate above that, the newest are what following
+    // shows, and a gap refill brings the rest from the log.
+    state.perLook = Math.max(50, Math.min(500, 2 * Math.ceil(viewport.clientHeight / ROW) + OVERSCAN));
+    const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query, rows: String(state.perLook) }));
     state.source = source;
     const generation = state.generation;
     // Each event is an array of rows, oldest first (one look at the log).
     source.onmessage = (ev) => {
       if (generation !== state.generation) return;
-      // A refill from the log is on its way (a gap while following): these rows come with it.
-      if (refillTimer) return;
       // Newest first: new rows go on top. Unless following (at the top, not paused), the
       // rows in view stay where they are: the shift is applied once per frame in renderNow,
       // since setting scrollTop per row would lay the page out thousands of times a second.
@@ -338,31 +366,75 @@
         state.live.push(rec);
         if (!following) { state.shift += ROW; state.unseen++; }
       }
-      render();
+      if (following && state.holes) trimLive();
+      renderLive();
     };
     source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
     // More rows came in one look than a list takes (full load): the newest follow, the ones
-    // before them are filled in from the log. Following, by a reload at most once a second
-    // (so the page's work does not grow with the exchange rate); reading further down, the
-    // list is left alone and marked stale until the reader goes back to the top.
+    // before them are filled in from the log when someone could see them. Following, the top
+    // shows the newest rows and the list below keeps only a few screens of them (`holes`):
+    // it is made whole from the log when the reader scrolls down or pauses, so a followed
+    // page costs the same at any exchange rate. Reading further down, the list is left alone
+    // and marked stale until the reader goes back to the top.
     source.addEventListener("gap", (ev) => {
       if (generation !== state.generation) return;
       let skipped = 0;
       try { skipped = JSON.parse(ev.data).skipped || 0; } catch (e) { skipped = 0; }
       state.gaps++;
       const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
-      if (following) { refillSoon(); return; }
+      if (following) { state.holes = true; trimLive(); renderLive(); return; }
       state.stale = true;
       state.unseen += skipped;
       render();
     });
   }
 
+  // Following with holes: the newest two looks' worth of live rows are all anyone sees.
+  function trimLive() {
+    const keep = 2 * state.perLook;
+    if (state.live.length <= keep) return;
+    for (const rec of state.live.slice(0, state.live.length - keep)) if (rec.id) state.ids.delete(rec.id);
+    state.live = state.live.slice(-keep);
+  }
+
   let refillTimer = null, lastRefill = 0;
   function refillSoon() {
     if (refillTimer) return;
     const wait = Math.max(0, 1000 - (Date.now() - lastRefill));
-    refillTimer = setTimeout(() => { refillTimer = null; lastRefill = Date.now(); reload(); }, wait);
+    refillTimer = setTimeout(() => { refillTimer = null; lastRefill = Date.now(); refillTop(); }, wait);
+  }
+
+  // The list after a gap: the newest REFILL records from the log, then the live rows that
+  // came while they were fetched; the live stream stays open. Older rows load from the
+  // page's cursor when scrolled to.
+  async function refillTop() {
+    const generation = state.generation;
+    // Rows after this one came while the page was fetched (by object: trimLive may drop
+    // rows from the front meanwhile, so an index would move).
+    const mark = state.live[state.live.length - 1];
+    let page;
+    try {
+      page = JSON.parse(await api("/api/records?" + new URLSearchParams({ q: state.query, limit: String(REFILL) })));
+    } catch (e) {
+      if (generation === state.generation) reload();
+      return;
+    }
+    if (generation !== state.generation) return;
+    state.refills++;
+    const ids = new Set();
+    for (const rec of page.rows) if (rec.id) ids.add(rec.id);
+    const at = mark === undefined ? -1 : state.live.lastIndexOf(mark);
+    state.live = state.live.slice(at + 1).filter((rec) => !rec.id || !ids.has(rec.id));
+    for (const rec of state.live) if (rec.id) ids.add(rec.id);
+    state.ids = ids;
+    state.history = page.rows;
+    state.next = page.next;
+    state.done = !page.next;
+    state.loading = false;
+    state.stale = false;
+    state.holes = false;
+    state.unseen = 0; state.shift = 0; newerButton.hidden = true;
+    render();
   }
 
   // Back at the top of a list that missed rows: it is loaded again from the log.
@@ -383,7 +455,7 @@
     history.replaceState(null, "", url);
     harLink.href = "/api/har?" + new URLSearchParams({ q: state.query });
     state.live = []; state.history = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
-    state.unseen = 0; state.shift = 0; newerButton.hidden = true; state.stale = false;
+    state.unseen = 0; state.shift = 0; newerButton.hidden = true; state.stale = false; state.holes = false;
     viewport.scrollTop = 0;
     startLive();
     render();
@@ -404,6 +476,7 @@
     followButton.textContent = state.paused ? "Paused" : "Following";
     followButton.classList.toggle("paused", state.paused);
     if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
+    else if (state.holes) refillSoon();
   });
   newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); });
 

@@ -302,8 +302,8 @@ def history(url, count, out, directory=None):
             wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r.offsetTop === 0); return r && r.dataset.id === '%016x-%06x'" % (millis + 1, count + 12),
                  message="the followed row at the top")
             check(True, "following at the top, a live row appears in view")
-            # A burst larger than one look hands a list (500 rows): the newest come live, the
-            # ones before them are filled in from the log, and none is missing.
+            # A burst larger than one look hands a list: the newest come live, the ones before
+            # them are filled in from the log once the reader scrolls down, and none is missing.
             burst = 1500
             with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
                 for k in range(burst):
@@ -312,7 +312,7 @@ def history(url, count, out, directory=None):
             wait(driver, "const s = window.tapwireViewer; return s.gaps > 0 && !s.loading && s.rows.length > 0 && s.rows[0].id === '%s'" % newest,
                  timeout=15, message="the burst's newest row on top after its gap")
             deadline = time.time() + 120
-            while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading"):
+            while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading && !s.holes"):
                 driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight")
                 time.sleep(0.05)
                 if time.time() > deadline:
