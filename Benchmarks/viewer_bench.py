@@ -170,9 +170,12 @@ def throughput(args, procs, root):
             reader = driver = None
             if viewer and args.browser:
                 driver = vb.browser(os.path.join(root, "shots"))
-                driver.get("http://127.0.0.1:%d/" % proxy.port)
-                vb.wait(driver, "return window.tapwireViewer && window.tapwireViewer.source && window.tapwireViewer.source.readyState === 1",
-                        message="the page's live stream")
+                if args.blank_page:
+                    driver.get("about:blank")
+                else:
+                    driver.get("http://127.0.0.1:%d/" % proxy.port)
+                    vb.wait(driver, "return window.tapwireViewer && window.tapwireViewer.source && window.tapwireViewer.source.readyState === 1",
+                            message="the page's live stream")
                 # Measured open, not opening: Chromium's start-up and the first page's layout are
                 # done within a couple of seconds and are no part of keeping a viewer open.
                 time.sleep(2)
@@ -238,6 +241,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rate", type=int, default=2000, help="exchanges/s for the live-lag measurement")
     ap.add_argument("--browser", action="store_true", help="the connected viewer is a real page in headless Chromium")
+    ap.add_argument("--blank-page", action="store_true",
+                    help="with --browser: Chromium on about:blank instead of the viewer (what a browser costs by being there)")
     ap.add_argument("--viewer-config", help='the proxy\'s `viewer` object, as JSON (e.g. \'{"maxRowsPerLook": 100}\')')
     ap.add_argument("--strict", action="store_true", help="exit 1 if a goal fails")
     args = ap.parse_args()

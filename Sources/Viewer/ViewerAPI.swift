@@ -144,6 +144,10 @@ struct ViewerAPI {
     /// default: the page fills them in from `/api/records`); `event: overflow` when the page
     /// fell too far behind (it reloads). A page asks for about two screens of rows a look:
     /// more would be made, sent and parsed only to scroll out of view at once.
+    /// `every=S` (seconds, at least `pollInterval`, at most 10): events at most that often;
+    /// a row after a quiet spell goes at once, and under load the looks in between are
+    /// merged into one event (their rows and gaps), so a page that draws twice a second is
+    /// not woken ten times a second.
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
@@ -154,6 +158,13 @@ struct ViewerAPI {
         if let text = request.parameters["rows"], !text.isEmpty {
             guard let n = Int(text), n >= 1 else { return .whole(.error(400, "Bad Request", "rows: expected a positive integer, found \"\(text)\"")) }
             rowsPerLook = min(n, rowsPerLook)
+        }
+        var every = 0.0
+        if let text = request.parameters["every"], !text.isEmpty {
+            guard let s = Double(text), s.isFinite, s >= 0, s <= 10 else {
+                return .whole(.error(400, "Bad Request", "every: expected seconds between 0 and 10, found \"\(text)\""))
+            }
+            every = s
         }
         let feed = server.live
         return .stream { socket in
@@ -181,6 +192,10 @@ struct ViewerAPI {
                 if overflowed { out += Array("event: overflow\ndata: {}\n\n".utf8) }
                 if out.isEmpty { out = Array(": keep-alive\n\n".utf8) }
                 guard socket.write(out), !overflowed else { return }
+                // The next event no sooner than `every` after this one; rows meanwhile queue
+                // in the subscriber (a gap there drops the older ones, so the queue stays
+                // within a look's rows).
+                if every > 0 && (!rows.isEmpty || skipped > 0) { usleep(UInt32(every * 1_000_000)) }
             }
         }
     }

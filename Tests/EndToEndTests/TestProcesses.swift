@@ -404,6 +404,26 @@ final class RawClient {
         return (String(decoding: data, as: UTF8.self), false)
     }
 
+    /// Whatever arrives within `seconds` and no later (`read` may overrun its timeout by the
+    /// socket's 10 s receive timeout while a recv waits): for checking that nothing comes.
+    func readWithin(_ seconds: Double) -> String {
+        var data = [UInt8]()
+        let deadline = Date().addingTimeInterval(seconds)
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let n = poll(&ready, 1, Int32(left * 1000) + 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            let got = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if got <= 0 { break }
+            data.append(contentsOf: buf[0..<got])
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     deinit { Foundation.close(fd) }
 }
 

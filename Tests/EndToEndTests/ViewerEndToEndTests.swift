@@ -150,6 +150,9 @@ final class ViewerEndToEndTests: XCTestCase {
         let badRows = try request(port, "/api/live?rows=0")
         XCTAssertEqual(badRows.status, 400)
         XCTAssertTrue(badRows.body.contains("rows:"), badRows.body)
+        let badEvery = try request(port, "/api/live?every=soon")
+        XCTAssertEqual(badEvery.status, 400)
+        XCTAssertTrue(badEvery.body.contains("every:"), badEvery.body)
 
         // The proxy's own endpoints and loops are as before.
         XCTAssertEqual(try request(port, "/healthz").body, "ok\n")
@@ -179,6 +182,26 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertTrue(quiet.read { $0.contains("</html>") }.text.hasPrefix("HTTP/1.1 200"))
         XCTAssertTrue(quiet.read(timeout: 10).eof, "a keep-alive viewer connection that stays silent is closed")
         XCTAssertLessThan(Date().timeIntervalSince(started), 9)
+    }
+
+    /// `/api/live?every=S`: a row after a quiet spell is sent at once; after an event the next
+    /// waits S, carrying every row of the looks in between.
+    func testLiveEventsArePacedByEvery() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess()
+        defer { proxy.stop() }
+        let live = try RawClient(port: proxy.port)
+        live.send("GET /api/live?every=3 HTTP/1.1\r\nHost: 127.0.0.1:\(proxy.port)\r\n\r\n")
+        XCTAssertTrue(live.read { $0.contains(": live") }.text.hasPrefix("HTTP/1.1 200"))
+        _ = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "\(origin.base)/json"])
+        XCTAssertTrue(live.read { $0.contains("data: [") }.text.contains("/json"), "a row after a quiet spell goes at once")
+        for _ in 0..<4 { _ = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "\(origin.base)/json"]) }
+        // A slow machine only delays events, so nothing arriving this soon is not luck.
+        let soon = live.readWithin(1)
+        XCTAssertFalse(soon.contains("data: ["), "an event within 1 s of the last, with every=3: \(soon)")
+        let rest = soon + live.read(timeout: 15) { (soon + $0).components(separatedBy: "/json").count - 1 >= 4 }.text
+        XCTAssertEqual(rest.components(separatedBy: "/json").count - 1, 4, rest)
+        XCTAssertEqual(rest.components(separatedBy: "data: [").count - 1, 1, "the four rows in one event: \(rest)")
     }
 
     /// viewer.maxRequestBytes bounds bodies (413) and the heads the viewer reads itself (431);

@@ -350,7 +350,8 @@
     // About two screens of rows a look: at a rate above that, the newest are what following
     // shows, and a gap refill brings the rest from the log.
     state.perLook = Math.max(50, Math.min(500, 2 * Math.ceil(viewport.clientHeight / ROW) + OVERSCAN));
-    const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query, rows: String(state.perLook) }));
+    // Events no more often than the page draws live rows.
+    const source = new EventSource("/api/live?" + new URLSearchParams({ q: state.query, rows: String(state.perLook), every: String(LIVE_RENDER_MS / 1000) }));
     state.source = source;
     const generation = state.generation;
     // Each event is an array of rows, oldest first (one look at the log).
