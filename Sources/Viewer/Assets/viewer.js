@@ -413,6 +413,7 @@
     // Rows after this one came while the page was fetched (by object: trimLive may drop
     // rows from the front meanwhile, so an index would move).
     const mark = state.live[state.live.length - 1];
+    const gapsBefore = state.gaps;
     let page;
     try {
       page = JSON.parse(await api("/api/records?" + new URLSearchParams({ q: state.query, limit: String(REFILL) })));
@@ -432,8 +433,8 @@
     state.next = page.next;
     state.done = !page.next;
     state.loading = false;
-    state.stale = false;
-    state.holes = false;
+    // A gap while the page was fetched left rows out after it: the list stays marked.
+    if (state.gaps === gapsBefore) { state.stale = false; state.holes = false; }
     state.unseen = 0; state.shift = 0; newerButton.hidden = true;
     render();
   }
