@@ -174,8 +174,12 @@ final class EventLoop: @unchecked Sendable {
     func startHeartbeat(every seconds: Double) {
         execute { [self] in
             lastBeatMillis.store(Int(EventLoop.monotonicNow() * 1000), ordering: .relaxed)
-            let t = LoopTimer(loop: self, persistent: true) { [weak self] in
-                self?.lastBeatMillis.store(Int(EventLoop.monotonicNow() * 1000), ordering: .relaxed)
+            // Unowned, not weak: the loop owns the timer, which only fires on the running loop;
+            // and a weak reference would give the loop a side table, putting every retain and
+            // release of it (sessions, exchanges and streams take it many times a request) on
+            // Swift's slow path.
+            let t = LoopTimer(loop: self, persistent: true) { [unowned self] in
+                self.lastBeatMillis.store(Int(EventLoop.monotonicNow() * 1000), ordering: .relaxed)
             }
             t.schedule(after: seconds)
             heartbeat = t

@@ -118,11 +118,16 @@ final class HTTP2OriginConnection {
         guard session != nil else { return }
         if hasRoom { loop.pool.offerHTTP2(self) }
         if open.isEmpty {
-            let timer = idleTimer ?? LoopTimer(loop: loop) { [weak self] in
+            // Unowned, not weak: the connection owns the timer, whose deinit frees its event,
+            // so the closure never runs after the connection is gone; and a weak reference
+            // would give the connection a side table, putting every retain and release of it
+            // (several per stream, from nghttp2's callbacks) on Swift's slow path.
+            let timer = idleTimer ?? LoopTimer(loop: loop) { [unowned self] in
                 // Strong from here: the pool may hold the last reference.
-                guard let self, self.open.isEmpty else { return }
-                self.loop.pool.removeHTTP2(self)
-                self.close()
+                let connection = self
+                guard connection.open.isEmpty else { return }
+                connection.loop.pool.removeHTTP2(connection)
+                connection.close()
             }
             timer.schedule(after: idleTimeout)
             idleTimer = timer
