@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "TLSInterception", dependencies: ["COpenSSL"]),
 
         // The config file, validated into the values the engine and the log use.
-        .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization"]),
+        .target(name: "Configuration", dependencies: ["ProxyEngine", "ExchangeLog", "ResponseSerialization", "Viewer"]),
 
         // The web viewer: its page (Assets/, embedded in the binary) and JSON API over the log,
         // served on its own threads.

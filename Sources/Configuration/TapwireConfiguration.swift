@@ -2,6 +2,7 @@ import ExchangeLog
 import Foundation
 import ProxyEngine
 import ResponseSerialization
+import Viewer
 
 /// The whole config file (docs/configuration.md), validated. Built-in
 /// defaults apply to every key that is absent; unknown keys are errors.
@@ -32,29 +33,7 @@ public struct TapwireConfiguration: Sendable {
     public var listenerReplays: [ReplaySettings?] = []
     /// `viewer.*`: the web viewer `tapwire run` serves on its listen address (and `tapwire view`
     /// on its own); a restart applies them.
-    public var viewer = ViewerConfig()
-
-    public struct ViewerConfig: Sendable, Equatable {
-        /// `viewer.enabled`: false answers origin-form requests other than /healthz and /metrics 400, as before.
-        public var enabled = true
-        /// `viewer.maxConnections`: connections served at once (one thread each).
-        public var maxConnections = 32
-        /// `viewer.idleTimeout`: seconds a viewer connection may stay silent, or a write wait.
-        public var idleTimeout = 60.0
-        /// `viewer.maxRequestBytes`: the largest request head, and body, a viewer connection reads.
-        public var maxRequestBytes = 64 * 1024
-        /// `viewer.pollInterval`: seconds between the live lists' looks at the active log file.
-        public var pollInterval = 0.1
-        /// `viewer.maxRowsPerLook`: rows a look hands a live list at most; the rest is a gap.
-        public var maxRowsPerLook = 500
-        /// `viewer.maxQueuedRows`: rows a live list may fall behind by before it must reload.
-        public var maxQueuedRows = 20_000
-        /// `viewer.maxBytesPerLook`: bytes of new records read from the log per look.
-        public var maxBytesPerLook = 8 << 20
-        /// `viewer.heartbeatInterval`: seconds between keep-alive comments on an idle live stream.
-        public var heartbeatInterval = 15.0
-        public init() {}
-    }
+    public var viewer = ViewerSettings()
 
     public init() {}
 

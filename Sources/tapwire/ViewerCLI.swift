@@ -12,20 +12,6 @@ import Viewer
 enum ViewerCLI {
     static let defaultViewListen = "127.0.0.1:8090"
 
-    static func settings(_ config: TapwireConfiguration) -> ViewerSettings {
-        var s = ViewerSettings()
-        s.enabled = config.viewer.enabled
-        s.maxConnections = config.viewer.maxConnections
-        s.idleTimeout = config.viewer.idleTimeout
-        s.maxRequestBytes = config.viewer.maxRequestBytes
-        s.pollInterval = config.viewer.pollInterval
-        s.maxRowsPerLook = config.viewer.maxRowsPerLook
-        s.maxQueuedRows = config.viewer.maxQueuedRows
-        s.maxBytesPerLook = config.viewer.maxBytesPerLook
-        s.heartbeatInterval = config.viewer.heartbeatInterval
-        return s
-    }
-
     /// `tapwire view`: serves until killed; exit 2 for a bad address, 1 when it cannot listen.
     static func view(config: TapwireConfiguration, logDirectory: String?, listen: String?) -> Int32 {
         let text = listen ?? defaultViewListen
@@ -42,7 +28,7 @@ enum ViewerCLI {
         guard access(directory, R_OK | X_OK) == 0 else {
             fail("cannot read log directory \(directory): \(String(cString: strerror(errno)))", code: 1)
         }
-        let server = ViewerServer(settings: settings(config), layout: LogFileLayout(settings: log), replayer: nil)
+        let server = ViewerServer(settings: config.viewer, layout: LogFileLayout(settings: log), replayer: nil)
         let bound: SocketAddress
         do {
             bound = try server.listen(on: address, allow: config.engine.allow)
@@ -78,7 +64,7 @@ enum ViewerCLI {
             let response = try client.send(request)
             return "\(response.status) \(response.reason)"
         }
-        return ViewerServer(settings: settings(config), layout: LogFileLayout(settings: config.log), replayer: replayer)
+        return ViewerServer(settings: config.viewer, layout: LogFileLayout(settings: config.log), replayer: replayer)
     }
 }
 

@@ -3,6 +3,7 @@ import ExchangeLog
 import Foundation
 import ProxyEngine
 import ResponseSerialization
+import Viewer
 import XCTest
 
 final class ConfigurationTests: XCTestCase {
@@ -48,7 +49,7 @@ final class ConfigurationTests: XCTestCase {
 
     func testViewerKeysTheirDefaultsAndErrors() throws {
         let defaults = try parse("{}").get().viewer
-        XCTAssertEqual(defaults, TapwireConfiguration.ViewerConfig())
+        XCTAssertEqual(defaults, ViewerSettings())
         XCTAssertTrue(defaults.enabled)
         XCTAssertEqual(defaults.maxConnections, 32)
         XCTAssertEqual(defaults.idleTimeout, 60)
