@@ -128,25 +128,6 @@ def viewer_cpu(pid):
     return pb.cpu_seconds([pid]), viewer
 
 
-def descendants(pid):
-    """pid and every process below it (Chromium's browser, renderer and GPU processes under
-    chromedriver)."""
-    children = {}
-    for stat_path in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(stat_path) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat_path.split("/")[2]))
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(children.get(current, []))
-    return found
-
-
 def throughput(args, procs, root):
     www = os.path.join(root, "www")
     os.makedirs(www)
@@ -183,7 +164,7 @@ def throughput(args, procs, root):
             elif viewer:
                 reader = LiveReader(proxy.port)
                 reader.start()
-            browser_pids = descendants(driver.service.process.pid) if driver else []
+            browser_pids = pb.process_tree(driver.service.process.pid) if driver else []
             browser_before, wall_before = pb.cpu_seconds(browser_pids), time.monotonic()
             cpu_before, viewer_before = viewer_cpu(proxy.proc.pid)
             result = pb.run_wrk(proxy, origin_port, "/small.json", wrk_args, args.duration)
