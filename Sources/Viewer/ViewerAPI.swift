@@ -144,20 +144,21 @@ struct ViewerAPI {
     /// default: the page fills them in from `/api/records`); `event: overflow` when the page
     /// fell too far behind (it reloads). A page asks for about two screens of rows a look:
     /// more would be made, sent and parsed only to scroll out of view at once.
-    /// `every=S` (seconds, at least `pollInterval`, at most 10): events at most that often;
-    /// a row after a quiet spell goes at once, and under load the looks in between are
-    /// merged into one event (their rows and gaps), so a page that draws twice a second is
-    /// not woken ten times a second.
+    /// `every=S` (seconds, 0 to 10; 0, the default, sends each look's rows as they come): events
+    /// at most that often; a row after a quiet spell goes at once, and under load the looks in
+    /// between are merged into one event (their rows and gaps), so a page that draws twice a
+    /// second is not woken ten times a second.
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
         case .success(let q): query = q
         case .failure(let f): return .whole(f.response)
         }
-        var rowsPerLook = server.settings.maxRowsPerLook
+        // The feed caps it at maxRowsPerLook.
+        var rowsPerLook: Int?
         if let text = request.parameters["rows"], !text.isEmpty {
             guard let n = Int(text), n >= 1 else { return .whole(.error(400, "Bad Request", "rows: expected a positive integer, found \"\(text)\"")) }
-            rowsPerLook = min(n, rowsPerLook)
+            rowsPerLook = n
         }
         var every = 0.0
         if let text = request.parameters["every"], !text.isEmpty {
