@@ -21,6 +21,10 @@ final class HTTP2OriginConnection {
     let addressText: String?
     private let maxStreams: Int
     private let idleTimeout: Double
+    /// The pool's routing generation this connection was made under (`UpstreamPool.apply`):
+    /// after a reload changed how origins are reached, it finishes its streams and takes no
+    /// new ones.
+    let routingGeneration: Int
     private var tls: OpaquePointer?
     private(set) var session: OpaquePointer?
     /// Streams whose exchange still holds them, the ones without an id yet included.
@@ -31,8 +35,10 @@ final class HTTP2OriginConnection {
 
     /// - Parameter tls: the handshaken TLS bufferevent; owned from here on (freed by
     ///   `close()`, also when this returns nil).
-    init?(loop: EventLoop, authority: HTTPAuthority, tls: OpaquePointer, config: EngineConfiguration, addressText: String?) {
+    init?(loop: EventLoop, authority: HTTPAuthority, tls: OpaquePointer, config: EngineConfiguration, addressText: String?,
+          routingGeneration: Int) {
         self.loop = loop
+        self.routingGeneration = routingGeneration
         self.addressText = addressText
         self.authority = authority
         self.tls = tls
@@ -116,6 +122,12 @@ final class HTTP2OriginConnection {
             }
         }
         guard session != nil else { return }
+        if routingGeneration != loop.pool.routingGeneration {
+            // Made under routing a reload replaced: the pool let it go, and it is not offered
+            // again, or a later exchange would reach the origin the old way.
+            if open.isEmpty { close() }
+            return
+        }
         if hasRoom { loop.pool.offerHTTP2(self) }
         if open.isEmpty {
             // Unowned, not weak: the connection owns the timer, whose deinit frees its event,

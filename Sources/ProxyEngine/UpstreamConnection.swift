@@ -204,7 +204,8 @@ final class UpstreamConnection {
             // its stream's end of a pair, and later exchanges find the connection in the pool.
             bev = nil
             let origin = HTTP2OriginConnection(loop: loop, authority: authority, tls: tls,
-                                               config: loop.engine?.configuration ?? EngineConfiguration(), addressText: addressText)
+                                               config: loop.engine?.configuration ?? EngineConfiguration(), addressText: addressText,
+                                               routingGeneration: routingGeneration)
             guard let origin, let (stream, end) = origin.openStream() else {
                 release()
                 completion(.failure(TransportError(.upstreamConnectFailed, "cannot start HTTP/2 with \(authority)")))

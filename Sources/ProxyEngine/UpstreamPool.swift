@@ -25,7 +25,8 @@ final class UpstreamPool {
         routing = loop.engine?.routing ?? .direct
     }
 
-    /// New connections follow `routing` from now on; idle ones made before are closed.
+    /// New connections follow `routing` from now on; idle ones made before are closed, and
+    /// HTTP/2 ones made before take no new streams (see `offerHTTP2`).
     func apply(_ routing: UpstreamRouting) {
         self.routing = routing
         routingGeneration += 1
@@ -83,8 +84,9 @@ final class UpstreamPool {
         loop.execute { for resume in waiters { resume() } }
     }
 
-    /// `c` can take another stream.
+    /// `c` can take another stream. One made before the last routing change is not taken.
     func offerHTTP2(_ c: HTTP2OriginConnection) {
+        guard c.routingGeneration == routingGeneration else { return }
         if http2[c.authority]?.contains(where: { $0 === c }) == true { return }
         http2[c.authority, default: []].append(c)
     }

@@ -142,6 +142,52 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
         XCTAssertEqual(proxy.stop(), 0)
     }
 
+    /// A reload that sends origins through a parent proxy retires the pooled HTTP/2 origin
+    /// connection made before it, even one with a stream in flight during the reload: once
+    /// that stream ends, the connection is not offered to the pool again, so the next
+    /// exchange takes the new route (here a parent that is down: 502, `upstreamProxyFailed`)
+    /// instead of the old direct connection.
+    func testAReloadThatChangesTheRouteRetiresThePooledH2Connection() throws {
+        try Data(count: 6 << 20).write(to: work.appendingPathComponent("htdocs/big.bin"))
+        let (proxy, ca) = try startProxy()
+        let before = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "https://127.0.0.1:\(h2Port)/data.json?route=before"])
+        XCTAssertEqual(before.status, 0, before.stderr)
+        // A download held open across the reload, on the pooled connection.
+        let partial = work.appendingPathComponent("big.part")
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        slow.arguments = ["-s", "-o", partial.path, "--http2", "--limit-rate", "2M", "-m", "30", "--cacert", ca,
+                          "-x", proxy.proxyURL, "https://127.0.0.1:\(h2Port)/big.bin?route=during"]
+        slow.standardOutput = FileHandle.nullDevice
+        slow.standardError = FileHandle.nullDevice
+        try slow.run()
+        defer { if slow.isRunning { slow.terminate() } }
+        XCTAssertTrue(eventually(timeout: 10) { ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0) > 0 },
+                      "the download did not start")
+
+        let down = try unusedLoopbackPort()
+        let url = proxy.workDirectory.appendingPathComponent("tapwire.json")
+        var config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        config["upstream"] = ["proxy": "http://127.0.0.1:\(down)", "noProxy": []]
+        try JSONSerialization.data(withJSONObject: config).write(to: url)
+        kill(proxy.process.processIdentifier, SIGHUP)
+        XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("new upstream connections go through the parent proxy") })
+        XCTAssertTrue(slow.isRunning, "the download ended before the reload; the test proves nothing")
+        slow.waitUntilExit()
+        XCTAssertEqual(slow.terminationStatus, 0)
+        XCTAssertEqual((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0, 6 << 20)
+
+        // Each client connection lands on one of the event loops, each with its own pool:
+        // several, so that the loop that carried the download gets some (all but certainly).
+        for i in 1...8 {
+            let after = try curlViaProxy(proxy.proxyURL, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--http2", "--cacert", ca,
+                                                          "https://127.0.0.1:\(h2Port)/data.json?route=after\(i)"])
+            XCTAssertEqual(after.text, "502", "exchange \(i) after the reload took the old connection")
+            let rec = try record(proxy, "route=after\(i)")
+            XCTAssertEqual((rec["error"] as? [String: Any])?["code"] as? String, "upstreamProxyFailed", "\(rec)")
+        }
+    }
+
     /// Four gRPC calls held open at once on one client connection, after one that brought
     /// the origin connection up: it carries them all by default; with
     /// `upstream.maxConcurrentStreams: 2` the two past the bound need other connections.
