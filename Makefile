@@ -161,12 +161,12 @@ bench-ws: bench-deps
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(WS_BENCH_ARGS)
 
 # Two builds of Tapwire side by side, each with its own wrk, so that both see the same host:
-# CPU per small-JSON request by thread group (Benchmarks/cpu_ab.py). For comparing a change;
+# CPU per JSON request by thread group (Benchmarks/cpu_ab.py; DOCUMENT=64k for the 64 KiB page). For comparing a change;
 # `make bench` is what the goals are measured with.
 bench-ab: deps
-	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off|on-off]" >&2; exit 2; }
+	@test -n "$(A)" && test -n "$(B)" || { echo "usage: make bench-ab A=old-binary B=new-binary [ROUNDS=6] [LOGGING=off|on-off] [DOCUMENT=64k]" >&2; exit 2; }
 	$(call apt_install,nginx-light wrk python3)
-	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on)
+	python3 Benchmarks/cpu_ab.py "$(A)" "$(B)" --rounds $(or $(ROUNDS),6) --logging $(or $(LOGGING),on) --document $(or $(DOCUMENT),small)
 
 # The viewer's goals (Benchmarks/viewer_bench.py): first rows with 100,000 records in history,
 # and small-JSON throughput with and without a connected viewer (its live stream; add

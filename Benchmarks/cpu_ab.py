@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Two Tapwire binaries, A and B, side by side: CPU per small-JSON request by thread group.
+"""Two Tapwire binaries, A and B, side by side: CPU per JSON request by thread group.
 
 `make bench-ab A=old-binary B=new-binary` (ROUNDS=6, LOGGING=off for `log.enabled: false`;
-LOGGING=on-off runs A with logging on and B with it off: with A=B, what logging costs by thread).
+LOGGING=on-off runs A with logging on and B with it off: with A=B, what logging costs by thread;
+DOCUMENT=64k for the 64 KiB page instead of the 113-byte document).
 
 Why side by side: on a shared machine the host's speed drifts within a minute, and a
 change worth a few tenths of a µs per exchange hides in back-to-back rounds whose CPU per
@@ -32,16 +33,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxy_bench import (SMALL_JSON, WRK_SCRIPT, Processes, free_port, metrics_records,  # noqa: E402
+from proxy_bench import (SMALL_JSON, WRK_SCRIPT, medium_json, Processes, free_port, metrics_records,  # noqa: E402
                          settle, start_origin, thread_cpu, wait_port, write)
 
 LOADS = []  # wrk processes running, stopped on the way out
 
 
-def wrk(port, origin_port, seconds):
+def wrk(port, origin_port, seconds, document):
     p = subprocess.Popen(
         ["wrk", "-c16", "-t1", "-d%ds" % seconds, "--timeout", "5s", "-s", WRK_SCRIPT,
-         "http://127.0.0.1:%d/" % port, "--", "http://127.0.0.1:%d/small.json" % origin_port],
+         "http://127.0.0.1:%d/" % port, "--", "http://127.0.0.1:%d/%s" % (origin_port, document)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     p.seconds = seconds
     LOADS.append(p)
@@ -77,6 +78,8 @@ def main():
     ap.add_argument("--duration", type=int, default=8, help="seconds measured per round")
     ap.add_argument("--logging", choices=("on", "off", "on-off"), default="on",
                     help="on-off: A with logging on, B with it off (what logging costs, by thread)")
+    ap.add_argument("--document", choices=("small", "64k"), default="small",
+                    help="the 113-byte JSON document or the 64 KiB page of proxy_bench")
     args = ap.parse_args()
     binaries = [os.path.abspath(args.a), os.path.abspath(args.b)]
     for b in binaries:
@@ -97,9 +100,13 @@ def main():
         os.makedirs(www)
         os.chmod(www, 0o755)
         write(os.path.join(www, "small.json"), SMALL_JSON.decode())
+        with open(os.path.join(www, "64k.json"), "wb") as f:
+            f.write(medium_json())
+        os.chmod(os.path.join(www, "64k.json"), 0o644)
+        document = "small.json" if args.document == "small" else "64k.json"
         origin_port, _ = start_origin(procs, root, www)
-        print("A: %s\nB: %s\nlogging %s; %d rounds of %d s, both at once, wrk -c16 -t1 each\n" % (
-            binaries[0], binaries[1], args.logging, args.rounds, args.duration), flush=True)
+        print("A: %s\nB: %s\n%s, logging %s; %d rounds of %d s, both at once, wrk -c16 -t1 each\n" % (
+            binaries[0], binaries[1], document, args.logging, args.rounds, args.duration), flush=True)
         for rnd in range(args.rounds):
             order = (0, 1) if rnd % 2 == 0 else (1, 0)  # which one starts first
             ports = {}
@@ -118,14 +125,14 @@ def main():
                     raise SystemExit("%s did not start; see %s" % (binaries[i], p.out_path))
                 ports[i], running[i] = port, p
             # Warm up (allocator, connections, the first rotation's files), then measure.
-            for i, w in [(i, wrk(ports[i], origin_port, 2)) for i in (0, 1)]:
+            for i, w in [(i, wrk(ports[i], origin_port, 2, document)) for i in (0, 1)]:
                 out = output_of(w)
                 if requests_of(out) == 0:
                     raise SystemExit("warm-up: wrk gave no result, or errors, for %s:\n%s" % ("AB"[i], out))
             settle([running[i].pid for i in (0, 1)])
             # Sampled and loaded in this round's order too, so neither always goes first.
             before = {i: thread_cpu(running[i].pid) for i in order}
-            loads = {i: wrk(ports[i], origin_port, args.duration) for i in order}
+            loads = {i: wrk(ports[i], origin_port, args.duration, document) for i in order}
             outs = {i: output_of(loads[i]) for i in order}
             # What the workers, the writer and the archiver still had queued counts too.
             settle([running[i].pid for i in (0, 1)])
