@@ -193,9 +193,31 @@
     return ms < 10 ? ms.toFixed(2) + " ms" : ms < 1000 ? ms.toFixed(0) + " ms" : (ms / 1000).toFixed(2) + " s";
   }
 
+  // Where each column's cells go in the list (see viewer.css): the header cells' offsets and
+  // widths, measured again when the window or the list's scroll bar changes them. The header
+  // spans the scroll bar, the rows do not: the last column gives up its width.
+  const headRow = document.querySelector("#list .row.head");
+  let columnsKey = "";
+  function placeColumns() {
+    const key = headRow.clientWidth + " " + viewport.clientWidth;
+    if (key === columnsKey) return;
+    columnsKey = key;
+    const left = headRow.getBoundingClientRect().left;
+    const cells = Array.from(headRow.children);
+    const scrollBar = Math.max(0, headRow.clientWidth - viewport.clientWidth);
+    cells.forEach((cell, i) => {
+      const box = cell.getBoundingClientRect();
+      const width = i === cells.length - 1 ? Math.max(0, box.width - scrollBar) : box.width;
+      rowsBox.style.setProperty("--x" + i, (box.left - left) + "px");
+      rowsBox.style.setProperty("--w" + i, width + "px");
+    });
+  }
+
   function makeRow() {
     const r = el("div", "row");
     for (let i = 0; i < 10; i++) r.append(el("span"));
+    // The duration cell's bar and text, made once and rewritten in place.
+    r.children[7].append(el("i"), el("b"));
     r.addEventListener("click", (ev) => { viewport.focus({ preventScroll: true }); select(r._record, ev.ctrlKey || ev.metaKey || ev.shiftKey); });
     return r;
   }
@@ -211,7 +233,7 @@
     if (rec.kind === "loss") {
       c[0].textContent = fmtTime(rec.time);
       c[1].textContent = rec.lost + " exchange" + (rec.lost == 1 ? "" : "s") + " not recorded" + (rec.reason ? " (" + rec.reason + ")" : "");
-      for (let i = 2; i < 10; i++) { c[i].textContent = ""; c[i].hidden = true; }
+      for (let i = 2; i < 10; i++) { if (i !== 7) c[i].textContent = ""; c[i].hidden = true; }
       return;
     }
     for (let i = 2; i < 10; i++) c[i].hidden = false;
@@ -230,15 +252,19 @@
     c[5].textContent = rec.type || "";
     c[6].textContent = fmtSize(rec.size);
     c[6].className = "num";
-    c[7].textContent = "";
     c[7].className = "dur";
+    const bar = c[7].children[0], barText = c[7].children[1];
     if (rec.duration !== undefined) {
       const seconds = Number(rec.duration);
       // Log scale from 1 ms to 10 s: a slow call stands out whatever the rest do.
       const width = Math.max(1, Math.min(50, 50 * Math.log10(1 + seconds * 1000) / 4));
-      const bar = el("i", seconds >= 1 ? "vslow" : seconds >= 0.25 ? "slow" : "");
+      bar.className = seconds >= 1 ? "vslow" : seconds >= 0.25 ? "slow" : "";
       bar.style.width = width + "px";
-      c[7].append(bar, el("b", null, fmtMs(seconds)));
+      bar.hidden = false;
+      barText.textContent = fmtMs(seconds);
+    } else {
+      bar.hidden = true;
+      barText.textContent = "";
     }
     c[8].textContent = rec.rule || "";
     c[9].textContent = rec.error || rec.failure || "";
@@ -259,6 +285,7 @@
     liveRenderTimer = setTimeout(() => { liveRenderTimer = null; lastLiveRender = Date.now(); render(); }, wait);
   }
   function renderNow() {
+    placeColumns();
     const count = rowCount();
     spacer.style.height = count * ROW + "px";
     if (state.shift) {
@@ -270,8 +297,11 @@
       newerButton.hidden = false;
       newerButton.textContent = "↑ " + state.unseen + " new";
     }
-    const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - OVERSCAN);
-    const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + OVERSCAN);
+    // Rows drawn past the window's edges are for a scrolling reader; a followed list, redrawn
+    // whole at every batch of new rows, draws one more row than fits.
+    const overscan = viewport.scrollTop < ROW ? 1 : OVERSCAN;
+    const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - overscan);
+    const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + overscan);
     const needed = last - first;
     while (state.pool.length < needed) { const r = makeRow(); state.pool.push(r); rowsBox.append(r); }
     for (let i = 0; i < state.pool.length; i++) {
