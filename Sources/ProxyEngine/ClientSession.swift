@@ -48,7 +48,7 @@ final class ClientSession: ExchangeClient {
     /// CONNECT is answered (`answerConnectEstablished`, `refuseConnect`).
     var socks: SOCKS5ServerStateMachine?
 
-    var config: EngineConfiguration { engine.configuration }
+    var config: EngineConfiguration { _read { yield engine.configuration } }
     var isIdle: Bool { http2.map { $0.isIdle } ?? !machine.hasExchange }
     private var closed: Bool { machine.isClosed }
     /// Set after an intercepted CONNECT: requests inside the TLS stream go to this origin.

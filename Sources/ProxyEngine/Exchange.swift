@@ -38,7 +38,9 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
     /// for good. Armed at each pause, cancelled at the resume.
     private var stallTimer: LoopTimer?
 
-    var config: EngineConfiguration { session.config }
+    /// Borrowed, not returned: a getter returned the whole struct through the client's
+    /// witness table, retaining and releasing its arrays at every limit read on the hot path.
+    var config: EngineConfiguration { _read { yield session.engine.configuration } }
     var engine: ProxyEngine { session.engine }
 
     /// The URL the record shows: the absolute-form target, or https://host/path when intercepted.
@@ -66,10 +68,10 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
         // tunnel after the 101 moves bytes between bufferevents, TLS filters included). An
         // HTTP/1.0 request's Upgrade, and `Upgrade: h2c`, go on without it (`forwardsUpgrade`).
         let wantsUpgrade = head.forwardsUpgrade
-        let config = session.config
+        let engine = session.engine
         machine = ExchangeStateMachine(
-            limits: .init(highWaterBytes: config.highWaterBytes, upstreamReadTimeout: config.upstreamReadTimeout,
-                          clientIdleTimeout: config.clientIdleTimeout),
+            limits: .init(highWaterBytes: engine.configuration.highWaterBytes, upstreamReadTimeout: engine.configuration.upstreamReadTimeout,
+                          clientIdleTimeout: engine.configuration.clientIdleTimeout),
             hasBody: framing != .none, isHTTP10: head.version == .http1_0,
             wantsUpgrade: wantsUpgrade, clientWantsClose: head.wantsClose, clientEndedBeforeStart: clientEnded)
     }

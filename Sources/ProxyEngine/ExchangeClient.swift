@@ -12,7 +12,6 @@ import HTTP1
 protocol ExchangeClient: AnyObject {
     var loop: EventLoop { get }
     var engine: ProxyEngine { get }
-    var config: EngineConfiguration { get }
     var peerText: String { get }
     /// Requests go to an intercepted origin (decrypted TLS): upgrades are not tunnelled.
     var isIntercepting: Bool { get }

@@ -45,7 +45,7 @@ final class HTTP2Connection {
     private var bytesIn: UInt64 = 0
     private var bytesOut: UInt64 = 0
 
-    var config: EngineConfiguration { session.config }
+    var config: EngineConfiguration { _read { yield session.engine.configuration } }
     var isIdle: Bool { streams.isEmpty }
 
     enum Event {

@@ -60,7 +60,7 @@ final class HTTP2Stream: ExchangeClient {
 
     // MARK: ExchangeClient
 
-    var config: EngineConfiguration { engine.configuration }
+    var config: EngineConfiguration { _read { yield engine.configuration } }
     var peerText: String { connection.session.peerText }
     var isIntercepting: Bool { true }
     var isOpen: Bool { machine.isOpen && connection.nghttp2Session != nil }
