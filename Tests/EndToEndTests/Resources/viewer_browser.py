@@ -251,6 +251,21 @@ def history(url, count, out, directory=None):
         paint = driver.execute_script("const p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null")
         print("first rows after %.3f s (first contentful paint %s ms)" % (first_rows, paint), flush=True)
         driver.save_screenshot(os.path.join(out, "history.png"))
+        # The list's cells sit under their header cells (placed at the header's offsets, not
+        # laid out per row), and none is pushed out of its row.
+        misplaced = driver.execute_script("""
+            const head = [...document.querySelectorAll('#list .row.head > span')].map(c => c.getBoundingClientRect());
+            const out = [];
+            for (const r of [...document.querySelectorAll('#rows .row:not([hidden]):not(.loss)')].slice(0, 20)) {
+              const row = r.getBoundingClientRect();
+              [...r.children].forEach((c, i) => {
+                const b = c.getBoundingClientRect();
+                if (c.hidden || b.width === 0) return;
+                if (Math.abs(b.left - head[i].left) > 1 || b.top < row.top - 1 || b.bottom > row.bottom + 1) out.push([i, b.left, head[i].left]);
+              });
+            }
+            return out;""")
+        check(misplaced == [], "every visible cell is under its header cell (misplaced, [column, left, header left]: %s)" % misplaced[:5])
         deadline = time.time() + 240
         while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading"):
             driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight")
@@ -272,6 +287,10 @@ def history(url, count, out, directory=None):
         driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = Math.max(0, (arguments[0] - 5) * 22)", index)
         text = wait(driver, "const r = [...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden); return r && r.textContent", message="the loss row")
         check("7 exchanges not recorded" in text, "a loss record is a visible gap: %r" % text)
+        # A loss row shows its time and its text only: a row element that showed an exchange
+        # before keeps no duration bar or other cell.
+        shown = driver.execute_script("const r = [...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden); return [...r.children].filter(c => c.getBoundingClientRect().width > 0).length")
+        check(shown == 2, "a loss row shows two cells (%s)" % shown)
         driver.execute_script("[...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden).click()")
         driver.save_screenshot(os.path.join(out, "loss.png"))
         tunnel = wait(driver, "const r = [...document.querySelectorAll('#rows .row.tunnel')].find(r => !r.hidden); return r && r.textContent", message="the tunnel row")
