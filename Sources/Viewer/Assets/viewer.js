@@ -327,6 +327,9 @@
     render();
   }, { passive: true });
   window.addEventListener("resize", render);
+  // The list's scroll bar comes and goes with the rows' height, which changes the rows' width
+  // but not the window's: the columns are placed again.
+  new ResizeObserver(render).observe(viewport);
 
   function showQueryError(message, column) {
     if (message === null) { qError.hidden = true; qInput.classList.remove("invalid"); return; }

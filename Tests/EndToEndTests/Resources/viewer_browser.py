@@ -261,11 +261,11 @@ def history(url, count, out, directory=None):
               [...r.children].forEach((c, i) => {
                 const b = c.getBoundingClientRect();
                 if (c.hidden || b.width === 0) return;
-                if (Math.abs(b.left - head[i].left) > 1 || b.top < row.top - 1 || b.bottom > row.bottom + 1) out.push([i, b.left, head[i].left]);
+                if (Math.abs(b.left - head[i].left) > 1 || b.top < row.top - 1 || b.bottom > row.bottom + 1 || b.right > row.right + 1) out.push([i, b.left, head[i].left, b.right, row.right]);
               });
             }
             return out;""")
-        check(misplaced == [], "every visible cell is under its header cell (misplaced, [column, left, header left]: %s)" % misplaced[:5])
+        check(misplaced == [], "every visible cell is under its header cell (misplaced, [column, left, header left, right, row right]: %s)" % misplaced[:5])
         deadline = time.time() + 240
         while not driver.execute_script("const s = window.tapwireViewer; return s.done && !s.loading"):
             driver.execute_script("const v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight")
