@@ -298,8 +298,8 @@
       newerButton.textContent = "↑ " + state.unseen + " new";
     }
     // Rows drawn past the window's edges are for a scrolling reader; a followed list, redrawn
-    // whole at every batch of new rows, draws one more row than fits.
-    const overscan = viewport.scrollTop < ROW ? 1 : OVERSCAN;
+    // whole at every batch of new rows, draws a wheel step's worth (about 100 px) past it.
+    const overscan = viewport.scrollTop < ROW && !state.paused ? 5 : OVERSCAN;
     const first = Math.max(0, Math.floor(viewport.scrollTop / ROW) - overscan);
     const last = Math.min(count, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW) + overscan);
     const needed = last - first;

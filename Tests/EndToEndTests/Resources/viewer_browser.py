@@ -289,7 +289,7 @@ def history(url, count, out, directory=None):
         check("7 exchanges not recorded" in text, "a loss record is a visible gap: %r" % text)
         # A loss row shows its time and its text only: a row element that showed an exchange
         # before keeps no duration bar or other cell.
-        shown = driver.execute_script("const r = [...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden); return [...r.children].filter(c => c.getBoundingClientRect().width > 0).length")
+        shown = driver.execute_script("const r = [...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden); return r && [...r.children].filter(c => c.getBoundingClientRect().width > 0).length")
         check(shown == 2, "a loss row shows two cells (%s)" % shown)
         driver.execute_script("[...document.querySelectorAll('#rows .row.loss')].find(r => !r.hidden).click()")
         driver.save_screenshot(os.path.join(out, "loss.png"))
