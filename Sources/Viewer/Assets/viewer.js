@@ -194,14 +194,11 @@
   }
 
   // Where each column's cells go in the list (see viewer.css): the header cells' offsets and
-  // widths, measured again when the window or the list's scroll bar changes them. The header
-  // spans the scroll bar, the rows do not: the last column gives up its width.
+  // widths, measured when the list's box changes size (the window, or its scroll bar coming or
+  // going: see the ResizeObserver). The header spans the scroll bar, the rows do not: the last
+  // column gives up its width.
   const headRow = document.querySelector("#list .row.head");
-  let columnsKey = "";
   function placeColumns() {
-    const key = headRow.clientWidth + " " + viewport.clientWidth;
-    if (key === columnsKey) return;
-    columnsKey = key;
     const left = headRow.getBoundingClientRect().left;
     const cells = Array.from(headRow.children);
     const scrollBar = Math.max(0, headRow.clientWidth - viewport.clientWidth);
@@ -285,7 +282,6 @@
     liveRenderTimer = setTimeout(() => { liveRenderTimer = null; lastLiveRender = Date.now(); render(); }, wait);
   }
   function renderNow() {
-    placeColumns();
     const count = rowCount();
     spacer.style.height = count * ROW + "px";
     if (state.shift) {
@@ -326,10 +322,11 @@
     else if (state.holes) refillSoon(); // leaving the followed top: the rows below are made whole first
     render();
   }, { passive: true });
-  window.addEventListener("resize", render);
-  // The list's scroll bar comes and goes with the rows' height, which changes the rows' width
-  // but not the window's: the columns are placed again.
-  new ResizeObserver(render).observe(viewport);
+  // Any change of the list's size: the window's, or the scroll bar's, which comes and goes with
+  // the rows' height and changes the rows' width but not the window's. Observers run after
+  // layout, so measuring the header here costs no forced layout in a redraw; the first one
+  // comes before the page is first painted.
+  new ResizeObserver(() => { placeColumns(); render(); }).observe(viewport);
 
   function showQueryError(message, column) {
     if (message === null) { qError.hidden = true; qInput.classList.remove("invalid"); return; }
