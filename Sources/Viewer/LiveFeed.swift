@@ -68,10 +68,14 @@ final class LiveFeed: @unchecked Sendable {
     private var running = false
 
     let settings: ViewerSettings
+    /// Makes the follower of the active file (path, `maxBytesPerLook`); tests give their own.
+    private let makeFollower: (String, Int) -> Follower
 
-    init(layout: LogFileLayout, settings: ViewerSettings) {
+    init(layout: LogFileLayout, settings: ViewerSettings,
+         follower makeFollower: @escaping (String, Int) -> Follower = { Follower(path: $0, maxBytesPerLook: $1) }) {
         self.layout = layout
         self.settings = settings
+        self.makeFollower = makeFollower
     }
 
     /// `rowsPerLook` nil: `maxRowsPerLook`; never more than it.
@@ -86,7 +90,7 @@ final class LiveFeed: @unchecked Sendable {
         if start {
             // The file's end is taken before the thread starts: rows written after `subscribe`
             // returns reach the subscriber.
-            let follower = Follower(path: layout.activePath, maxBytesPerLook: settings.maxBytesPerLook)
+            let follower = makeFollower(layout.activePath, settings.maxBytesPerLook)
             // Linux thread names hold 15 bytes.
             Thread { [self] in
                 _ = tapwire_name_current_thread("tapwire-live")
@@ -102,14 +106,18 @@ final class LiveFeed: @unchecked Sendable {
         lock.unlock()
     }
 
-    private func current() -> [Subscriber]? {
+    /// The lists and the new lines of one look, read under the lock `subscribe` takes: a list
+    /// that joins during a look gets the lines of the next one, so every line written after
+    /// `subscribe` returns reaches it. (Taken apart, a list joining between the two steps
+    /// missed the lines the look read.) A join waits at most one read of `maxBytesPerLook`.
+    private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>])? {
         lock.lock()
         defer { lock.unlock() }
         if subscribers.isEmpty {
             running = false
             return nil
         }
-        return Array(subscribers.values)
+        return (Array(subscribers.values), follower.newLines())
     }
 
     /// How many nice steps the live stream's writer runs below the rest of the process.
@@ -120,12 +128,11 @@ final class LiveFeed: @unchecked Sendable {
         // (at full load the lists trail, and reload when too far behind), but is never starved
         // for seconds by a busy machine, as an idle-class thread can be.
         _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
-        while let subscribers = current() {
+        while let (subscribers, lines) = look(follower) {
             var batches = [[[UInt8]]](repeating: [], count: subscribers.count)
             // Lists without a query take every row, and a row needs a few members only: the
             // skeleton steps over headers and bodies (a fifth of the full parse's cost).
             let everyRow = subscribers.allSatisfy { $0.query.isEmpty }
-            let lines = follower.newLines()
             // At most `rowsPerLook` rows a look: lists without a query need only the newest lines
             // (as many as the widest list takes) made into rows; the others are counted as a gap.
             let widest = subscribers.map(\.rowsPerLook).max() ?? settings.maxRowsPerLook
@@ -160,7 +167,7 @@ final class LiveFeed: @unchecked Sendable {
     }
 
     /// The complete lines appended to a file since the last call, following renames.
-    final class Follower {
+    class Follower {
         let path: String
         let maxBytesPerLook: Int
         private var descriptor: Int32 = -1

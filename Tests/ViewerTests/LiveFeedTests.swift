@@ -95,6 +95,31 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertTrue(texts(all)[0].contains(#""path":"/x/1""#), texts(all)[0])
     }
 
+    /// A list that joins while the feed is looking at the file gets every row written after
+    /// `subscribe` returns. The follower below lets a list join in the middle of a look and
+    /// "writes" a record the moment that `subscribe` returns, in whichever look that is.
+    func testAListThatJoinsDuringALookGetsTheRowsWrittenAfterItJoined() throws {
+        try append("")
+        var settings = ViewerSettings()
+        settings.pollInterval = 0.01
+        let record = #"{"id":"r-1","kind":"http","request":{"method":"GET","url":"http://a.local/1","headers":[]},"response":{"status":503,"headers":[]}}"#
+        let follower = JoiningFollower(path: active, maxBytesPerLook: settings.maxBytesPerLook, line: Array(record.utf8))
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings,
+                            follower: { _, _ in follower })
+        let first = feed.subscribe(.all)
+        defer { feed.unsubscribe(first) }
+        let failures = try Query.parse("status>=500")
+        follower.arm { feed.subscribe(failures) }
+        guard let joined = follower.joined(within: 5) else { return XCTFail("the list never joined") }
+        defer { feed.unsubscribe(joined) }
+        var rows: [[UInt8]] = []
+        let deadline = Date().addingTimeInterval(5)
+        while rows.isEmpty && Date() < deadline { rows += joined.take(timeout: 0.1).rows }
+        XCTAssertEqual(texts(rows).count, 1, "a record written after the list joined never reached it")
+        XCTAssertTrue(texts(rows).first?.contains(#""id":"r-1""#) ?? false, "\(texts(rows))")
+        XCTAssertTrue(follower.joinedMidLook == false, "a list joins between looks, never during one")
+    }
+
     /// More new lines in one look than `maxRowsPerLook`: the newest are rows, the rest a
     /// gap the page fills in from the log; with or without a query.
     func testABurstBeyondALooksRowsBecomesAGapAndTheNewestRows() throws {
@@ -161,5 +186,52 @@ final class LiveFeedTests: XCTestCase {
         let taken = slow.take(timeout: 1)
         XCTAssertTrue(taken.overflowed, "\(n) rows offered, \(taken.rows.count) queued")
         XCTAssertLessThanOrEqual(taken.rows.count, settings.maxQueuedRows)
+    }
+}
+
+/// Follows the file like the feed's own follower, except that once armed, the next look lets a
+/// list join (on another thread, waiting a moment for it) and hands over `line` as soon as that
+/// join has returned: in that look if the list could join during it, else in a later one.
+private final class JoiningFollower: LiveFeed.Follower, @unchecked Sendable {
+    private let state = NSCondition()
+    private let line: [UInt8]
+    private var join: (() -> LiveFeed.Subscriber)?
+    private var subscriber: LiveFeed.Subscriber?
+    private var given = false
+    private(set) var joinedMidLook: Bool?
+
+    init(path: String, maxBytesPerLook: Int, line: [UInt8]) {
+        self.line = line
+        super.init(path: path, maxBytesPerLook: maxBytesPerLook)
+    }
+
+    func arm(_ join: @escaping () -> LiveFeed.Subscriber) {
+        state.lock(); self.join = join; state.unlock()
+    }
+
+    func joined(within seconds: Double) -> LiveFeed.Subscriber? {
+        state.lock(); defer { state.unlock() }
+        let deadline = Date().addingTimeInterval(seconds)
+        while subscriber == nil && state.wait(until: deadline) {}
+        return subscriber
+    }
+
+    override func newLines() -> [ArraySlice<UInt8>] {
+        var lines = super.newLines()
+        state.lock(); defer { state.unlock() }
+        if let join {
+            self.join = nil
+            Thread { [self] in
+                let joined = join()
+                state.lock(); subscriber = joined; state.broadcast(); state.unlock()
+            }.start()
+            _ = state.wait(until: Date().addingTimeInterval(0.3))
+            joinedMidLook = subscriber != nil
+        }
+        if subscriber != nil && !given {
+            given = true
+            lines.append(line[...])
+        }
+        return lines
     }
 }
