@@ -136,21 +136,16 @@ final class HTTP2OriginStream {
     /// line and Host, the connection-specific fields dropped (RFC 9113 §8.2.2), names in lower case.
     private func submit(_ head: HTTPRequestHead, hasBody: Bool, _ nghttp2: OpaquePointer) {
         requestMethod = head.method
-        var names: [[UInt8]] = [Array(":method".utf8), Array(":scheme".utf8), Array(":authority".utf8), Array(":path".utf8)]
-        var values: [[UInt8]] = [Array(head.method.utf8), Array("https".utf8),
-                                 Array((head.headers.first(name: "Host") ?? connection.authority.hostFieldValue).utf8),
-                                 Array(head.target.utf8)]
-        for field in head.headers {
-            let name = field.name.lowercased()
-            if name == "host" || name == "te" || HTTP2Stream.isConnectionSpecific(name) { continue }
-            names.append(Array(name.utf8))
-            values.append(Array(field.value.utf8))
-        }
+        var fields = HTTP2FieldList(capacity: head.headers.count + 5)
+        fields.append(name: ":method", value: head.method)
+        fields.append(name: ":scheme", value: "https")
+        fields.append(name: ":authority", value: head.headers.first(name: "Host") ?? connection.authority.hostFieldValue)
+        fields.append(name: ":path", value: head.target)
+        fields.append(head.headers, dropping: "host")
         // The one TE HTTP/2 allows, and always true here: trailers become chunked trailers
         // for the exchange. The HTTP/1.1 form dropped the client's TE as hop-by-hop, and gRPC
         // servers refuse a request without it.
-        names.append(Array("te".utf8))
-        values.append(Array("trailers".utf8))
+        fields.append(name: "te", value: "trailers")
         var provider = nghttp2_data_provider()
         provider.read_callback = { _, streamID, buffer, length, flags, _, user in
             guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
@@ -158,7 +153,7 @@ final class HTTP2OriginStream {
             guard let stream = c.stream(streamID) else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
             return stream.readRequest(into: buffer, length: length, flags: flags)
         }
-        let submitted = HTTP2Stream.withFieldList(names, values) { list, count in
+        let submitted = fields.withList { list, count in
             hasBody ? nghttp2_submit_request(nghttp2, nil, list, count, &provider, nil)
                     : nghttp2_submit_request(nghttp2, nil, list, count, nil, nil)
         } ?? -1
@@ -174,10 +169,9 @@ final class HTTP2OriginStream {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers = requestTrailers.trailers, !trailers.isEmpty, let nghttp2 = connection.session {
                 requestTrailers.trailers = nil
-                let kept = trailers.fields.filter { !HTTP2Stream.isConnectionSpecific($0.name) }
-                let rc = HTTP2Stream.withFieldList(kept.map { Array($0.name.lowercased().utf8) }, kept.map { Array($0.value.utf8) }) {
-                    nghttp2_submit_trailer(nghttp2, id, $0, $1)
-                } ?? -1
+                var fields = HTTP2FieldList(capacity: trailers.count)
+                fields.append(trailers)
+                let rc = fields.withList { nghttp2_submit_trailer(nghttp2, id, $0, $1) } ?? -1
                 if rc == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
             }
             return max(0, n)
@@ -205,13 +199,19 @@ final class HTTP2OriginStream {
     /// - Parameter endsStream: the answer is its head alone (a gRPC trailers-only answer).
     private func writeHead(endsStream: Bool) {
         let status = responseStatus
-        var text = "HTTP/1.1 \(status) \r\n"
         let fields = responseFields
         responseFields.removeAll()
         responseStatus = 0
+        // Bytes, not a string built by interpolation: this runs for every stream.
+        var text: [UInt8] = []
+        text.reserveCapacity(256)
+        text.append(contentsOf: "HTTP/1.1 ".utf8)
+        text.append(contentsOf: String(status).utf8)
+        text.append(contentsOf: " \r\n".utf8)
         if status >= 100 && status < 200 {
-            for (n, v) in fields { text += "\(n): \(v)\r\n" }
-            write(text + "\r\n")
+            for (n, v) in fields { HTTP2OriginStream.appendField(n, v, to: &text) }
+            text.append(contentsOf: "\r\n".utf8)
+            write(text)
             return
         }
         finalHeadSent = true
@@ -224,10 +224,13 @@ final class HTTP2OriginStream {
         let hasLength = fields.contains { $0.0 == "content-length" }
         chunked = !bodyless && !endsStream && (!hasLength || announcesTrailers)
         let emptyBody = endsStream && !bodyless
-        for (n, v) in fields where !((chunked || emptyBody) && n == "content-length") { text += "\(n): \(v)\r\n" }
-        if emptyBody { text += "content-length: 0\r\n" }
-        if chunked { text += "transfer-encoding: chunked\r\n" }
-        write(text + "\r\n")
+        for (n, v) in fields where !((chunked || emptyBody) && n == "content-length") {
+            HTTP2OriginStream.appendField(n, v, to: &text)
+        }
+        if emptyBody { text.append(contentsOf: "content-length: 0\r\n".utf8) }
+        if chunked { text.append(contentsOf: "transfer-encoding: chunked\r\n".utf8) }
+        text.append(contentsOf: "\r\n".utf8)
+        write(text)
     }
 
     /// Trailers: the chunked body's last chunk.
@@ -235,9 +238,17 @@ final class HTTP2OriginStream {
         let fields = responseFields
         responseFields.removeAll()
         guard chunked else { return }
-        var text = "0\r\n"
-        for (n, v) in fields { text += "\(n): \(v)\r\n" }
-        write(text + "\r\n")
+        var text = Array("0\r\n".utf8)
+        for (n, v) in fields { HTTP2OriginStream.appendField(n, v, to: &text) }
+        text.append(contentsOf: "\r\n".utf8)
+        write(text)
+    }
+
+    private static func appendField(_ name: String, _ value: String, to text: inout [UInt8]) {
+        text.append(contentsOf: name.utf8)
+        text.append(contentsOf: ": ".utf8)
+        text.append(contentsOf: value.utf8)
+        text.append(contentsOf: "\r\n".utf8)
     }
 
     func responseData(_ data: UnsafeBufferPointer<UInt8>) {
@@ -292,5 +303,10 @@ final class HTTP2OriginStream {
         guard let pairEnd, let output = bufferevent_get_output(pairEnd) else { return }
         var text = text
         text.withUTF8 { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        guard let pairEnd, let output = bufferevent_get_output(pairEnd) else { return }
+        bytes.withUnsafeBufferPointer { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
     }
 }

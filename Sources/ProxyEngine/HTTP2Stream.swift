@@ -90,10 +90,7 @@ final class HTTP2Stream: ExchangeClient {
     }
 
     func forwardResponseHead(_ head: HTTPResponseHead, connection _: String?, droppingTransferEncoding _: Bool) {
-        // Transfer-Encoding survives HTTP/1.1's hop-by-hop filter (it frames the body there);
-        // HTTP/2 forbids it with the other connection-specific fields.
-        var headers = head.headers.removingHopByHop(keepUpgrade: false)
-        headers.removeAll { HTTP2Stream.isConnectionSpecific($0.name) }
+        let headers = head.headers.removingHopByHop(keepUpgrade: false)
         // An empty answer ends with its HEADERS frame: a gRPC trailers-only answer (its status
         // in the head) must, or the client finds no status in the trailers it waits for.
         submitResponse(status: head.status, headers: headers,
@@ -239,7 +236,7 @@ final class HTTP2Stream: ExchangeClient {
             // The last chunk carries the trailers (RFC 9112 §7.1.2); a body sent with a
             // Content-Length has nowhere to put them over HTTP/1.1, so they are dropped.
             var last = "0\r\n"
-            for (name, value) in requestTrailers where !HTTP2Stream.isConnectionSpecific(name) {
+            for (name, value) in requestTrailers where !HTTP2FieldList.isConnectionSpecific(name) {
                 last += "\(name): \(value)\r\n"
             }
             last += "\r\n"
@@ -305,14 +302,11 @@ final class HTTP2Stream: ExchangeClient {
 
     private func submitResponse(status: Int, headers: HTTPHeaders, hasBody: Bool) {
         guard let nghttp2 = connection.nghttp2Session, machine.startResponse() else { return }
-        var names: [[UInt8]] = [Array(":status".utf8)]
-        var values: [[UInt8]] = [Array(String(status).utf8)]
-        for field in headers {
-            // HTTP/2 field names are lower case (RFC 9113 §8.2.2); Transfer-Encoding and
-            // the connection-specific fields were dropped with the hop-by-hop ones.
-            names.append(Array(field.name.lowercased().utf8))
-            values.append(Array(field.value.utf8))
-        }
+        var fields = HTTP2FieldList(capacity: headers.count + 1)
+        fields.append(name: ":status", value: String(status))
+        // Transfer-Encoding survives HTTP/1.1's hop-by-hop filter (it frames the body there);
+        // the field list leaves it out with the other connection-specific fields.
+        fields.append(headers)
         var provider = nghttp2_data_provider()
         provider.read_callback = { _, streamID, buffer, length, flags, _, user in
             guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
@@ -323,7 +317,7 @@ final class HTTP2Stream: ExchangeClient {
             return stream.readResponse(into: buffer, length: length, flags: flags)
         }
         // nghttp2 copies the names and values before returning.
-        let rc = HTTP2Stream.withFieldList(names, values) { list, count in
+        let rc = fields.withList { list, count in
             hasBody ? nghttp2_submit_response(nghttp2, id, list, count, &provider)
                     : nghttp2_submit_response(nghttp2, id, list, count, nil)
         } ?? -1
@@ -345,10 +339,9 @@ final class HTTP2Stream: ExchangeClient {
                 // The stream ends with the trailers' HEADERS frame instead (nghttp2 allows
                 // submitting them from this callback).
                 responseTrailers = nil
-                let kept = trailers.fields.filter { !HTTP2Stream.isConnectionSpecific($0.name) }
-                let rc = HTTP2Stream.withFieldList(kept.map { Array($0.name.lowercased().utf8) }, kept.map { Array($0.value.utf8) }) {
-                    nghttp2_submit_trailer(nghttp2, id, $0, $1)
-                } ?? -1
+                var fields = HTTP2FieldList(capacity: trailers.count)
+                fields.append(trailers)
+                let rc = fields.withList { nghttp2_submit_trailer(nghttp2, id, $0, $1) } ?? -1
                 if rc == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
             }
             return max(0, n)
@@ -379,38 +372,7 @@ final class HTTP2Stream: ExchangeClient {
         readTimer = timer
     }
 
-    /// Fields HTTP/2 forbids (RFC 9113 §8.2.2), which an HTTP/1.1 trailer section may hold.
-    static func isConnectionSpecific(_ name: String) -> Bool {
-        ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"].contains(name.lowercased())
-    }
-
     static func responseHasBody(status: Int, requestMethod: String?) -> Bool {
         !(requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status))
-    }
-
-    /// The fields as nghttp2's name/value list, pointing into one buffer that lives for `body`.
-    static func withFieldList<R>(_ names: [[UInt8]], _ values: [[UInt8]],
-                                         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R? {
-        var bytes: [UInt8] = []
-        var spans: [(name: Range<Int>, value: Range<Int>)] = []
-        for (name, value) in zip(names, values) {
-            let nameStart = bytes.count
-            bytes += name
-            let valueStart = bytes.count
-            bytes += value
-            spans.append((nameStart..<valueStart, valueStart..<bytes.count))
-        }
-        bytes.append(0)  // never empty, so the base address exists
-        return bytes.withUnsafeMutableBufferPointer { buffer -> R? in
-            guard let base = buffer.baseAddress else { return nil }
-            let list = spans.map { span in
-                nghttp2_nv(name: base + span.name.lowerBound, value: base + span.value.lowerBound,
-                           namelen: span.name.count, valuelen: span.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            return list.withUnsafeBufferPointer { fields in
-                // An empty list still needs a valid pointer: the buffer's own.
-                body(fields.baseAddress ?? UnsafePointer(OpaquePointer(base)), fields.count)
-            }
-        }
     }
 }
