@@ -52,6 +52,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
     public init() { bytes = []; spans = [] }
     public init(_ pairs: [(String, String)]) {
         self.init()
+        bytes.reserveCapacity(pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
+        spans.reserveCapacity(pairs.count)
         for (name, value) in pairs { add(name: name, value: value) }
     }
     public init(arrayLiteral elements: (String, String)...) { self.init(elements) }
@@ -112,16 +114,25 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         let span = appendBytes(name: name, value: value)
         spans.append(span)
     }
+    /// Adds a field from bytes as received (an HTTP/2 header callback's), without strings.
+    public mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let nameStart = bytes.count
+        bytes.append(contentsOf: name)
+        let valueStart = bytes.count
+        bytes.append(contentsOf: value)
+        spans.append(Span(name: nameStart..<valueStart, value: valueStart..<bytes.count))
+    }
     public mutating func insert(name: String, value: String, at index: Int) {
         let span = appendBytes(name: name, value: value)
         spans.insert(span, at: index)
     }
 
     private mutating func appendBytes(name: String, value: String) -> Span {
+        var name = name, value = value
         let nameStart = bytes.count
-        bytes.append(contentsOf: name.utf8)
+        name.withUTF8 { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
-        bytes.append(contentsOf: value.utf8)
+        value.withUTF8 { bytes.append(contentsOf: $0) }
         return Span(name: nameStart..<valueStart, value: valueStart..<bytes.count)
     }
 

@@ -344,7 +344,7 @@ final class Exchange<Session: ExchangeClient>: UpstreamOwner {
                 responseHead = rh
                 // An HTTP/2 origin's own fields are recorded, not the HTTP/1.1 framing the
                 // stream wrote for this exchange to read.
-                if let fields = upstream?.originResponseFields { originResponseHeaders = HTTPHeaders(fields) }
+                if let fields = upstream?.originResponseHeaders { originResponseHeaders = fields }
                 responseFramer = framing.map { BodyFramer($0) }
                 // Time to first event: only a plain event stream can be scanned as it comes.
                 clock.eventStream = FirstEventScanner.applies(to: rh.headers)

@@ -197,8 +197,8 @@ final class HTTP2OriginConnection {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
             guard let frame, let name, let value, let s = HTTP2OriginConnection.connection(user)?.byID[frame.pointee.hd.stream_id] else { return 0 }
-            s.header(name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
-                     value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+            s.header(name: UnsafeBufferPointer(start: name, count: nameLength),
+                     value: UnsafeBufferPointer(start: value, count: valueLength))
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in

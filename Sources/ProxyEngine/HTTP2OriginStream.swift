@@ -33,7 +33,9 @@ final class HTTP2OriginStream {
     private let requestBody: OpaquePointer
     private var requestEnded = false
 
-    private var responseFields: [(String, String)] = []
+    /// The fields of the header block being received (nghttp2 has checked that the names
+    /// are lower case).
+    private var responseFields = HTTPHeaders()
     private var responseStatus = 0
     private var finalHeadSent = false
     /// The response body goes in chunked framing.
@@ -182,8 +184,12 @@ final class HTTP2OriginStream {
 
     // MARK: the response, from the origin (called by the connection's nghttp2 callbacks)
 
-    func header(name: String, value: String) {
-        if name == ":status" { responseStatus = Int(value) ?? 0 } else if !name.hasPrefix(":") { responseFields.append((name, value)) }
+    func header(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if HTTP2FieldList.equalsLowercased(name, ":status") {
+            responseStatus = Int(String(decoding: value, as: UTF8.self)) ?? 0
+        } else if name.first != UInt8(ascii: ":") {
+            responseFields.add(name: name, value: value)
+        }
     }
 
     func frameReceived(_ frame: nghttp2_frame) {
@@ -200,7 +206,7 @@ final class HTTP2OriginStream {
     private func writeHead(endsStream: Bool) {
         let status = responseStatus
         let fields = responseFields
-        responseFields.removeAll()
+        responseFields = HTTPHeaders()
         responseStatus = 0
         // Bytes, not a string built by interpolation: this runs for every stream.
         var text: [UInt8] = []
@@ -209,7 +215,7 @@ final class HTTP2OriginStream {
         text.append(contentsOf: String(status).utf8)
         text.append(contentsOf: " \r\n".utf8)
         if status >= 100 && status < 200 {
-            for (n, v) in fields { HTTP2OriginStream.appendField(n, v, to: &text) }
+            HTTP2OriginStream.append(fields, to: &text)
             text.append(contentsOf: "\r\n".utf8)
             write(text)
             return
@@ -220,13 +226,11 @@ final class HTTP2OriginStream {
         // HTTP/1.1 carries trailers only after a chunked body: an answer that announces
         // trailers goes chunked even with a Content-Length (dropped, as chunked framing
         // replaces it).
-        let announcesTrailers = fields.contains { $0.0 == "trailer" }
-        let hasLength = fields.contains { $0.0 == "content-length" }
+        let announcesTrailers = fields.contains(name: "trailer")
+        let hasLength = fields.contains(name: "content-length")
         chunked = !bodyless && !endsStream && (!hasLength || announcesTrailers)
         let emptyBody = endsStream && !bodyless
-        for (n, v) in fields where !((chunked || emptyBody) && n == "content-length") {
-            HTTP2OriginStream.appendField(n, v, to: &text)
-        }
+        HTTP2OriginStream.append(fields, droppingContentLength: chunked || emptyBody, to: &text)
         if emptyBody { text.append(contentsOf: "content-length: 0\r\n".utf8) }
         if chunked { text.append(contentsOf: "transfer-encoding: chunked\r\n".utf8) }
         text.append(contentsOf: "\r\n".utf8)
@@ -236,19 +240,23 @@ final class HTTP2OriginStream {
     /// Trailers: the chunked body's last chunk.
     private func writeTrailers() {
         let fields = responseFields
-        responseFields.removeAll()
+        responseFields = HTTPHeaders()
         guard chunked else { return }
         var text = Array("0\r\n".utf8)
-        for (n, v) in fields { HTTP2OriginStream.appendField(n, v, to: &text) }
+        HTTP2OriginStream.append(fields, to: &text)
         text.append(contentsOf: "\r\n".utf8)
         write(text)
     }
 
-    private static func appendField(_ name: String, _ value: String, to text: inout [UInt8]) {
-        text.append(contentsOf: name.utf8)
-        text.append(contentsOf: ": ".utf8)
-        text.append(contentsOf: value.utf8)
-        text.append(contentsOf: "\r\n".utf8)
+    /// The fields as HTTP/1.1 field lines.
+    private static func append(_ fields: HTTPHeaders, droppingContentLength: Bool = false, to text: inout [UInt8]) {
+        fields.forEachField { name, value in
+            if droppingContentLength && HTTP2FieldList.equalsLowercased(name, "content-length") { return }
+            text.append(contentsOf: name)
+            text.append(contentsOf: ": ".utf8)
+            text.append(contentsOf: value)
+            text.append(contentsOf: "\r\n".utf8)
+        }
     }
 
     func responseData(_ data: UnsafeBufferPointer<UInt8>) {
@@ -282,7 +290,7 @@ final class HTTP2OriginStream {
     /// The final response's header fields as the origin sent them, before the HTTP/1.1
     /// framing the exchange reads was added (`content-length: 0`, `transfer-encoding`) or a
     /// Content-Length dropped for trailers: what the record shows.
-    private(set) var originHead: [(String, String)]?
+    private(set) var originHead: HTTPHeaders?
 
     /// Why the stream ended early, when the origin (or a GOAWAY) reset it: the exchange's
     /// error names it instead of a closed connection.

@@ -50,7 +50,7 @@ final class UpstreamConnection {
     /// (see `HTTP2OriginStream`), and this object is never pooled (its HTTP/2 connection is).
     private var http2: HTTP2OriginStream?
     /// An HTTP/2 origin's response header fields as sent (see `HTTP2OriginStream.originHead`).
-    var originResponseFields: [(String, String)]? { http2?.originHead }
+    var originResponseHeaders: HTTPHeaders? { http2?.originHead }
     /// Why an HTTP/2 origin's stream ended early (its RST_STREAM code), nil otherwise.
     var closeCause: String? { http2?.resetCause }
     var speaksHTTP2: Bool { http2 != nil }

@@ -34,6 +34,20 @@ final class HeadParserTests: XCTestCase {
         XCTAssertEqual(head.headers["x-b"], ["1", "3"])
     }
 
+    /// Fields added from bytes (an HTTP/2 origin's header callback) and from strings share
+    /// one list: order, lookups, and bytes that are not UTF-8 kept as they came.
+    func testFieldsAddedFromBytesAndStrings() {
+        var headers: HTTPHeaders = [("Content-Type", "text/plain")]
+        let name = Array("x-raw".utf8), value: [UInt8] = [0x61, 0xFF, 0x62]
+        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in headers.add(name: n, value: v) } }
+        headers.add(name: "x-after", value: "1")
+        XCTAssertEqual(headers.fields.map(\.name), ["Content-Type", "x-raw", "x-after"])
+        XCTAssertEqual(headers.first(name: "X-RAW"), "a\u{FFFD}b")
+        var raw: [[UInt8]] = []
+        headers.forEachField { _, v in raw.append(Array(v)) }
+        XCTAssertEqual(raw, [Array("text/plain".utf8), value, Array("1".utf8)])
+    }
+
     func testOWSAroundValueTrimmedButInnerSpaceKept() {
         guard let (head, _) = request("GET / HTTP/1.1\r\nHost:h\r\nX: \t a  b \t\r\nY:\r\nZ:   \r\n\r\n") else { return }
         XCTAssertEqual(head.headers.first(name: "x"), "a  b")
