@@ -156,8 +156,11 @@ final class ProxyService: @unchecked Sendable {
         }
         if config.logEnabled && engineConfig.loopNice > 0 {
             let steps = engineConfig.loopNice
-            pipeline.onFirstBacklog { [weak engine] in
-                guard let (lowered, error) = engine?.lowerLoopPriority() else { return }
+            // Strong, not `weak`: a weak reference would give the engine a side table, and
+            // every retain and release of it (from every loop, on every exchange) would take
+            // the refcount's slow path. The engine lives as long as the process.
+            pipeline.onFirstBacklog {
+                guard let (lowered, error) = engine.lowerLoopPriority() else { return }
                 if error != 0 {
                     Self.log("logging fell behind; \(lowered) event loop(s) now run \(steps) nice steps below it (log.loopNice), "
                              + "the others could not: \(String(cString: strerror(error)))")
