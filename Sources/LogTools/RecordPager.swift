@@ -117,7 +117,9 @@ public enum RecordPager {
                 defer { reader.close() }
                 // Matches newest first, counted from the file's end: a cursor's position counts
                 // them all, also those an id fallback leaves out, so the next page skips as many.
-                let skip = Int(from ?? 0)
+                // Capped: the position comes from the request, and `skip + need` must not
+                // overflow (a trap would stop the process). No file holds this many lines.
+                let skip = Int(min(from ?? 0, Int64(Int32.max)))
                 let need = limit - lines.count
                 let trim = olderThan == nil
                 var matches: [[UInt8]] = []

@@ -55,6 +55,18 @@ final class RecordPagerTests: XCTestCase {
         }
     }
 
+    /// A cursor is request input: a position past every match in a .gz file is an empty
+    /// page, never an arithmetic overflow (which would stop the whole process).
+    func testAHugeCursorPositionInACompressedFileIsAnEmptyPage() throws {
+        try writeLog()
+        for position in [Int64.max, Int64.max / 2, 1 << 40] {
+            let cursor = RecordCursor(file: "tapwire-20261201T000000.jsonl.gz", device: 0, inode: 0, position: position, lastID: "x")
+            let page = try RecordPager.page(layout: layout, query: .all, before: cursor, limit: 5)
+            XCTAssertEqual(numbers(page), [], "position \(position)")
+            XCTAssertNil(page.next)
+        }
+    }
+
     func testAQueryKeepsItsRecordsOnly() throws {
         try writeLog()
         XCTAssertEqual(try all("status=503", limit: 4), Array(stride(from: 80, through: 5, by: -5)))
