@@ -174,6 +174,9 @@ final class LiveFeed: @unchecked Sendable {
         private var identity: (UInt64, UInt64)?
         private var offset: Int64 = 0
         private var partial: [UInt8] = []
+        /// A line longer than `maxBytesPerLook` is being stepped over up to its end: it is no
+        /// live row (the history shows it), and holding it whole would stop every look.
+        private var skippingLongLine = false
 
         init(path: String, maxBytesPerLook: Int) {
             self.path = path
@@ -184,6 +187,7 @@ final class LiveFeed: @unchecked Sendable {
         private func open(fromEnd: Bool) {
             descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             partial = []
+            skippingLongLine = false
             guard descriptor >= 0 else { identity = nil; offset = 0; return }
             var info = stat()
             fstat(descriptor, &info)
@@ -210,6 +214,7 @@ final class LiveFeed: @unchecked Sendable {
                 // Truncated in place: everything in it is new.
                 offset = 0
                 partial = []
+                skippingLongLine = false
                 lines += readLines()
             }
             return lines
@@ -244,8 +249,19 @@ final class LiveFeed: @unchecked Sendable {
                     start = end + 1
                 }
             }
-            let lines = ranges.map { data[$0] }
+            var lines = ranges.map { data[$0] }
+            if skippingLongLine {
+                // Up to the first line end (if any) is the rest of the long line.
+                if start == 0 { partial = []; return [] }
+                skippingLongLine = false
+                // A line starting at the buffer's start is that rest (an empty rest has no range).
+                if ranges.first?.lowerBound == 0 { lines.removeFirst() }
+            }
             partial = Array(data[start...])
+            if partial.count >= maxBytesPerLook {
+                partial = []
+                skippingLongLine = true
+            }
             return lines
         }
 

@@ -52,6 +52,29 @@ final class LiveFeedTests: XCTestCase {
         follower.close()
     }
 
+    /// A line longer than `maxBytesPerLook` is stepped over (the history shows it); the lines
+    /// after it still come, whether its end falls inside a look or at the start of one.
+    func testALineLongerThanALookIsSteppedOverAndTheNextLinesCome() throws {
+        try append("")
+        let follower = LiveFeed.Follower(path: active, maxBytesPerLook: 1024)
+        defer { follower.close() }
+        func drain() -> [String] {
+            var out: [String] = []
+            for _ in 0..<20 { out += texts(follower.newLines()) }
+            return out
+        }
+        try append("a\n" + String(repeating: "x", count: 5000))
+        XCTAssertEqual(drain(), ["a"])
+        try append("xx\nb\n")
+        XCTAssertEqual(drain(), ["b"], "the long line's end, then the next line")
+        try append(String(repeating: "y", count: 3000))
+        XCTAssertEqual(drain(), [])
+        try append("\nc\nd\n")
+        XCTAssertEqual(drain(), ["c", "d"], "a long line whose end starts a look")
+        try append("e\n")
+        XCTAssertEqual(drain(), ["e"])
+    }
+
     func testABacklogIsReadInSteps() throws {
         try append("")
         // viewer.maxBytesPerLook, set low: the backlog is three looks.
