@@ -84,13 +84,12 @@ final class LiveFeed: @unchecked Sendable {
         let subscriber = Subscriber(query: query, rowsPerLook: perLook, maxQueuedRows: settings.maxQueuedRows)
         lock.lock()
         subscribers[ObjectIdentifier(subscriber)] = subscriber
-        let start = !running
+        // The file's end is taken under the lock, before any other list can join and return:
+        // rows written after any `subscribe` returns reach that subscriber.
+        let follower = running ? nil : makeFollower(layout.activePath, settings.maxBytesPerLook)
         running = true
         lock.unlock()
-        if start {
-            // The file's end is taken before the thread starts: rows written after `subscribe`
-            // returns reach the subscriber.
-            let follower = makeFollower(layout.activePath, settings.maxBytesPerLook)
+        if let follower {
             // Linux thread names hold 15 bytes.
             Thread { [self] in
                 _ = tapwire_name_current_thread("tapwire-live")

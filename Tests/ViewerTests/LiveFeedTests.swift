@@ -143,6 +143,45 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertTrue(follower.joinedMidLook == false, "a list joins between looks, never during one")
     }
 
+    /// A list that joins while the first list's feed is still starting gets the rows written
+    /// after it joined: the file's end is taken before any other `subscribe` can return. Here
+    /// the second list joins (and a record is written at once) while the follower is made.
+    func testAListThatJoinsWhileTheFeedStartsGetsTheRowsWrittenAfterItJoined() throws {
+        try append("")
+        var settings = ViewerSettings()
+        settings.pollInterval = 0.01
+        let record = #"{"id":"r-1","kind":"http","request":{"method":"GET","url":"http://a.local/1","headers":[]},"response":{"status":503,"headers":[]}}"# + "\n"
+        let join = LateJoin()
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings,
+                            follower: { [self] path, perLook in
+            Thread {
+                guard let feed = join.feed else { return }
+                let subscriber = feed.subscribe(.all)
+                try? self.append(record)
+                join.joined.lock(); join.second = subscriber; join.joined.broadcast(); join.joined.unlock()
+            }.start()
+            join.joined.lock()
+            _ = join.joined.wait(until: Date().addingTimeInterval(0.3))
+            join.joined.unlock()
+            return LiveFeed.Follower(path: path, maxBytesPerLook: perLook)
+        })
+        join.feed = feed
+        let joined = join.joined
+        let first = feed.subscribe(.all)
+        defer { feed.unsubscribe(first) }
+        joined.lock()
+        let deadline = Date().addingTimeInterval(5)
+        while join.second == nil && joined.wait(until: deadline) {}
+        let late = join.second
+        joined.unlock()
+        guard let late else { return XCTFail("the second list never joined") }
+        defer { feed.unsubscribe(late) }
+        var rows: [[UInt8]] = []
+        let until = Date().addingTimeInterval(3)
+        while rows.isEmpty && Date() < until { rows += late.take(timeout: 0.1).rows }
+        XCTAssertEqual(rows.count, 1, "a record written after the list joined never reached it")
+    }
+
     /// More new lines in one look than `maxRowsPerLook`: the newest are rows, the rest a
     /// gap the page fills in from the log; with or without a query.
     func testABurstBeyondALooksRowsBecomesAGapAndTheNewestRows() throws {
@@ -257,4 +296,11 @@ private final class JoiningFollower: LiveFeed.Follower, @unchecked Sendable {
         }
         return lines
     }
+}
+
+/// The second list of the start-up race test, handed between threads under `joined`.
+private final class LateJoin: @unchecked Sendable {
+    let joined = NSCondition()
+    var second: LiveFeed.Subscriber?
+    weak var feed: LiveFeed?
 }
