@@ -276,6 +276,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         return true
     }
 
+    /// Whether a field name's bytes are `lowercase` (a lower-case literal), ignoring ASCII case.
+    public static func name(_ bytes: UnsafeBufferPointer<UInt8>, is lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = lowercase.utf8Start
+        for i in 0..<bytes.count where asciiLower(bytes[i]) != expected[i] { return false }
+        return true
+    }
+
     /// The string's UTF-8 without a copy when it is stored contiguously (literals, parsed text).
     @inline(__always)
     static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
@@ -298,7 +306,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
 }
 
 @inline(__always)
-func asciiLower(_ c: UInt8) -> UInt8 { (c >= 65 && c <= 90) ? c | 0x20 : c }
+public func asciiLower(_ c: UInt8) -> UInt8 { (c >= 65 && c <= 90) ? c | 0x20 : c }
 
 extension Substring {
     func trimmingOWS() -> String {

@@ -95,11 +95,7 @@ enum HopRole {
     case other
 
     init(bytes n: UnsafeBufferPointer<UInt8>) {
-        @inline(__always) func named(_ candidate: StaticString) -> Bool {
-            let c = candidate.utf8Start
-            for i in 0..<n.count where asciiLower(n[i]) != c[i] { return false }
-            return true
-        }
+        @inline(__always) func named(_ candidate: StaticString) -> Bool { HTTPHeaders.name(n, is: candidate) }
         switch n.count {
         case 2: self = named("te") ? .drop : .other
         case 4: self = named("host") ? .keep : .other

@@ -23,7 +23,7 @@ struct HTTP2FieldList {
     /// Appends one field; the name is lower-cased.
     mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let nameStart = bytes.count
-        for byte in name { bytes.append(byte &- 0x41 < 26 ? byte | 0x20 : byte) }
+        for byte in name { bytes.append(asciiLower(byte)) }
         let valueStart = bytes.count
         bytes.append(contentsOf: value)
         spans.append((nameStart, valueStart, bytes.count))
@@ -39,7 +39,7 @@ struct HTTP2FieldList {
     mutating func append(_ headers: HTTPHeaders, dropping: StaticString? = nil) {
         headers.forEachField { name, value in
             guard !HTTP2FieldList.isConnectionSpecific(name),
-                  !(dropping.map { HTTP2FieldList.equalsLowercased(name, $0) } ?? false) else { return }
+                  !(dropping.map { HTTPHeaders.name(name, is: $0) } ?? false) else { return }
             append(name: name, value: value)
         }
     }
@@ -66,31 +66,17 @@ struct HTTP2FieldList {
         }
     }
 
-    /// Connection-specific fields (RFC 9113 §8.2.2), whatever the case of the name.
+    /// Connection-specific fields (RFC 9113 §8.2.2).
+    private static let connectionSpecific: [StaticString] = ["te", "upgrade", "connection", "keep-alive",
+                                                              "proxy-connection", "transfer-encoding"]
+
+    /// Whether the name is a connection-specific field's, whatever its case.
     static func isConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        switch name.count {
-        case 2: return equalsLowercased(name, "te")
-        case 7: return equalsLowercased(name, "upgrade")
-        case 10: return equalsLowercased(name, "connection") || equalsLowercased(name, "keep-alive")
-        case 16: return equalsLowercased(name, "proxy-connection")
-        case 17: return equalsLowercased(name, "transfer-encoding")
-        default: return false
-        }
+        connectionSpecific.contains { HTTPHeaders.name(name, is: $0) }
     }
 
     static func isConnectionSpecific(_ name: String) -> Bool {
         var name = name
         return name.withUTF8 { isConnectionSpecific($0) }
-    }
-
-    /// Whether `bytes`, lower-cased, are `lowercase`.
-    static func equalsLowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
-        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        let expected = lowercase.utf8Start
-        for i in 0..<bytes.count {
-            let byte = bytes[i]
-            if (byte &- 0x41 < 26 ? byte | 0x20 : byte) != expected[i] { return false }
-        }
-        return true
     }
 }

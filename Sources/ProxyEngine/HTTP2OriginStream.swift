@@ -185,7 +185,7 @@ final class HTTP2OriginStream {
     // MARK: the response, from the origin (called by the connection's nghttp2 callbacks)
 
     func header(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        if HTTP2FieldList.equalsLowercased(name, ":status") {
+        if HTTPHeaders.name(name, is: ":status") {
             responseStatus = Int(String(decoding: value, as: UTF8.self)) ?? 0
         } else if name.first != UInt8(ascii: ":") {
             responseFields.add(name: name, value: value)
@@ -251,7 +251,7 @@ final class HTTP2OriginStream {
     /// The fields as HTTP/1.1 field lines.
     private static func append(_ fields: HTTPHeaders, droppingContentLength: Bool = false, to text: inout [UInt8]) {
         fields.forEachField { name, value in
-            if droppingContentLength && HTTP2FieldList.equalsLowercased(name, "content-length") { return }
+            if droppingContentLength && HTTPHeaders.name(name, is: "content-length") { return }
             text.append(contentsOf: name)
             text.append(contentsOf: ": ".utf8)
             text.append(contentsOf: value)

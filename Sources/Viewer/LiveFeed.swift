@@ -107,8 +107,7 @@ final class LiveFeed: @unchecked Sendable {
 
     /// The lists and the new lines of one look, read under the lock `subscribe` takes: a list
     /// that joins during a look gets the lines of the next one, so every line written after
-    /// `subscribe` returns reaches it. (Taken apart, a list joining between the two steps
-    /// missed the lines the look read.) A join waits at most one read of `maxBytesPerLook`.
+    /// `subscribe` returns reaches it. A join waits at most one read of `maxBytesPerLook`.
     private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>])? {
         lock.lock()
         defer { lock.unlock() }
