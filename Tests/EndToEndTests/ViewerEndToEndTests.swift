@@ -66,6 +66,16 @@ final class ViewerEndToEndTests: XCTestCase {
         print("screenshots in \(out.path)")
     }
 
+    /// The live stream breaks (here `tapwire view` stops and starts again on its port): the
+    /// page reconnects and fills in from the log the record written while nothing served it.
+    func testALiveListThatReconnectsGetsTheRecordsWrittenWhileItWasDown() throws {
+        try requireBrowser()
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let out = try outputDirectory("reconnect")
+        try browse(["reconnect", try tapwireBinary(), work.path, out.path], timeout: 120)
+    }
+
     // MARK: refusals (plain HTTP)
 
     private struct Answer {

@@ -25,6 +25,9 @@
     query: new URLSearchParams(location.search).get("q") || "",
     live: [], history: [], ids: new Set(), next: null, loading: false, done: false, generation: 0,
     selected: [], paused: false, unseen: 0, shift: 0, source: null, pool: [], current: null, stale: false, holes: false, perLook: 100, gaps: 0, refills: 0,
+    // The live stream is open (or could not be): history is read only from then on, so no
+    // record falls between the page's last history row and its first live one.
+    ready: false, reconnects: 0, liveStopped: false,
   };
   // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
   // not an unshift that moves every row) and history pages (newest first, older appended).
@@ -312,7 +315,7 @@
       r._index = first + i;
       r._selected = selected;
     }
-    const label = count.toLocaleString() + (state.done ? "" : "+") + " records";
+    const label = count.toLocaleString() + (state.done ? "" : "+") + " records" + (state.liveStopped ? " · no live rows: reload the page" : "");
     if (countLabel.textContent !== label) countLabel.textContent = label;
     if (!state.done && !state.loading && last + AHEAD > count) loadOlder();
   }
@@ -349,7 +352,7 @@
   }
 
   async function loadOlder() {
-    if (state.loading || state.done) return;
+    if (state.loading || state.done || !state.ready) return;
     state.loading = true;
     const generation = state.generation, refills = state.refills;
     const params = new URLSearchParams({ q: state.query, limit: String(PAGE) });
@@ -399,6 +402,27 @@
       }
       if (following && state.holes) trimLive();
       renderLive();
+    };
+    // `open` comes once the server has subscribed the stream to new records: the history read
+    // after it overlaps the live rows (duplicates are dropped by id) rather than missing any.
+    let opened = false;
+    source.onopen = () => {
+      if (generation !== state.generation) return;
+      if (!opened) { opened = true; state.ready = true; render(); return; }
+      // Reconnected (the stream broke: the server restarted, a network hiccup): the records
+      // written while it was down came on no stream; the log has them, as after a gap.
+      state.reconnects++;
+      state.gaps++;
+      const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
+      if (following) refillSoon(); else { state.stale = true; render(); }
+    };
+    source.onerror = () => {
+      if (generation !== state.generation) return;
+      // No stream yet: the history is shown anyway (the browser keeps trying to connect, and
+      // a reconnection refills the top).
+      if (!opened) { opened = true; state.ready = true; render(); }
+      // Closed for good (the server refused the stream, e.g. at `viewer.maxConnections`).
+      if (source.readyState === EventSource.CLOSED) { state.liveStopped = true; render(); }
     };
     source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
     // More rows came in one look than a list takes (full load): the newest follow, the ones
@@ -488,10 +512,10 @@
     harLink.href = "/api/har?" + new URLSearchParams({ q: state.query });
     state.live = []; state.history = []; state.ids = new Set(); state.next = null; state.done = false; state.loading = false;
     state.unseen = 0; state.shift = 0; newerButton.hidden = true; state.stale = false; state.holes = false;
+    state.ready = false; state.liveStopped = false;
     viewport.scrollTop = 0;
     startLive();
     render();
-    loadOlder();
   }
 
   let typing = null;

@@ -7,6 +7,8 @@
   viewer_browser.py live URL PROXY ORIGIN OUT   the page against `tapwire run` while curl sends traffic
   viewer_browser.py history URL COUNT OUT [DIR]  the page over a large generated history (in DIR:
                                             records appended there show live)
+  viewer_browser.py reconnect BIN DIR OUT    the page while `BIN view --log-dir DIR` stops and
+                                            starts again on its port
 
 Prints one line per check; exits 1 at the first failed check (its reason on stderr).
 Screenshots go to OUT."""
@@ -348,6 +350,53 @@ def history(url, count, out, directory=None):
     finally:
         driver.quit()
 
+# ---------------------------------------------------------------- reconnect
+
+def start_view(binary, directory, listen):
+    process = subprocess.Popen([binary, "view", "--log-dir", directory, "--listen", listen],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    for line in process.stdout:
+        for word in line.split():
+            if word.startswith("http://"):
+                return process, word
+    fail("tapwire view did not print its URL")
+
+def reconnect(binary, directory, out):
+    generate(directory, 30)
+    count = 30 + 3
+    view, url = start_view(binary, directory, "127.0.0.1:0")
+    driver = browser(out)
+    try:
+        driver.get(url)
+        wait(driver, "const s = window.tapwireViewer; return s && s.ready && s.done && !s.loading && s.rows.length === %d" % count,
+             message="the history after the live stream opened")
+        check(True, "the history is read once the live stream is open")
+        millis = int(time.time() * 1000)
+        def append(k):
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(record(1000 + k, millis + k) + "\n")
+            return "%016x-%06x" % (millis + k, 1001 + k)
+        first = append(0)
+        wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % first, message="a live row before the restart")
+        # The server goes away; a record is written while nothing serves the page; it comes back.
+        view.terminate()
+        view.wait(timeout=10)
+        missed = append(1)
+        port = url.rstrip("/").rsplit(":", 1)[1]
+        view, _ = start_view(binary, directory, "127.0.0.1:" + port)
+        wait(driver, "return window.tapwireViewer.reconnects > 0", timeout=30, message="the live stream reconnecting")
+        ids = wait(driver, "const s = window.tapwireViewer; return !s.loading && s.rows.some(r => r.id === '%s') && s.rows.map(r => r.id)" % missed,
+                   timeout=15, message="the record written while the stream was down")
+        check(ids[0] == missed and ids[1] == first, "after a reconnection the record written meanwhile is on top (%s)" % ids[:3])
+        after = append(2)
+        wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % after, message="a live row after the restart")
+        ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)")
+        check(len(ids) == len(set(ids)) == count + 3, "every record once (%d rows, %d distinct)" % (len(ids), len(set(ids))))
+        print("PASS", flush=True)
+    finally:
+        driver.quit()
+        view.terminate()
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "generate":
@@ -356,5 +405,7 @@ if __name__ == "__main__":
         live(*sys.argv[2:6])
     elif mode == "history":
         history(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
+    elif mode == "reconnect":
+        reconnect(*sys.argv[2:5])
     else:
         fail("unknown mode " + mode)
