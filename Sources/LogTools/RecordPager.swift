@@ -49,8 +49,16 @@ public enum RecordPager {
 
     public static func page(layout: LogFileLayout, query: Query, before cursor: RecordCursor?, limit: Int,
                             chunkSize: Int = QueryScanOptions.defaultChunkSize) throws -> RecordPage {
+        try page(layout: layout, query: query, before: cursor, limit: limit, chunkSize: chunkSize, afterListing: {})
+    }
+
+    /// `afterListing` runs between listing the files and opening the rotated ones (tests
+    /// compress a rotated file there, as the archiver may).
+    static func page(layout: LogFileLayout, query: Query, before cursor: RecordCursor?, limit: Int,
+                     chunkSize: Int, afterListing: () -> Void) throws -> RecordPage {
         let limit = max(1, min(limit, maxLimit))
         let snapshot = try LogSnapshot(layout: layout)
+        afterListing()
         let scanner = SegmentScanner(query: query, form: .json, chunkSize: max(4096, chunkSize))
         var segments: [Segment] = []
         for segment in snapshot.segments.reversed() {
@@ -63,9 +71,15 @@ public enum RecordPager {
                 let name = String(path.split(separator: "/").last ?? "")
                 if path.hasSuffix(".gz") {
                     segments.append(Segment(name: name, path: path))
-                } else if let reader = try LogSnapshot.open(rotated: path) as? PlainFileReader, let status = reader.status() {
-                    segments.append(Segment(name: name, reader: reader, size: status.size, isActive: false,
-                                            device: status.device, inode: status.inode))
+                } else if let opened = try LogSnapshot.open(rotated: path) {
+                    if let reader = opened as? PlainFileReader, let status = reader.status() {
+                        segments.append(Segment(name: name, reader: reader, size: status.size, isActive: false,
+                                                device: status.device, inode: status.inode))
+                    } else {
+                        // Compressed since the listing: its records are in the .gz now.
+                        opened.close()
+                        segments.append(Segment(name: name + ".gz", path: path + ".gz"))
+                    }
                 }
             }
         }

@@ -106,6 +106,27 @@ final class RecordPagerTests: XCTestCase {
         XCTAssertEqual(seen, Array((1...80).reversed()))
     }
 
+    /// The archiver compressed the plain rotated file after the page listed the files and
+    /// before it opened them: its records are read from the .gz, none is skipped.
+    func testAFileCompressedBetweenListingAndOpeningIsReadAsItsGz() throws {
+        try writeLog()
+        let plain = "tapwire-20261201T010000.jsonl"
+        let page = try RecordPager.page(layout: layout, query: .all, before: nil, limit: 80, chunkSize: 4096, afterListing: {
+            try? self.directory.writeGzip(plain + ".gz", self.lines(31...50))
+            try? FileManager.default.removeItem(atPath: self.directory.path + "/" + plain)
+        })
+        XCTAssertEqual(numbers(page), Array((1...80).reversed()))
+        // A page that stops inside it hands a cursor that goes on in the .gz.
+        var cursor: RecordCursor?
+        var out: [Int] = []
+        repeat {
+            let next = try RecordPager.page(layout: layout, query: .all, before: cursor, limit: 7, chunkSize: 4096, afterListing: {})
+            out += numbers(next)
+            cursor = next.next
+        } while cursor != nil && out.count < 200
+        XCTAssertEqual(out, Array((1...80).reversed()))
+    }
+
     func testAMalformedCursorTextIsRefused() {
         XCTAssertNil(RecordCursor(text: ""))
         XCTAssertNil(RecordCursor(text: "a/b/c/d/e"))
