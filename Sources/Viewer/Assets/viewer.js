@@ -222,54 +222,73 @@
     return r;
   }
 
+  // A row element's parts are written only when what they show changes: a followed list
+  // shows new records in every row at every redraw, but most cells (method, host, path,
+  // status, type, rule) read as they did, and a cell left alone is not laid out again.
+  function put(node, key, value) {
+    if (node["_" + key] === value) return;
+    node["_" + key] = value;
+    if (key === "text") node.textContent = value;
+    else if (key === "className") node.className = value;
+    else if (key === "hidden") node.hidden = value;
+    else if (key === "title") node.title = value;
+    else if (key === "top") node.style.top = value;
+    else if (key === "width") node.style.width = value;
+  }
+
   function fillRow(r, rec, index) {
     r._record = rec;
-    r.style.top = index * ROW + "px";
+    put(r, "top", index * ROW + "px");
     const c = r.children;
-    r.dataset.id = rec.id || "";
-    let cls = "row " + (rec.kind || "http");
-    if (state.selected.includes(rec)) cls += " selected";
-    r.className = cls;
+    const id = rec.id || "";
+    if (r.dataset.id !== id) r.dataset.id = id;
+    put(r, "className", "row " + (rec.kind || "http") + (state.selected.includes(rec) ? " selected" : ""));
     if (rec.kind === "loss") {
-      c[0].textContent = fmtTime(rec.time);
-      c[1].textContent = rec.lost + " exchange" + (rec.lost == 1 ? "" : "s") + " not recorded" + (rec.reason ? " (" + rec.reason + ")" : "");
-      for (let i = 2; i < 10; i++) { if (i !== 7) c[i].textContent = ""; c[i].hidden = true; }
+      put(c[0], "text", fmtTime(rec.time));
+      put(c[1], "text", rec.lost + " exchange" + (rec.lost == 1 ? "" : "s") + " not recorded" + (rec.reason ? " (" + rec.reason + ")" : ""));
+      for (let i = 2; i < 10; i++) { if (i !== 7) put(c[i], "text", ""); put(c[i], "hidden", true); }
       return;
     }
-    for (let i = 2; i < 10; i++) c[i].hidden = false;
-    c[0].textContent = fmtTime(rec.time);
-    c[1].textContent = rec.method || "";
-    c[1].className = "method";
-    c[2].textContent = rec.host || "";
-    c[2].title = rec.host || "";
-    c[3].textContent = "";
-    if (rec.kind === "tunnel" || rec.kind === "websocket") c[3].append(el("span", "kind", rec.kind));
-    if (rec.replayOf) c[3].append(el("span", "replay", "↻"));
-    c[3].append(rec.path || "");
-    c[3].title = (rec.replayOf ? "replay of " + rec.replayOf + "\n" : "") + (rec.path || "");
-    c[4].textContent = rec.status || "";
-    c[4].className = "num s" + String(rec.status || "").charAt(0);
-    c[5].textContent = rec.type || "";
-    c[6].textContent = fmtSize(rec.size);
-    c[6].className = "num";
-    c[7].className = "dur";
+    for (let i = 2; i < 10; i++) put(c[i], "hidden", false);
+    put(c[0], "text", fmtTime(rec.time));
+    put(c[1], "text", rec.method || "");
+    put(c[1], "className", "method");
+    put(c[2], "text", rec.host || "");
+    put(c[2], "title", rec.host || "");
+    const tunnel = rec.kind === "tunnel" || rec.kind === "websocket";
+    const pathKey = (tunnel ? rec.kind : "") + "\n" + (rec.replayOf ? "r" : "") + "\n" + (rec.path || "");
+    if (c[3]._path !== pathKey) {
+      c[3]._path = pathKey;
+      c[3].textContent = "";
+      if (tunnel) c[3].append(el("span", "kind", rec.kind));
+      if (rec.replayOf) c[3].append(el("span", "replay", "↻"));
+      c[3].append(rec.path || "");
+    }
+    put(c[3], "title", (rec.replayOf ? "replay of " + rec.replayOf + "\n" : "") + (rec.path || ""));
+    put(c[4], "text", String(rec.status || ""));
+    put(c[4], "className", "num s" + String(rec.status || "").charAt(0));
+    put(c[5], "text", rec.type || "");
+    put(c[6], "text", fmtSize(rec.size));
+    put(c[6], "className", "num");
+    put(c[7], "className", "dur");
     const bar = c[7].children[0], barText = c[7].children[1];
     if (rec.duration !== undefined) {
       const seconds = Number(rec.duration);
       // Log scale from 1 ms to 10 s: a slow call stands out whatever the rest do.
       const width = Math.max(1, Math.min(50, 50 * Math.log10(1 + seconds * 1000) / 4));
-      bar.className = seconds >= 1 ? "vslow" : seconds >= 0.25 ? "slow" : "";
-      bar.style.width = width + "px";
-      bar.hidden = false;
-      barText.textContent = fmtMs(seconds);
+      put(bar, "className", seconds >= 1 ? "vslow" : seconds >= 0.25 ? "slow" : "");
+      put(bar, "width", width.toFixed(1) + "px");
+      put(bar, "hidden", false);
+      put(barText, "text", fmtMs(seconds));
     } else {
-      bar.hidden = true;
-      barText.textContent = "";
+      put(bar, "hidden", true);
+      put(barText, "text", "");
     }
-    c[8].textContent = rec.rule || "";
-    c[9].textContent = rec.error || rec.failure || "";
-    c[9].className = rec.error || rec.failure ? "err" : "";
-    c[9].title = c[9].textContent;
+    put(c[8], "text", rec.rule || "");
+    const error = rec.error || rec.failure || "";
+    put(c[9], "text", error);
+    put(c[9], "className", error ? "err" : "");
+    put(c[9], "title", error);
   }
 
   let renderQueued = false;
