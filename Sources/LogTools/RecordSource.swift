@@ -222,6 +222,26 @@ public final class RecordSource {
         }
     }
 
+    /// How many records a rotated file holds (its lines, a last one without `\n` included),
+    /// read through once, plain or .gz (also when compressed since it was listed); nil when
+    /// it is gone or unreadable.
+    public static func lineCount(ofRotated path: String) -> Int? {
+        guard let reader = try? LogSnapshot.open(rotated: path) else { return nil }
+        defer { reader.close() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        var count = 0
+        var endsWithNewline = true
+        while true {
+            buffer.removeAll(keepingCapacity: true)
+            guard let n = try? reader.read(into: &buffer) else { return nil }
+            if n == 0 { break }
+            for byte in buffer where byte == 10 { count += 1 }
+            endsWithNewline = buffer.last == 10
+        }
+        return endsWithNewline ? count : count + 1
+    }
+
     static func openRotated(_ path: String) throws(LogReadError) -> LogFileReader {
         path.hasSuffix(".gz") ? try GzipFileReader(path: path) : try PlainFileReader(path: path)
     }

@@ -15,7 +15,10 @@ import Glibc
 /// bytes of the file per look, and a list that falls `viewer.maxQueuedRows` behind reloads.
 ///
 /// Rotation: when the active path names another file, the old one is read to its end first,
-/// then the new one from its start, so no record written meanwhile is skipped.
+/// then the new one from its start, so no record written meanwhile is skipped. A feed that
+/// fell further behind than one rotation (the file after the old one was rotated too) does
+/// not read the files in between: their records, and the old file's last ones, are a gap,
+/// which the lists fill in from the log.
 final class LiveFeed: @unchecked Sendable {
     final class Subscriber {
         let query: Query
@@ -108,14 +111,15 @@ final class LiveFeed: @unchecked Sendable {
     /// The lists and the new lines of one look, read under the lock `subscribe` takes: a list
     /// that joins during a look gets the lines of the next one, so every line written after
     /// `subscribe` returns reaches it. A join waits at most one read of `maxBytesPerLook`.
-    private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>])? {
+    private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>], passedOver: Int)? {
         lock.lock()
         defer { lock.unlock() }
         if subscribers.isEmpty {
             running = false
             return nil
         }
-        return (Array(subscribers.values), follower.newLines())
+        let lines = follower.newLines()
+        return (Array(subscribers.values), lines, follower.passedOver)
     }
 
     /// How many nice steps the live stream's writer runs below the rest of the process.
@@ -126,7 +130,7 @@ final class LiveFeed: @unchecked Sendable {
         // (at full load the lists trail, and reload when too far behind), but is never starved
         // for seconds by a busy machine, as an idle-class thread can be.
         _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
-        while let (subscribers, lines) = look(follower) {
+        while let (subscribers, lines, passedOver) = look(follower) {
             var batches = [[[UInt8]]](repeating: [], count: subscribers.count)
             // Lists without a query take every row, and a row needs a few members only: the
             // skeleton steps over headers and bodies (a fifth of the full parse's cost).
@@ -135,7 +139,7 @@ final class LiveFeed: @unchecked Sendable {
             // (as many as the widest list takes) made into rows; the others are counted as a gap.
             let widest = subscribers.map(\.rowsPerLook).max() ?? settings.maxRowsPerLook
             let first = everyRow ? max(0, lines.count - widest) : 0
-            var skipped = [Int](repeating: first, count: subscribers.count)
+            var skipped = [Int](repeating: first + passedOver, count: subscribers.count)
             for slice in lines[first...] {
                 let line = Array(slice)
                 if everyRow, let skeleton = RecordSkeleton.parse(line) {
@@ -168,6 +172,9 @@ final class LiveFeed: @unchecked Sendable {
     class Follower {
         let path: String
         let maxBytesPerLook: Int
+        /// Records the last `newLines` passed over, older than the lines it returned: after more
+        /// than one rotation since the look before, the files in between and the old file's rest.
+        private(set) var passedOver = 0
         private var descriptor: Int32 = -1
         private var identity: (UInt64, UInt64)?
         private var offset: Int64 = 0
@@ -179,7 +186,26 @@ final class LiveFeed: @unchecked Sendable {
         init(path: String, maxBytesPerLook: Int) {
             self.path = path
             self.maxBytesPerLook = maxBytesPerLook
+            let slash = path.lastIndex(of: "/")
+            layout = LogFileLayout(directory: slash.map { String(path[..<$0]) } ?? ".",
+                                   fileName: slash.map { String(path[path.index(after: $0)...]) } ?? path)
             open(fromEnd: true)
+        }
+
+        private let layout: LogFileLayout
+
+        /// Lines in the files rotated after the open (old) one: the rotated name it has now
+        /// (the descriptor's link, "(deleted)" once compressed or removed) orders it among them.
+        private func linesRotatedSinceOpenFile() -> Int {
+            var link = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlink("/proc/self/fd/\(descriptor)", &link, link.count - 1)
+            guard n > 0 else { return 0 }
+            var target = String(decoding: link[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if target.hasSuffix(" (deleted)") { target.removeLast(" (deleted)".count) }
+            guard let name = target.split(separator: "/").last, let mine = layout.parseRotated(String(name)) else { return 0 }
+            return layout.rotatedFiles()
+                .filter { ($0.stamp, $0.suffix) > (mine.stamp, mine.suffix) }
+                .reduce(0) { $0 + (RecordSource.lineCount(ofRotated: layout.directory + "/" + $1.name) ?? 0) }
         }
 
         private func open(fromEnd: Bool) {
@@ -195,6 +221,7 @@ final class LiveFeed: @unchecked Sendable {
 
         /// Slices of one buffer: a line is copied only when it is made into a row.
         func newLines() -> [ArraySlice<UInt8>] {
+            passedOver = 0
             if descriptor < 0 { open(fromEnd: false); if descriptor < 0 { return [] } }
             var lines = readLines()
             // This file first, to its end (a look reads at most `maxBytesPerLook`).
@@ -205,6 +232,12 @@ final class LiveFeed: @unchecked Sendable {
             if renamed {
                 // Rotated, and the old file read: its last line without `\n` is whole now.
                 if !partial.isEmpty { lines.append(partial[...]) }
+                let between = linesRotatedSinceOpenFile()
+                if between > 0 {
+                    // Rotated again since: the lines returned would have a hole after them.
+                    passedOver = lines.count + between
+                    lines = []
+                }
                 close()
                 open(fromEnd: false)
                 if descriptor >= 0 { lines += readLines() }

@@ -127,6 +127,21 @@ final class RecordPagerTests: XCTestCase {
         XCTAssertEqual(out, Array((1...80).reversed()))
     }
 
+    /// What the live feed counts as passed over when it skips whole rotated files.
+    func testALineCountOfARotatedFilePlainGzCompressedSinceOrGone() throws {
+        try writeLog()
+        let dir = directory.path
+        XCTAssertEqual(RecordSource.lineCount(ofRotated: dir + "/tapwire-20261201T000000.jsonl.gz"), 30)
+        XCTAssertEqual(RecordSource.lineCount(ofRotated: dir + "/tapwire-20261201T010000.jsonl"), 20)
+        directory.write("tapwire-20261201T020000.jsonl", "{}\n{}")
+        XCTAssertEqual(RecordSource.lineCount(ofRotated: dir + "/tapwire-20261201T020000.jsonl"), 2, "a last line without its newline")
+        // Compressed since it was listed: the plain name is read as its .gz.
+        try directory.writeGzip("tapwire-20261201T010000.jsonl.gz", lines(31...50))
+        try FileManager.default.removeItem(atPath: dir + "/tapwire-20261201T010000.jsonl")
+        XCTAssertEqual(RecordSource.lineCount(ofRotated: dir + "/tapwire-20261201T010000.jsonl"), 20)
+        XCTAssertNil(RecordSource.lineCount(ofRotated: dir + "/tapwire-20261130T000000.jsonl"))
+    }
+
     func testAMalformedCursorTextIsRefused() {
         XCTAssertNil(RecordCursor(text: ""))
         XCTAssertNil(RecordCursor(text: "a/b/c/d/e"))

@@ -52,6 +52,33 @@ final class LiveFeedTests: XCTestCase {
         follower.close()
     }
 
+    /// Two rotations between looks: the file in between is not read, its records and the old
+    /// file's last ones are counted as passed over (a gap the lists fill in from the log),
+    /// never silently missing; then the new active file from its start.
+    func testFilesRotatedWhileTheFeedWasBehindArePassedOverAsAGap() throws {
+        try append("")
+        let follower = LiveFeed.Follower(path: active, maxBytesPerLook: ViewerSettings().maxBytesPerLook)
+        try append("a1\na2\n")
+        XCTAssertEqual(texts(follower.newLines()), ["a1", "a2"])
+        try append("a3\na4\n")
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000000.jsonl")
+        try append("b1\nb2\nb3\n")
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000001.jsonl")
+        try append("c1\n")
+        XCTAssertEqual(texts(follower.newLines()), ["c1"])
+        XCTAssertEqual(follower.passedOver, 2 + 3, "a3, a4 and the file in between")
+        try append("c2\n")
+        XCTAssertEqual(texts(follower.newLines()), ["c2"])
+        XCTAssertEqual(follower.passedOver, 0)
+        // One rotation, with the old file compressed (removed) meanwhile: nothing passed over.
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000002.jsonl")
+        try FileManager.default.removeItem(atPath: directory + "/tapwire-20261201T000002.jsonl")
+        try append("d1\n")
+        XCTAssertEqual(texts(follower.newLines()), ["d1"])
+        XCTAssertEqual(follower.passedOver, 0)
+        follower.close()
+    }
+
     /// A line longer than `maxBytesPerLook` is stepped over (the history shows it); the lines
     /// after it still come, whether its end falls inside a look or at the start of one.
     func testALineLongerThanALookIsSteppedOverAndTheNextLinesCome() throws {
