@@ -16,7 +16,8 @@ import ResponseSerialization
 public enum RecordSkeleton {
     /// Top-level members kept whole (small scalars or small objects).
     private static let kept: Set<String> = ["id", "kind", "time", "startTime", "target", "serializer", "error", "rule",
-                                           "replayOf", "bytesFromUpstream", "duration", "lost", "reason", "status"]
+                                           "replayOf", "bytesFromUpstream", "duration", "lost", "reason", "status",
+                                           "size", "direction", "opcode", "connection"]
     /// Top-level objects of which only some members are kept.
     private static let nested: [String: Set<String>] = [
         "request": ["method", "url"],

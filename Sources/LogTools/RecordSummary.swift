@@ -2,7 +2,8 @@ import ResponseSerialization
 
 /// One row of the viewer's list: the few fields of a record a table shows, as a small JSON
 /// object (`{"id","kind","time","method","host","path","status","type","size","duration","rule",
-/// "error","failure","replayOf","lost"}`, absent members left out). Numbers the record holds are
+/// "error","failure","replayOf","lost"}`, and for a WebSocket message `"direction","opcode",
+/// "connection"`; absent members left out). Numbers the record holds are
 /// copied as their text; `duration` is seconds.
 public enum RecordSummary {
     public static func json(_ record: JSON) -> JSON {
@@ -30,6 +31,11 @@ public enum RecordSummary {
         case "loss":
             add("lost", record[member: "lost"])
             add("reason", record[member: "reason"])
+        case "wsMessage":
+            add("size", record[member: "size"])
+            add("direction", record[member: "direction"])
+            add("opcode", record[member: "opcode"])
+            add("connection", record[member: "connection"])
         default:
             add("size", record[path: "data", "size"] ?? view.response?[member: "bodySize"])
             add("duration", record[path: "timeline", "requestDuration"])

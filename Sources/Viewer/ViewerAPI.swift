@@ -23,6 +23,15 @@ struct ViewerAPI {
         }
     }
 
+    /// `GET /api/query?q=`: `{"valid":true}` when the query parses, else 400 with its column.
+    /// The page checks a query here before it swaps its list: parsing reads no records.
+    func check(_ request: ViewerRequest) -> ViewerResponse {
+        switch self.query(request) {
+        case .success: return .json(Array(#"{"valid":true}"#.utf8))
+        case .failure(let f): return f.response
+        }
+    }
+
     /// `GET /api/records?q=&before=CURSOR&limit=N`: `{"rows":[…],"next":CURSOR|null}`, newest first.
     func records(_ request: ViewerRequest) -> ViewerResponse {
         let query: Query

@@ -161,6 +161,7 @@ public final class ViewerServer: @unchecked Sendable {
             return .whole(ViewerResponse(status: 200, reason: "OK", contentType: "text/javascript; charset=utf-8", body: PackageResources.viewer_js))
         case ("GET", "/viewer.css"):
             return .whole(ViewerResponse(status: 200, reason: "OK", contentType: "text/css; charset=utf-8", body: PackageResources.viewer_css))
+        case ("GET", "/api/query"): return .whole(api.check(request))
         case ("GET", "/api/records"): return .whole(api.records(request))
         case ("GET", "/api/record"): return .whole(api.record(request))
         case ("GET", "/api/curl"): return .whole(api.curl(request))
@@ -168,10 +169,10 @@ public final class ViewerServer: @unchecked Sendable {
         case ("GET", "/api/har"): return api.har(request)
         case ("GET", "/api/live"): return api.live(request)
         case ("POST", "/api/replay"): return .whole(api.replay(request))
-        case (_, "/"), (_, "/index.html"), (_, "/viewer.js"), (_, "/viewer.css"), (_, "/api/records"), (_, "/api/record"),
+        case (_, "/"), (_, "/index.html"), (_, "/viewer.js"), (_, "/viewer.css"), (_, "/api/query"), (_, "/api/records"), (_, "/api/record"),
              (_, "/api/curl"), (_, "/api/diff"), (_, "/api/har"), (_, "/api/live"), (_, "/api/replay"):
             var response = ViewerResponse.text("method not allowed\n", status: 405, reason: "Method Not Allowed")
-            response.extraHeaders = [("Allow", request.path == "/api/replay" ? "POST" : "GET, HEAD")]
+            response.extraHeaders = [("Allow", request.path == "/api/replay" ? "POST" : request.path == "/" ? "GET, HEAD" : "GET")]
             return .whole(response)
         default:
             // On the proxy's address, most likely a client that took the proxy for an origin.

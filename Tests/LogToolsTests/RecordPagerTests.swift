@@ -161,6 +161,12 @@ final class RecordPagerTests: XCTestCase {
         let tunnel = try JSONParser.parse(Array(Fixture.tunnel(9).utf8))
         XCTAssertEqual(RecordSummary.json(tunnel)[member: "method"]?.stringValue, "CONNECT")
         XCTAssertEqual(RecordSummary.json(tunnel)[member: "host"]?.stringValue, "api.github.com")
+        let message = try JSONParser.parse(Array((#"{"id":"m","kind":"wsMessage","connection":"c","direction":"client","opcode":"binary","#
+            + #""size":5,"time":"2026-12-04T22:42:17.474704Z","result":{"failure":{"error":"msgpackSerializationFailed","reason":"at 3"}}}"#).utf8))
+        let messageRow = RecordSummary.json(message)
+        let expected: [JSON?] = [.string("client"), .string("binary"), .string("c"), .number("5"), .string("2026-12-04T22:42:17.474704Z")]
+        XCTAssertEqual(["direction", "opcode", "connection", "size", "time"].map { messageRow[member: $0] }, expected)
+        XCTAssertEqual(messageRow[member: "failure"]?.stringValue, "at 3")
     }
 }
 
@@ -172,6 +178,8 @@ final class RecordSkeletonTests: XCTestCase {
             Fixture.http(7, status: 503), Fixture.http(8, method: "POST", url: "https://h.example/a?b={c}", status: nil),
             Fixture.tunnel(9), Fixture.tunnel(10, error: #"{"code":"upstreamReset","message":"x"}"#), Fixture.websocket(11),
             Fixture.loss(3), Fixture.loss(4, reason: "queue full"),
+            #"{"id":"m","kind":"wsMessage","connection":"c","direction":"server","opcode":"text","size":23,"#
+                + #""time":"2026-12-04T22:42:17.474704Z","result":{"success":{"hello":"world","n":1}}}"#,
             #"{"kind":"http","id":"a","request":{"method":"GET","url":"http://x/y","headers":[["a","}{]["],["b","\\\"}"]]},"#
                 + #""response":{"status":200,"headers":[],"bodySize":12,"mimeType":"text/plain"},"serializer":"json","#
                 + #""result":{"success":{"k":[1,{"n":"\\"},"}{]["],"e":"\u00e9"}},"timeline":{"requestStartTime":"t","requestDuration":0.5},"#

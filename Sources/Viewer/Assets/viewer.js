@@ -29,6 +29,10 @@
     // record falls between the page's last history row and its first live one.
     ready: false, reconnects: 0, liveStopped: false,
   };
+  // What tells two rows of one record apart from rows of two: its id; a loss record has none,
+  // and one loss record is one time and count (the live stream and a history page can both
+  // bring it).
+  const keyOf = (rec) => rec.id || (rec.kind === "loss" ? "loss " + rec.time + " " + rec.lost + " " + (rec.reason || "") : null);
   // The list, newest first, is two arrays: live rows (newest last, so a new one is a push,
   // not an unshift that moves every row) and history pages (newest first, older appended).
   const rowCount = () => state.live.length + state.history.length;
@@ -250,21 +254,24 @@
       return;
     }
     for (let i = 2; i < 10; i++) put(c[i], "hidden", false);
+    // A WebSocket message has no URL of its own: who sent it, and its opcode.
+    const message = rec.kind === "wsMessage";
     put(c[0], "text", fmtTime(rec.time));
-    put(c[1], "text", rec.method || "");
+    put(c[1], "text", message ? (rec.direction === "client" ? "→ client" : rec.direction === "server" ? "← server" : "") : rec.method || "");
     put(c[1], "className", "method");
     put(c[2], "text", rec.host || "");
     put(c[2], "title", rec.host || "");
-    const tunnel = rec.kind === "tunnel" || rec.kind === "websocket";
-    const pathKey = (tunnel ? rec.kind : "") + "\n" + (rec.replayOf ? "r" : "") + "\n" + (rec.path || "");
+    const path = message ? (rec.opcode || "") + " message" : rec.path || "";
+    const tag = rec.kind === "tunnel" || rec.kind === "websocket" ? rec.kind : message ? "ws" : "";
+    const pathKey = tag + "\n" + (rec.replayOf ? "r" : "") + "\n" + path;
     if (c[3]._path !== pathKey) {
       c[3]._path = pathKey;
       c[3].textContent = "";
-      if (tunnel) c[3].append(el("span", "kind", rec.kind));
+      if (tag) c[3].append(el("span", "kind", tag));
       if (rec.replayOf) c[3].append(el("span", "replay", "↻"));
-      c[3].append(rec.path || "");
+      c[3].append(path);
     }
-    put(c[3], "title", (rec.replayOf ? "replay of " + rec.replayOf + "\n" : "") + (rec.path || ""));
+    put(c[3], "title", (rec.replayOf ? "replay of " + rec.replayOf + "\n" : "") + (message ? "message of connection " + (rec.connection || "?") : path));
     put(c[4], "text", String(rec.status || ""));
     put(c[4], "className", "num s" + String(rec.status || "").charAt(0));
     put(c[5], "text", rec.type || "");
@@ -381,8 +388,9 @@
       // A refill replaced the history this page would continue.
       if (generation !== state.generation || refills !== state.refills) return;
       for (const rec of page.rows) {
-        if (rec.id && state.ids.has(rec.id)) continue;
-        if (rec.id) state.ids.add(rec.id);
+        const key = keyOf(rec);
+        if (key && state.ids.has(key)) continue;
+        if (key) state.ids.add(key);
         state.history.push(rec);
       }
       state.next = page.next;
@@ -414,8 +422,9 @@
       // since setting scrollTop per row would lay the page out thousands of times a second.
       const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
       for (const rec of JSON.parse(ev.data)) {
-        if (rec.id && state.ids.has(rec.id)) continue;
-        if (rec.id) state.ids.add(rec.id);
+        const key = keyOf(rec);
+        if (key && state.ids.has(key)) continue;
+        if (key) state.ids.add(key);
         state.live.push(rec);
         if (!following) { state.shift += ROW; state.unseen++; }
       }
@@ -467,7 +476,7 @@
   function trimLive() {
     const keep = 2 * state.perLook;
     if (state.live.length <= keep) return;
-    for (const rec of state.live.slice(0, state.live.length - keep)) if (rec.id) state.ids.delete(rec.id);
+    for (const rec of state.live.slice(0, state.live.length - keep)) { const key = keyOf(rec); if (key) state.ids.delete(key); }
     state.live = state.live.slice(-keep);
   }
 
@@ -497,10 +506,10 @@
     if (generation !== state.generation) return;
     state.refills++;
     const ids = new Set();
-    for (const rec of page.rows) if (rec.id) ids.add(rec.id);
+    for (const rec of page.rows) { const key = keyOf(rec); if (key) ids.add(key); }
     const at = mark === undefined ? -1 : state.live.lastIndexOf(mark);
-    state.live = state.live.slice(at + 1).filter((rec) => !rec.id || !ids.has(rec.id));
-    for (const rec of state.live) if (rec.id) ids.add(rec.id);
+    state.live = state.live.slice(at + 1).filter((rec) => !keyOf(rec) || !ids.has(keyOf(rec)));
+    for (const rec of state.live) { const key = keyOf(rec); if (key) ids.add(key); }
     state.ids = ids;
     state.history = page.rows;
     state.next = page.next;
@@ -515,16 +524,31 @@
   // Back at the top of a list that missed rows: it is loaded again from the log.
   function refillIfStale() { if (state.stale) refillSoon(); }
 
-  // The query, from the box to the URL, then a fresh list and stream.
-  async function reload() {
-    state.generation++;
-    const check = new URLSearchParams({ q: state.query, limit: "1" });
-    try {
-      await api("/api/records?" + check);
-    } catch (e) {
-      if (e.status === 400) { showQueryError(e.message, e.column); return; } // the list stays as it was
+  // A query typed in the box: checked first (parsing only, no records read); a bad one is
+  // shown with its column and the list goes on as it was, following the query it had. A check
+  // that a newer text overtook is dropped, so the list always ends on the last text typed.
+  let checking = 0, lastTyped = null;
+  async function applyQuery(text) {
+    lastTyped = text;
+    const attempt = ++checking;
+    let refused = null;
+    try { await api("/api/query?" + new URLSearchParams({ q: text })); }
+    catch (e) { if (e.status === 400) refused = e; }
+    if (attempt !== checking) return;
+    if (refused) {
+      showQueryError(refused.message, refused.column);
+      // A bad query in the page's address: the list shows everything meanwhile.
+      if (state.generation === 0) reload();
+      return;
     }
     showQueryError(null);
+    state.query = text;
+    reload();
+  }
+
+  // A fresh list and stream for `state.query`, which is in the URL.
+  function reload() {
+    state.generation++;
     const url = new URL(location.href);
     if (state.query) url.searchParams.set("q", state.query); else url.searchParams.delete("q");
     history.replaceState(null, "", url);
@@ -541,10 +565,10 @@
   qInput.value = state.query;
   qInput.addEventListener("input", () => {
     clearTimeout(typing);
-    typing = setTimeout(() => { if (qInput.value !== state.query) { state.query = qInput.value; reload(); } }, 300);
+    typing = setTimeout(() => { if (qInput.value !== lastTyped) applyQuery(qInput.value); }, 300);
   });
   qInput.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") { clearTimeout(typing); state.query = qInput.value; reload(); }
+    if (ev.key === "Enter") { clearTimeout(typing); applyQuery(qInput.value); }
   });
   followButton.addEventListener("click", () => {
     state.paused = !state.paused;
@@ -649,7 +673,8 @@
     const method = scalar(get(request, "method")) || (kind === "tunnel" ? "CONNECT" : "");
     const url = scalar(get(request, "url")) || scalar(get(record, "target")) || "";
     const status = scalar(get(response, "status")) || scalar(get(record, "status"));
-    detail.append(el("h2", null, (kind !== "http" ? kind + " " : "") + method + " " + url + (status ? " → " + status + " " + (scalar(get(response, "reason")) || "") : "")));
+    detail.append(el("h2", null, kind === "wsMessage" ? "WebSocket message from the " + (scalar(get(record, "direction")) || "?")
+      : (kind !== "http" ? kind + " " : "") + method + " " + url + (status ? " → " + status + " " + (scalar(get(response, "reason")) || "") : "")));
     const facts = el("div", "facts");
     facts.append(rec.id + "  ");
     for (const [label, node] of [["client", get(record, "client")], ["upstream", get(record, "metrics", "upstream")], ["rule", get(record, "rule")], ["serializer", get(record, "serializer")]]) {
@@ -675,6 +700,18 @@
     if (!isNull(failure)) {
       const reason = scalar(get(failure, "reason"));
       detail.append(el("div", "banner failure", (scalar(get(failure, "error")) || scalar(failure) || "failure") + (reason ? " (" + reason + ")" : "") + "\n" + (scalar(get(failure, "message")) || "")));
+    }
+    if (kind === "wsMessage") {
+      const connection = scalar(get(record, "connection"));
+      const note = el("div", "banner note", "WebSocket " + (scalar(get(record, "opcode")) || "") + " message from the " + (scalar(get(record, "direction")) || "?") +
+        ", " + fmtSize(scalar(get(record, "size"))) + ", of ");
+      const link = el("a", "connection", "connection " + (connection || "?"));
+      link.addEventListener("click", () => {
+        const found = state.live.find((r) => r.id === connection) || state.history.find((r) => r.id === connection) || { id: connection, kind: "websocket" };
+        select(found, false);
+      });
+      note.append(link);
+      detail.append(note);
     }
     if (kind === "tunnel" || kind === "websocket") {
       detail.append(el("div", "banner note", kind + " to " + (scalar(get(record, "target")) || "") + ": " + fmtSize(scalar(get(record, "bytesFromClient"))) + " from the client, " +
@@ -715,6 +752,10 @@
     };
     if (kind === "http") {
       detail.append(el("h3", null, "Timeline"), waterfall(record));
+    }
+    if (kind === "wsMessage") {
+      const success = get(record, "result", "success");
+      if (success !== undefined) addValue("Message (" + (scalar(get(record, "opcode")) || "") + ", " + scalar(get(record, "size")) + " bytes)", success);
     }
     if (request) {
       detail.append(el("h3", null, "Request " + method + " " + url + " " + (scalar(get(request, "httpVersion")) || "")), headsTable(request));
@@ -793,5 +834,8 @@
     } catch (e) { detail.append(el("div", "banner error", e.message)); }
   });
 
-  reload();
+  // The query in the page's address goes through the same check as a typed one.
+  const initialQuery = state.query;
+  state.query = "";
+  applyQuery(initialQuery);
 })();
