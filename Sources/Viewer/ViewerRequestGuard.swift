@@ -9,7 +9,10 @@ import ProxyEngine
 /// - an `Origin`, when the browser sends one, must be this viewer's own origin (`http://` and the
 ///   `Host`): a cross-origin page may open a request but never reads or acts through one;
 /// - a request that acts (POST) must also carry the per-process token, which only the page this
-///   viewer served holds, and an `Origin` (browsers send it on every POST).
+///   viewer served holds, and an `Origin` (browsers send it on every POST);
+/// - the one cross-site request answered is a top-level navigation to the page (a shared link
+///   to a view, `/?q=…`, clicked elsewhere): it reads nothing the other site can see, the page
+///   may not be framed, and its opener is cut off (`Cross-Origin-Opener-Policy`).
 public struct ViewerRequestGuard: Sendable {
     /// The listen address's host as written (`127.0.0.1`, `::1`, a name).
     public let listenHost: String
@@ -30,13 +33,18 @@ public struct ViewerRequestGuard: Sendable {
         case forbidden(String)
     }
 
-    public func check(method: String, host: String?, origin: String?, secFetchSite: String?, token presented: String?) -> Verdict {
+    /// `path`, `secFetchMode` and `secFetchDest` tell a link followed from another site (a
+    /// top-level navigation to the page) from a request a foreign page makes.
+    public func check(method: String, host: String?, origin: String?, secFetchSite: String?, token presented: String?,
+                      path: String = "", secFetchMode: String? = nil, secFetchDest: String? = nil) -> Verdict {
         guard let host, allows(host: host) else { return .misdirected }
         if let origin, origin != "http://" + host {
             return .forbidden("the request comes from another origin (\(origin))")
         }
         // A browser that says so (Sec-Fetch-Site) is believed also when it sends no Origin.
-        if let site = secFetchSite?.lowercased(), site != "same-origin", site != "none" {
+        let linkToThePage = (method == "GET" || method == "HEAD") && (path == "/" || path == "/index.html")
+            && secFetchMode?.lowercased() == "navigate" && secFetchDest?.lowercased() == "document"
+        if let site = secFetchSite?.lowercased(), site != "same-origin", site != "none", !linkToThePage {
             return .forbidden("the request comes from another site (Sec-Fetch-Site: \(site))")
         }
         if method == "POST" {

@@ -145,7 +145,9 @@ public final class ViewerServer: @unchecked Sendable {
     func answer(_ request: ViewerRequest) -> Answer {
         guard let guardrail = binding.withLock({ $0?.guardrail }) else { return .whole(.text("the viewer is not bound\n", status: 503, reason: "Service Unavailable")) }
         switch guardrail.check(method: request.method, host: request.header("Host"), origin: request.header("Origin"),
-                               secFetchSite: request.header("Sec-Fetch-Site"), token: request.header("X-Tapwire-Token")) {
+                               secFetchSite: request.header("Sec-Fetch-Site"), token: request.header("X-Tapwire-Token"),
+                               path: request.path, secFetchMode: request.header("Sec-Fetch-Mode"),
+                               secFetchDest: request.header("Sec-Fetch-Dest")) {
         case .allowed: break
         case .misdirected:
             return .whole(.text("this viewer answers only to Host \(guardrail.listenHost):\(guardrail.port), localhost or a loopback address with that port\n",

@@ -148,6 +148,14 @@ final class ViewerEndToEndTests: XCTestCase {
         let foreignLive = try request(port, "/api/live", headers: ["Origin: http://evil.example"])
         XCTAssertEqual(foreignLive.status, 403)
         XCTAssertEqual(try request(port, "/api/records", headers: ["Sec-Fetch-Site: cross-site"]).status, 403)
+        // A shared link to a view, clicked on another site: the page, and nothing else.
+        let navigate = ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"]
+        let linked = try request(port, "/?q=status%3D200", headers: navigate)
+        XCTAssertEqual(linked.status, 200)
+        XCTAssertTrue(linked.headers.contains("Cross-Origin-Opener-Policy: same-origin"), linked.headers)
+        XCTAssertEqual(try request(port, "/api/records", headers: navigate).status, 403, "only the page")
+        XCTAssertEqual(try request(port, "/", headers: ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: no-cors", "Sec-Fetch-Dest: empty"]).status, 403)
+        XCTAssertEqual(try request(port, "/", headers: ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: iframe"]).status, 403)
         for path in ["/", "/viewer.js", "/api/records", "/api/record?id=\(id)", "/api/curl?id=\(id)"] {
             let answer = try request(port, path, headers: ["Origin: http://127.0.0.1:\(port)"])
             XCTAssertEqual(answer.status, 200, path)

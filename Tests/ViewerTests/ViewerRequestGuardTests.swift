@@ -45,6 +45,22 @@ final class ViewerRequestGuardTests: XCTestCase {
         guard case .forbidden = get("127.0.0.1:8080", site: "same-site") else { return XCTFail("same-site") }
     }
 
+    /// A link to a view followed from another site is a top-level navigation to the page: it
+    /// is answered; the same site's fetches, frames, and navigations elsewhere are not.
+    func testALinkFromAnotherSiteOpensThePageOnly() {
+        func check(_ method: String, _ path: String, mode: String?, dest: String?) -> ViewerRequestGuard.Verdict {
+            guardrail.check(method: method, host: "127.0.0.1:8080", origin: nil, secFetchSite: "cross-site", token: nil,
+                            path: path, secFetchMode: mode, secFetchDest: dest)
+        }
+        XCTAssertEqual(check("GET", "/", mode: "navigate", dest: "document"), .allowed)
+        XCTAssertEqual(check("GET", "/index.html", mode: "Navigate", dest: "Document"), .allowed)
+        for (method, path, mode, dest) in [("GET", "/api/records", "navigate", "document"), ("GET", "/", "no-cors", "empty"),
+                                           ("GET", "/", "navigate", "iframe"), ("POST", "/", "navigate", "document"),
+                                           ("GET", "/", nil, nil), ("GET", "/viewer.js", "navigate", "document")] {
+            guard case .forbidden = check(method, path, mode: mode, dest: dest) else { return XCTFail("\(method) \(path) \(String(describing: mode)) \(String(describing: dest))") }
+        }
+    }
+
     func testAPostNeedsTheTokenAndItsOwnOrigin() {
         XCTAssertEqual(post(origin: "http://127.0.0.1:8080", token: "secret-token"), .allowed)
         guard case .forbidden = post(origin: "http://127.0.0.1:8080", token: nil) else { return XCTFail("no token") }
