@@ -254,6 +254,29 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertGreaterThan(text.components(separatedBy: ": keep-alive").count, 3, text)
     }
 
+    /// `access.allow` applies to `tapwire view` as to the proxy: a client outside it gets 403
+    /// and no data.
+    func testViewAppliesAccessAllow() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        try Data(#"{"id":"0000018c2b1f4a1e-000001","kind":"http","secret":"VIEW-SECRET-1"}"#.utf8 + [10]).write(to: work.appendingPathComponent("tapwire.jsonl"))
+        let configFile = work.appendingPathComponent("tapwire.json")
+        try Data(#"{"access": {"allow": ["10.0.0.0/8"]}}"#.utf8).write(to: configFile)
+        let view = try ViewProcess(logDirectory: work.path, configFile: configFile.path)
+        defer { view.stop() }
+        for path in ["/", "/api/records", "/api/record?id=0000018c2b1f4a1e-000001"] {
+            let answer = try request(view.port, path)
+            XCTAssertEqual(answer.status, 403, path)
+            XCTAssertTrue(answer.body.contains("access.allow"), answer.body)
+            XCTAssertFalse(answer.body.contains("VIEW-SECRET-1"), path)
+        }
+        try Data(#"{"access": {"allow": ["127.0.0.1/32"]}}"#.utf8).write(to: configFile)
+        let allowed = try ViewProcess(logDirectory: work.path, configFile: configFile.path)
+        defer { allowed.stop() }
+        XCTAssertEqual(try request(allowed.port, "/api/records").status, 200, "the control: a listed client is answered")
+    }
+
     func testViewIsReadOnlyAndTheViewerCanBeTurnedOff() throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)

@@ -149,6 +149,50 @@ def live(url, proxy, origin, out):
         wait(driver, "return window.tapwireViewer.rows.filter(r => r.path === '/status').length >= 2", message="status rows")
         driver.save_screenshot(os.path.join(out, "list.png"))
 
+        # The list's cells: the rule, and a small duration bar drawn to a width.
+        cells = wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r._record && r._record.path === '/json'); "
+                             "return r && [r.children[8].textContent, r.querySelector('.dur i').getBoundingClientRect().width, r.querySelector('.dur b').textContent]",
+                     message="a /json row's cells")
+        check(cells[0] == "default" and cells[1] >= 1 and cells[2].endswith("ms"), "a row shows its rule and a duration bar (%s)" % cells)
+
+        # Failures: a body the JSON serializer refuses, and a transport error (the origin resets
+        # mid-body), each in the list's error cell and first in the detail.
+        curl(proxy, origin + "/echo", "-H", "Content-Type: application/json", "--data-binary", "{not json")
+        curl(proxy, origin + "/reset-mid-body")
+        failed = wait(driver, "const r = window.tapwireViewer.rows.find(r => r.path === '/echo' && r.failure); return r && r.id", message="the failed row")
+        cell = wait(driver, "const r = document.querySelector('#rows .row[data-id=\"%s\"]:not([hidden])'); return r && r.children[9].textContent" % failed,
+                    message="its error cell")
+        check(cell != "", "a serializer failure shows in the list's error cell (%r)" % cell)
+        click_row(driver, failed)
+        banner = wait(driver, "const b = document.querySelector('#detail .banner.failure'); return b && b.textContent", message="the failure banner")
+        check("json" in banner.lower(), "the detail leads with the serializer's failure: %r" % banner[:80])
+        broken = wait(driver, "const r = window.tapwireViewer.rows.find(r => r.path === '/reset-mid-body' && r.error); return r && [r.id, r.error]",
+                      message="the transport error row")
+        click_row(driver, broken[0])
+        banner = wait(driver, "const b = document.querySelector('#detail .banner.error'); return b && b.textContent", message="the transport error banner")
+        check("transport error" in banner and broken[1] in banner, "the detail leads with the transport error: %r" % banner[:80])
+
+        # An event stream's value is a list of its events, each one's data decoded.
+        curl(proxy, origin + "/events/anthropic")
+        stream = wait(driver, "const r = window.tapwireViewer.rows.find(r => r.path === '/events/anthropic'); return r && r.id", message="the event-stream row")
+        click_row(driver, stream)
+        text = wait(driver, "const t = document.querySelector('#detail .value .tree'); return t && t.textContent", message="the event-stream tree")
+        check("content_block_delta" in text and "text_delta" in text and "message_stop" in text,
+              "an event stream is shown as its events, data decoded (%d characters)" % len(text))
+
+        # Paused: a new row is announced by the "new" button; following again clears it.
+        driver.find_element("id", "follow").click()
+        check(driver.find_element("id", "follow").text == "Paused", "the follow button pauses")
+        curl(proxy, origin + "/json?paused=1")
+        label = wait(driver, "const b = document.getElementById('newer'); return !b.hidden && b.textContent", message="the new-rows button while paused")
+        # (This list is shorter than the window, so there is no scrolling to keep rows in place:
+        # the history test checks that with a long list.)
+        check("1 new" in label and driver.execute_script("return window.tapwireViewer.paused"), "paused, a new row is announced (%r)" % label)
+        driver.find_element("id", "follow").click()
+        wait(driver, "const v = document.getElementById('viewport'); const s = window.tapwireViewer; return v.scrollTop === 0 && s.rows[0].path === '/json' && document.getElementById('newer').hidden",
+             message="following again")
+        check(True, "following again shows the new row on top")
+
         # The query box filters, puts the query in the URL, and shows an error inline.
         set_query(driver, "status=404")
         wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length === 1 && s.rows[0].status == 404", message="status=404 to filter")
@@ -179,6 +223,9 @@ def live(url, proxy, origin, out):
         check(any("[redacted]" in r for r in redacted), "redacted values are shown as redacted (%s)" % redacted)
         bars = driver.execute_script("return [...document.querySelectorAll('#detail .waterfall .bar')].map(b => [b.className, b.title, b.getBoundingClientRect().width])")
         check(len(bars) >= 3 and all(b[1] for b in bars), "the waterfall draws a bar per phase with its numbers on hover (%d bars)" % len(bars))
+        track = driver.execute_script("return document.querySelector('#detail .waterfall .track').getBoundingClientRect().width")
+        spanned = sum(b[2] for b in bars)
+        check(0.9 * track <= spanned <= track + 2 * len(bars), "the bars, to scale, span the track together (%.0f of %.0f px)" % (spanned, track))
         driver.save_screenshot(os.path.join(out, "detail.png"))
         driver.find_element("id", "toggle-raw").click()
         raw = driver.execute_script("return [...document.querySelectorAll('#detail .value pre')].map(p => p.textContent).join('\\n')")
