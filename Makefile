@@ -141,6 +141,7 @@ bench: bench-deps
 	  --tapwire $$($(SWIFT) build -c release --show-bin-path)/tapwire --venv $(BENCH_VENV) $(BENCH_ARGS)
 	$(MAKE) bench-ws WS_BENCH_ARGS="$(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
 	$(MAKE) bench-h2 H2_BENCH_ARGS="$(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
+	$(MAKE) bench-viewer VIEWER_BENCH_ARGS="--browser $(if $(findstring --strict,$(BENCH_ARGS)),--strict,)"
 
 # The HTTP/2 part of `make bench` alone: h2load through Tapwire (h2c reverse listener),
 # nghttpx and mitmproxy to one nghttpd origin (Benchmarks/h2_bench.py).
