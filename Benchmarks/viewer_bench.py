@@ -21,6 +21,7 @@ import argparse
 import datetime
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -202,7 +203,9 @@ def throughput(args, procs, root):
                 message="the page's live stream")
         time.sleep(2)
     pause_ms = 4
-    connections = max(1, int(round(args.rate * pause_ms / 1000)))
+    # Each connection waits `pause_ms` after every answer, and an answer takes a few tenths
+    # of a millisecond: half a millisecond is allowed for it, so the rate is at least `rate`.
+    connections = max(1, int(math.ceil(args.rate * (pause_ms + 0.5) / 1000)))
     wrk = subprocess.Popen(["wrk", "-c", str(connections), "-t", "1", "-d", "%ds" % args.duration, "-s", os.path.join(HERE, "paced.lua"),
                             "http://127.0.0.1:%d/" % proxy.port, "--", proxy.target(origin_port, "/small.json"), str(pause_ms)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -267,10 +270,10 @@ def main():
             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(), pb.loadavg()))
         if args.paint_rounds > 0:
             paints = first_paint(args, procs, root)
-            best = min(paints)
-            pb.log("first rows with %d records in history: best %.3f s, all %s (goal 1 s)" % (
-                args.records, best, ", ".join("%.3f" % t for t in paints)))
-            failed |= best > 1.0
+            slowest = max(paints)
+            pb.log("first rows with %d records in history: slowest %.3f s, all %s (goal 1 s)" % (
+                args.records, slowest, ", ".join("%.3f" % t for t in paints)))
+            failed |= slowest > 1.0
         without, with_viewer, lags, page_lags = throughput(args, procs, root)
         failed |= bool(page_lags) and page_lags[int(len(page_lags) * 0.99)] > 1.0
         ratio = statistics.median(with_viewer) / statistics.median(without)
