@@ -662,7 +662,10 @@
 
   function valueView(node, holder) {
     holder.textContent = "";
-    if (holder.dataset.mode === "raw") holder.append(el("pre", null, prettyText(node)));
+    // Tree; Pretty, indented text; Raw, the value as logged (compact JSON, numbers and key
+    // order as sent; a string's own text).
+    if (holder.dataset.mode === "pretty") holder.append(el("pre", null, prettyText(node)));
+    else if (holder.dataset.mode === "raw") holder.append(el("pre", "raw-value", node.t === "s" ? node.v : compactText(node)));
     else holder.append(tree(node));
   }
 
@@ -720,10 +723,16 @@
     }
 
     const actions = el("div", "actions");
-    const viewToggle = el("button", null, "Raw");
-    viewToggle.type = "button";
-    viewToggle.id = "toggle-raw";
-    actions.append(viewToggle);
+    const modes = el("span", "modes");
+    const modeButtons = ["tree", "pretty", "raw"].map((mode) => {
+      const button = el("button", mode === "tree" ? "on" : null, mode.charAt(0).toUpperCase() + mode.slice(1));
+      button.type = "button";
+      button.id = "view-" + mode;
+      button.dataset.mode = mode;
+      modes.append(button);
+      return button;
+    });
+    actions.append(modes);
     if (kind === "http" && request) {
       const curlButton = el("button", null, "Copy as curl");
       curlButton.type = "button"; curlButton.id = "copy-curl";
@@ -782,11 +791,12 @@
     rawRecord.append(el("summary", null, "record as logged"), el("pre", "raw-record", text));
     detail.append(el("h3", null, "Record"), rawRecord);
 
-    viewToggle.addEventListener("click", () => {
-      const raw = viewToggle.textContent === "Raw";
-      viewToggle.textContent = raw ? "Pretty" : "Raw";
-      for (const [holder, node] of holders) { holder.dataset.mode = raw ? "raw" : "tree"; valueView(node, holder); }
-    });
+    for (const button of modeButtons) {
+      button.addEventListener("click", () => {
+        for (const other of modeButtons) other.className = other === button ? "on" : "";
+        for (const [holder, node] of holders) { holder.dataset.mode = button.dataset.mode; valueView(node, holder); }
+      });
+    }
   }
 
   async function copyCurl(rec) {

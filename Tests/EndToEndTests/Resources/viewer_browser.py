@@ -227,9 +227,14 @@ def live(url, proxy, origin, out):
         spanned = sum(b[2] for b in bars)
         check(0.9 * track <= spanned <= track + 2 * len(bars), "the bars, to scale, span the track together (%.0f of %.0f px)" % (spanned, track))
         driver.save_screenshot(os.path.join(out, "detail.png"))
-        driver.find_element("id", "toggle-raw").click()
-        raw = driver.execute_script("return [...document.querySelectorAll('#detail .value pre')].map(p => p.textContent).join('\\n')")
-        check('"id": 12345678901234567890' in raw, "the raw view keeps the number text")
+        driver.find_element("id", "view-pretty").click()
+        pretty = driver.execute_script("return [...document.querySelectorAll('#detail .value pre')].map(p => p.textContent).join('\\n')")
+        check('"id": 12345678901234567890' in pretty, "the pretty text keeps the number text")
+        driver.find_element("id", "view-raw").click()
+        raw = driver.execute_script("return [...document.querySelectorAll('#detail .value pre.raw-value')].map(p => p.textContent).join('\\n')")
+        check('{"id":12345678901234567890,"ok":true,"name":"tap","items":[1,2,3],"password":' in raw, "the raw view is the value as logged: %r" % raw[:90])
+        driver.find_element("id", "view-tree").click()
+        check(driver.execute_script("return !!document.querySelector('#detail .value .tree')"), "and back to the tree")
 
         # The arrow keys move the selection, and the detail with it.
         from selenium.webdriver.common.keys import Keys
