@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HTTP1"], exclude: ["Resources"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "ViewerTests", dependencies: ["Viewer", "LogTools", "ExchangeLog"]),
+        .testTarget(name: "ViewerTests", dependencies: ["Viewer", "LogTools", "ExchangeLog", "ResponseSerialization"]),
         .testTarget(name: "TLSInterceptionTests", dependencies: ["TLSInterception"]),
     ],
     swiftLanguageModes: [.v5]

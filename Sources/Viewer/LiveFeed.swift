@@ -26,7 +26,16 @@ final class LiveFeed: @unchecked Sendable {
         let rowsPerLook: Int
         let maxQueuedRows: Int
         fileprivate let condition = NSCondition()
-        fileprivate var rows: [[UInt8]] = []
+        /// A row, or a record line for a list without a query, made into its row only when the
+        /// stream takes it: a paced stream (`every`) takes one look's rows in five under load,
+        /// and a gap drops the others before anyone would read them. Only the last look's lines
+        /// wait as lines (a later look without a gap makes them rows, since they will be sent),
+        /// and only lines up to `maxDeferredLineBytes`: a list holds at most `rowsPerLook` of them.
+        fileprivate enum Queued {
+            case row([UInt8])
+            case line([UInt8])
+        }
+        fileprivate var rows: [Queued] = []
         /// Rows left out since the last `take` (more than `maxRowsPerLook` in a look).
         fileprivate var skipped = 0
         /// More rows than `maxQueuedRows` arrived before the stream sent them: the list must reload.
@@ -42,22 +51,37 @@ final class LiveFeed: @unchecked Sendable {
         /// rows before them were left out.
         func take(timeout: Double) -> (rows: [[UInt8]], skipped: Int, overflowed: Bool) {
             condition.lock()
-            defer { condition.unlock() }
             if rows.isEmpty && !overflowed { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
-            let taken = rows, left = skipped
+            let taken = rows, left = skipped, over = overflowed
             rows.removeAll()
             skipped = 0
-            return (taken, left, overflowed)
+            condition.unlock()
+            // Outside the lock: the feed's next look does not wait for these rows to be made.
+            var made: [[UInt8]] = []
+            made.reserveCapacity(taken.count)
+            for item in taken {
+                switch item {
+                case .row(let row): made.append(row)
+                case .line(let line): if let row = LiveFeed.row(line) { made.append(row) }
+                }
+            }
+            return (made, left, over)
         }
 
         /// One hand-over (one lock, one wake-up) per look at the file, however many rows;
         /// `skipped` rows older than the batch were left out.
-        fileprivate func offer(_ batch: [[UInt8]], skipped left: Int) {
+        fileprivate func offer(_ batch: [Queued], skipped left: Int) {
             condition.lock()
             if left > 0 {
                 // The rows still queued are older than the gap: the list fills them in with it.
                 skipped += rows.count + left
                 rows.removeAll()
+            } else {
+                // No gap: what is queued will be sent, so the previous look's lines become rows.
+                rows = rows.compactMap { item in
+                    guard case .line(let line) = item else { return item }
+                    return LiveFeed.row(line).map(Queued.row)
+                }
             }
             if rows.count + batch.count <= maxQueuedRows { rows += batch } else { overflowed = true }
             condition.signal()
@@ -122,6 +146,18 @@ final class LiveFeed: @unchecked Sendable {
         return (Array(subscribers.values), lines, follower.passedOver)
     }
 
+    /// The longest record line a list holds unparsed (`Subscriber.Queued`); a longer one (a large
+    /// body in the record) is made into its row at once, which is much smaller.
+    static let maxDeferredLineBytes = 16 * 1024
+
+    /// A record line's row: a row needs a few members only, which the skeleton finds stepping
+    /// over headers and bodies (a fifth of the full parse's cost); nil for a line that is no record.
+    static func row(_ line: [UInt8]) -> [UInt8]? {
+        if let skeleton = RecordSkeleton.parse(line) { return RecordSummary.bytes(skeleton) }
+        guard let record = try? JSONParser.parse(line, allowFragments: false) else { return nil }
+        return RecordSummary.bytes(record)
+    }
+
     /// How many nice steps the live stream's writer runs below the rest of the process.
     static let liveNice: Int32 = 10
 
@@ -131,9 +167,9 @@ final class LiveFeed: @unchecked Sendable {
         // for seconds by a busy machine, as an idle-class thread can be.
         _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
         while let (subscribers, lines, passedOver) = look(follower) {
-            var batches = [[[UInt8]]](repeating: [], count: subscribers.count)
-            // Lists without a query take every row, and a row needs a few members only: the
-            // skeleton steps over headers and bodies (a fifth of the full parse's cost).
+            var batches = [[Subscriber.Queued]](repeating: [], count: subscribers.count)
+            // Lists without a query take every row: their lines are handed over as they are,
+            // made into rows when taken (`Subscriber.take`).
             let everyRow = subscribers.allSatisfy { $0.query.isEmpty }
             // At most `rowsPerLook` rows a look: lists without a query need only the newest lines
             // (as many as the widest list takes) made into rows; the others are counted as a gap.
@@ -142,9 +178,16 @@ final class LiveFeed: @unchecked Sendable {
             var skipped = [Int](repeating: first + passedOver, count: subscribers.count)
             for slice in lines[first...] {
                 let line = Array(slice)
-                if everyRow, let skeleton = RecordSkeleton.parse(line) {
-                    let row = RecordSummary.bytes(skeleton)
-                    for i in batches.indices { batches[i].append(row) }
+                if everyRow {
+                    let item: Subscriber.Queued
+                    if line.count <= LiveFeed.maxDeferredLineBytes {
+                        item = .line(line)
+                    } else if let row = LiveFeed.row(line) {
+                        item = .row(row)
+                    } else {
+                        continue
+                    }
+                    for i in batches.indices { batches[i].append(item) }
                     continue
                 }
                 guard let record = try? JSONParser.parse(line, allowFragments: false) else { continue }
@@ -152,7 +195,7 @@ final class LiveFeed: @unchecked Sendable {
                 for (i, subscriber) in subscribers.enumerated() where subscriber.query.matches(record) {
                     let summary = row ?? RecordSummary.bytes(record)
                     row = summary
-                    batches[i].append(summary)
+                    batches[i].append(.row(summary))
                 }
             }
             for (i, subscriber) in subscribers.enumerated() {

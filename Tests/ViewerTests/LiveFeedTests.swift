@@ -1,6 +1,7 @@
 import ExchangeLog
 import Foundation
 import LogTools
+import ResponseSerialization
 import XCTest
 @testable import Viewer
 
@@ -121,6 +122,35 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(total, count)
         XCTAssertGreaterThanOrEqual(looks, 3, "at most maxBytesPerLook bytes per look")
         follower.close()
+    }
+
+    /// Lists without a query get their lines as they are, made into rows when taken: the rows
+    /// are the same as made at once, a line too long to hold unparsed is made at once, a line
+    /// that is no record is no row, and lines a look left queued are rows by the next look.
+    func testAListWithoutAQueryGetsItsRowsWhenItTakesThem() throws {
+        try append("")
+        var settings = ViewerSettings()
+        settings.pollInterval = 0.02
+        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
+        let list = feed.subscribe(.all)
+        defer { feed.unsubscribe(list) }
+        func record(_ n: Int, body: String = "1") -> String {
+            #"{"id":"0000018c2b1f4a1e-\#(String(format: "%06d", n))","kind":"http","request":{"method":"GET","url":"http://a.local/x/\#(n)","headers":[]},"#
+                + #""response":{"status":200,"headers":[]},"result":{"success":\#(body)}}"#
+        }
+        let long = record(2, body: "\"" + String(repeating: "b", count: 2 * LiveFeed.maxDeferredLineBytes) + "\"")
+        try append(record(1) + "\n" + long + "\n" + "not json\n")
+        // Two looks' worth before the list takes anything: the first look's lines are rows by then.
+        Thread.sleep(forTimeInterval: 0.2)
+        try append(record(3) + "\n")
+        var rows: [[UInt8]] = []
+        let deadline = Date().addingTimeInterval(10)
+        while rows.count < 3 && Date() < deadline { rows += list.take(timeout: 0.2).rows }
+        XCTAssertEqual(rows.count, 3, texts(rows).joined(separator: "\n"))
+        for (row, n) in zip(rows, [1, 2, 3]) {
+            let line = Array((n == 2 ? long : record(n)).utf8)
+            XCTAssertEqual(row, RecordSummary.bytes(try JSONParser.parse(line, allowFragments: false)), "row \(n)")
+        }
     }
 
     func testEachSubscriberGetsTheRowsItsQueryKeeps() throws {
