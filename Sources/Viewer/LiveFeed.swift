@@ -9,7 +9,8 @@ import Glibc
 
 /// New records for the live lists: one thread follows the active log file from its end (every
 /// `viewer.pollInterval`), parses each new line once and hands its row to every
-/// subscriber whose query keeps it. The thread runs while anyone subscribes, at nice 19: a
+/// subscriber whose query keeps it (when no list has a query, it hands over the lines, made
+/// into rows only when taken: see `Subscriber.Queued`). The thread runs while anyone subscribes, at nice 19: a
 /// viewer watching must not slow what it watches. At a few thousand exchanges a second that
 /// costs the lists nothing; at full load their rows trail, reading at most `viewer.maxBytesPerLook`
 /// bytes of the file per look, and a list that falls `viewer.maxQueuedRows` behind reloads.
