@@ -281,6 +281,11 @@ def main():
             args.rounds, statistics.median(without), statistics.median(with_viewer),
             "a page in Chromium" if args.browser else "its live stream", 100 * (ratio - 1)))
         failed |= ratio < 0.95
+        # The rounds come in pairs run back to back, one with the viewer and one without: the
+        # pair's ratio cancels the host's drift between pairs, which medians do not.
+        pairs = sorted(w / o for w, o in zip(with_viewer, without))
+        pb.log("  paired rounds, with / without: %s; mean %.1f%%" % (
+            ", ".join("%.3f" % r for r in pairs), 100 * (statistics.mean(pairs) - 1)))
         if lags:
             lags.sort()
             pb.log("live rows trail the exchange's end by p50 %.3f s, p99 %.3f s, max %.3f s over %d sampled rows (goal 1 s)" % (
