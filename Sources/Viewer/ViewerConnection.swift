@@ -18,6 +18,7 @@ struct ViewerConnection {
 
     mutating func run() {
         defer { socket.close() }
+        let local = socket.localAddress()
         while true {
             let head: HTTPRequestHead
             if let given = first {
@@ -42,7 +43,7 @@ struct ViewerConnection {
             }
             let body = Array(buffer[0..<length])
             buffer.removeFirst(length)
-            switch server.answer(ViewerRequest(head: head, body: body)) {
+            switch server.answer(ViewerRequest(head: head, body: body), arrivedAt: local) {
             case .whole(let response):
                 let bytes = response.head(keepAlive: keepAlive) + (head.method == "HEAD" ? [] : response.body)
                 if !socket.write(bytes) || !keepAlive { return }

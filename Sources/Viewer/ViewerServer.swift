@@ -142,8 +142,11 @@ public final class ViewerServer: @unchecked Sendable {
         case stream((ViewerSocket) -> Void)
     }
 
-    func answer(_ request: ViewerRequest) -> Answer {
-        guard let guardrail = binding.withLock({ $0?.guardrail }) else { return .whole(.text("the viewer is not bound\n", status: 503, reason: "Service Unavailable")) }
+    /// `local`: the address the connection arrived at. Its Host must name that listener (one of
+    /// several `tapwire run` listens on), not only the first.
+    func answer(_ request: ViewerRequest, arrivedAt local: SocketAddress? = nil) -> Answer {
+        guard let bound = binding.withLock({ $0?.guardrail }) else { return .whole(.text("the viewer is not bound\n", status: 503, reason: "Service Unavailable")) }
+        let guardrail = local.map { ViewerRequestGuard(listenHost: $0.host, port: $0.port, token: token) } ?? bound
         switch guardrail.check(method: request.method, host: request.header("Host"), origin: request.header("Origin"),
                                secFetchSite: request.header("Sec-Fetch-Site"), token: request.header("X-Tapwire-Token"),
                                path: request.path, secFetchMode: request.header("Sec-Fetch-Mode"),

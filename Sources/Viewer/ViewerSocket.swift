@@ -1,3 +1,4 @@
+import ProxyEngine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +20,17 @@ final class ViewerSocket {
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// The address the connection arrived at (the listener's, on the interface the client used).
+    func localAddress() -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> SocketAddress? in
+                getsockname(descriptor, sa, &length) == 0 ? SocketAddress(sa, length: length) : nil
+            }
+        }
     }
 
     /// Appends what arrived; 0 at the end of the stream or on an error (timeouts included).

@@ -254,6 +254,20 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertGreaterThan(text.components(separatedBy: ": keep-alive").count, 3, text)
     }
 
+    /// With two listen addresses, the viewer answers on each, and the Host must name the one
+    /// the request came to.
+    func testTheViewerAnswersOnEveryListenAddress() throws {
+        let proxy = try TapwireProcess(config: ["listen": ["127.0.0.1:0", "127.0.0.1:0"]])
+        defer { proxy.stop() }
+        let ports = try listeningPorts(proxy, count: 2)
+        for port in ports {
+            XCTAssertEqual(try request(port, "/api/records").status, 200, "port \(port)")
+            XCTAssertEqual(try request(port, "/").status, 200, "port \(port)")
+        }
+        XCTAssertEqual(try request(ports[1], "/api/records", headers: ["Host: 127.0.0.1:\(ports[0])"]).status, 421,
+                       "a Host naming the other listener")
+    }
+
     /// `access.allow` applies to `tapwire view` as to the proxy: a client outside it gets 403
     /// and no data.
     func testViewAppliesAccessAllow() throws {
