@@ -68,6 +68,7 @@ final class ViewerEndToEndTests: XCTestCase {
 
     /// The live stream breaks (here `tapwire view` stops and starts again on its port): the
     /// page reconnects and fills in from the log the record written while nothing served it.
+    /// A hidden page closes its stream, and does the same when shown again.
     func testALiveListThatReconnectsGetsTheRecordsWrittenWhileItWasDown() throws {
         try requireBrowser()
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tapwire-viewer-\(UUID().uuidString)")

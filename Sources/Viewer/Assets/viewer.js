@@ -405,7 +405,9 @@
     }
   }
 
-  function startLive() {
+  // `resuming`: the page was hidden with no stream; the first `open` refills from the log what
+  // came meanwhile, as a reconnection does.
+  function startLive(resuming) {
     if (state.source) state.source.close();
     // About two screens of rows a look: at a rate above that, the newest are what following
     // shows, and a gap refill brings the rest from the log.
@@ -433,7 +435,7 @@
     };
     // `open` comes once the server has subscribed the stream to new records: the history read
     // after it overlaps the live rows (duplicates are dropped by id) rather than missing any.
-    let opened = false;
+    let opened = !!resuming;
     source.onopen = () => {
       if (generation !== state.generation) return;
       if (!opened) { opened = true; state.ready = true; render(); return; }
@@ -523,6 +525,18 @@
 
   // Back at the top of a list that missed rows: it is loaded again from the log.
   function refillIfStale() { if (state.stale) refillSoon(); }
+
+  // A hidden page (another tab, a minimised window) holds no live stream: the proxy makes no
+  // rows for it and the page parses none. Shown again, it opens the stream and fills in from
+  // the log what came meanwhile.
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) {
+      if (state.source) { state.source.close(); state.source = null; state.suspended = true; }
+    } else if (state.suspended) {
+      state.suspended = false;
+      startLive(true);
+    }
+  });
 
   // A query typed in the box: checked first (parsing only, no records read); a bad one is
   // shown with its column and the list goes on as it was, following the query it had. A check

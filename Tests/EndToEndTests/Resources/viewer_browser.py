@@ -457,8 +457,20 @@ def reconnect(binary, directory, out):
         check(ids[0] == missed and ids[1] == first, "after a reconnection the record written meanwhile is on top (%s)" % ids[:3])
         after = append(2)
         wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % after, message="a live row after the restart")
+        # Hidden (another tab): no stream; shown again, what came meanwhile is filled in.
+        visibility = "Object.defineProperty(document, 'hidden', { value: arguments[0], configurable: true }); document.dispatchEvent(new Event('visibilitychange'))"
+        driver.execute_script(visibility, True)
+        check(driver.execute_script("return window.tapwireViewer.source === null"), "a hidden page closes its live stream")
+        unseen = append(3)
+        time.sleep(0.5)
+        check(driver.execute_script("return window.tapwireViewer.rows[0].id") == after, "and gets no rows while hidden")
+        driver.execute_script(visibility, False)
+        wait(driver, "const s = window.tapwireViewer; return !s.loading && s.rows[0].id === '%s'" % unseen, timeout=15, message="the row written while hidden")
+        last = append(4)
+        wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % last, message="a live row after showing the page again")
+        check(True, "shown again, the page fills in what came while hidden and follows again")
         ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)")
-        check(len(ids) == len(set(ids)) == count + 3, "every record once (%d rows, %d distinct)" % (len(ids), len(set(ids))))
+        check(len(ids) == len(set(ids)) == count + 5, "every record once (%d rows, %d distinct)" % (len(ids), len(set(ids))))
         print("PASS", flush=True)
     finally:
         driver.quit()
