@@ -471,6 +471,19 @@ def reconnect(binary, directory, out):
         check(True, "shown again, the page fills in what came while hidden and follows again")
         ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)")
         check(len(ids) == len(set(ids)) == count + 5, "every record once (%d rows, %d distinct)" % (len(ids), len(set(ids))))
+        # A narrow window gives up rule, type and size first: the error column stays in view.
+        columns = "const head = [...document.querySelectorAll('#list .row.head > span')]; const right = document.getElementById('viewport').getBoundingClientRect().right;" \
+                  "return [head.filter(c => c.getBoundingClientRect().width > 0).map(c => c.textContent), head.filter(c => c.getBoundingClientRect().right > right + 1).map(c => c.textContent)]"
+        for width, expected in ((1500, ["time", "method", "host", "path", "status", "type", "size", "duration", "rule", "error"]),
+                                (1280, ["time", "method", "host", "path", "status", "size", "duration", "error"]),
+                                (1000, ["time", "method", "host", "path", "status", "duration", "error"])):
+            driver.set_window_size(width, 800)
+            time.sleep(0.3)
+            shown, clipped = driver.execute_script(columns)
+            check(shown == expected and clipped == [], "%d px wide: columns %s, none clipped (%s)" % (width, ",".join(shown), clipped))
+            cell = driver.execute_script("const r = document.querySelector('#rows .row:not([hidden])'); const h = document.querySelectorAll('#list .row.head > span')[9].getBoundingClientRect();"
+                                         "const c = r.children[9].getBoundingClientRect(); return Math.abs(c.left - h.left) <= 1")
+            check(cell, "%d px wide: the rows' error cells sit under the header's" % width)
         print("PASS", flush=True)
     finally:
         driver.quit()
