@@ -313,7 +313,7 @@ public final class RecordSource {
         return .switched(rest: rest)
     }
 
-    static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
+    public static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return (UInt64(info.st_dev), UInt64(info.st_ino))

@@ -9,8 +9,8 @@ import Glibc
 
 /// New records for the live lists: one thread follows the active log file from its end (every
 /// `viewer.pollInterval`), parses each new line once and hands its row to every
-/// subscriber whose query keeps it (when no list has a query, it hands over the lines, made
-/// into rows only when taken: see `Subscriber.Queued`). The thread runs while anyone subscribes, at nice 19: a
+/// subscriber whose query keeps it (to a single list without a query, it hands over the lines,
+/// made into rows only when taken: see `Subscriber.Queued`). The thread runs while anyone subscribes, at nice 19: a
 /// viewer watching must not slow what it watches. At a few thousand exchanges a second that
 /// costs the lists nothing; at full load their rows trail, reading at most `viewer.maxBytesPerLook`
 /// bytes of the file per look, and a list that falls `viewer.maxQueuedRows` behind reloads.
@@ -136,15 +136,14 @@ final class LiveFeed: @unchecked Sendable {
     /// The lists and the new lines of one look, read under the lock `subscribe` takes: a list
     /// that joins during a look gets the lines of the next one, so every line written after
     /// `subscribe` returns reaches it. A join waits at most one read of `maxBytesPerLook`.
-    private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>], passedOver: Int)? {
+    private func look(_ follower: Follower) -> (subscribers: [Subscriber], lines: [ArraySlice<UInt8>])? {
         lock.lock()
         defer { lock.unlock() }
         if subscribers.isEmpty {
             running = false
             return nil
         }
-        let lines = follower.newLines()
-        return (Array(subscribers.values), lines, follower.passedOver)
+        return (Array(subscribers.values), follower.newLines())
     }
 
     /// The longest record line a list holds unparsed (`Subscriber.Queued`); a longer one (a large
@@ -167,9 +166,11 @@ final class LiveFeed: @unchecked Sendable {
         // (at full load the lists trail, and reload when too far behind), but is never starved
         // for seconds by a busy machine, as an idle-class thread can be.
         _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
-        while let (subscribers, lines, passedOver) = look(follower) {
+        while let (subscribers, lines) = look(follower) {
+            // Outside the lock: counting may read whole rotated files.
+            let passedOver = follower.passedOverRecords()
             var batches = [[Subscriber.Queued]](repeating: [], count: subscribers.count)
-            // Lists without a query take every row: their lines are handed over as they are,
+            // Lists without a query take every row: a single list gets the lines as they are,
             // made into rows when taken (`Subscriber.take`).
             let everyRow = subscribers.allSatisfy { $0.query.isEmpty }
             // At most `rowsPerLook` rows a look: lists without a query need only the newest lines
@@ -181,7 +182,9 @@ final class LiveFeed: @unchecked Sendable {
                 let line = Array(slice)
                 if everyRow {
                     let item: Subscriber.Queued
-                    if line.count <= LiveFeed.maxDeferredLineBytes {
+                    // One list: its line waits. Several share one row made now, which each of
+                    // them would otherwise make again.
+                    if subscribers.count == 1 && line.count <= LiveFeed.maxDeferredLineBytes {
                         item = .line(line)
                     } else if let row = LiveFeed.row(line) {
                         item = .row(row)
@@ -216,9 +219,11 @@ final class LiveFeed: @unchecked Sendable {
     class Follower {
         let path: String
         let maxBytesPerLook: Int
-        /// Records the last `newLines` passed over, older than the lines it returned: after more
-        /// than one rotation since the look before, the files in between and the old file's rest.
-        private(set) var passedOver = 0
+        /// What the last `newLines` passed over, older than the lines it returned, after more
+        /// than one rotation since the look before: the old file's rest (lines) and the files in
+        /// between (paths, counted by `passedOverRecords`, which may read them whole).
+        private var passedOverLines = 0
+        private var passedOverFiles: [String] = []
         private var descriptor: Int32 = -1
         private var identity: (UInt64, UInt64)?
         private var offset: Int64 = 0
@@ -238,18 +243,22 @@ final class LiveFeed: @unchecked Sendable {
 
         private let layout: LogFileLayout
 
-        /// Lines in the files rotated after the open (old) one: the rotated name it has now
-        /// (the descriptor's link, "(deleted)" once compressed or removed) orders it among them.
-        private func linesRotatedSinceOpenFile() -> Int {
+        /// The open (old) file's rotated name: the descriptor's link follows renames ("(deleted)"
+        /// once compressed or removed). Nil when it has no rotated name (the active file deleted).
+        private func rotatedNameOfOpenFile() -> LogFileLayout.RotatedFile? {
             var link = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             let n = readlink("/proc/self/fd/\(descriptor)", &link, link.count - 1)
-            guard n > 0 else { return 0 }
+            guard n > 0 else { return nil }
             var target = String(decoding: link[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if target.hasSuffix(" (deleted)") { target.removeLast(" (deleted)".count) }
-            guard let name = target.split(separator: "/").last, let mine = layout.parseRotated(String(name)) else { return 0 }
-            return layout.rotatedFiles()
-                .filter { ($0.stamp, $0.suffix) > (mine.stamp, mine.suffix) }
-                .reduce(0) { $0 + (RecordSource.lineCount(ofRotated: layout.directory + "/" + $1.name) ?? 0) }
+            guard let name = target.split(separator: "/").last else { return nil }
+            return layout.parseRotated(String(name))
+        }
+
+        /// How many records the last `newLines` passed over. A file in between that is gone
+        /// (retention) or unreadable counts as one: the gap is known, its size is not.
+        func passedOverRecords() -> Int {
+            passedOverLines + passedOverFiles.reduce(0) { $0 + (RecordSource.lineCount(ofRotated: $1) ?? 1) }
         }
 
         private func open(fromEnd: Bool) {
@@ -265,7 +274,8 @@ final class LiveFeed: @unchecked Sendable {
 
         /// Slices of one buffer: a line is copied only when it is made into a row.
         func newLines() -> [ArraySlice<UInt8>] {
-            passedOver = 0
+            passedOverLines = 0
+            passedOverFiles = []
             if descriptor < 0 { open(fromEnd: false); if descriptor < 0 { return [] } }
             var lines = readLines()
             // This file first, to its end (a look reads at most `maxBytesPerLook`).
@@ -276,14 +286,25 @@ final class LiveFeed: @unchecked Sendable {
             if renamed {
                 // Rotated, and the old file read: its last line without `\n` is whole now.
                 if !partial.isEmpty { lines.append(partial[...]) }
-                let between = linesRotatedSinceOpenFile()
-                if between > 0 {
-                    // Rotated again since: the lines returned would have a hole after them.
-                    passedOver = lines.count + between
-                    lines = []
-                }
+                let old = rotatedNameOfOpenFile()
                 close()
+                // The new active file is opened before the rotated files are listed: if it is
+                // rotated too meanwhile, it is listed with its inode and left out (it is read
+                // through the descriptor), so no file falls between the listing and the open.
                 open(fromEnd: false)
+                if let old {
+                    let newer = layout.rotatedFiles().filter { file in
+                        guard (file.stamp, file.suffix) > (old.stamp, old.suffix) else { return false }
+                        guard let opened = identity, let other = RecordSource.identity(of: layout.directory + "/" + file.name) else { return true }
+                        return (other.device, other.inode) != opened
+                    }
+                    if !newer.isEmpty {
+                        // Rotated again since: the lines returned would have a hole after them.
+                        passedOverLines = lines.count
+                        passedOverFiles = newer.map { layout.directory + "/" + $0.name }
+                        lines = []
+                    }
+                }
                 if descriptor >= 0 { lines += readLines() }
             } else if Int64(info.st_size) < offset {
                 // Truncated in place: everything in it is new.

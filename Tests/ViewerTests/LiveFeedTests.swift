@@ -67,16 +67,29 @@ final class LiveFeedTests: XCTestCase {
         try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000001.jsonl")
         try append("c1\n")
         XCTAssertEqual(texts(follower.newLines()), ["c1"])
-        XCTAssertEqual(follower.passedOver, 2 + 3, "a3, a4 and the file in between")
+        XCTAssertEqual(follower.passedOverRecords(), 2 + 3, "a3, a4 and the file in between")
         try append("c2\n")
         XCTAssertEqual(texts(follower.newLines()), ["c2"])
-        XCTAssertEqual(follower.passedOver, 0)
+        XCTAssertEqual(follower.passedOverRecords(), 0)
         // One rotation, with the old file compressed (removed) meanwhile: nothing passed over.
         try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000002.jsonl")
         try FileManager.default.removeItem(atPath: directory + "/tapwire-20261201T000002.jsonl")
         try append("d1\n")
         XCTAssertEqual(texts(follower.newLines()), ["d1"])
-        XCTAssertEqual(follower.passedOver, 0)
+        XCTAssertEqual(follower.passedOverRecords(), 0)
+        // Two rotations again, the file in between compressed meanwhile: counted from its .gz.
+        try append("d2\n")
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000003.jsonl")
+        try append("e1\ne2\n")
+        try FileManager.default.moveItem(atPath: active, toPath: directory + "/tapwire-20261201T000004.jsonl")
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
+        gzip.arguments = ["-n", directory + "/tapwire-20261201T000004.jsonl"]  // x.jsonl -> x.jsonl.gz
+        try gzip.run()
+        gzip.waitUntilExit()
+        try append("f1\n")
+        XCTAssertEqual(texts(follower.newLines()), ["f1"])
+        XCTAssertEqual(follower.passedOverRecords(), 1 + 2, "d2 and the compressed file's two")
         follower.close()
     }
 
