@@ -251,6 +251,8 @@
       put(c[0], "text", fmtTime(rec.time));
       put(c[1], "text", rec.lost + " exchange" + (rec.lost == 1 ? "" : "s") + " not recorded" + (rec.reason ? " (" + rec.reason + ")" : ""));
       for (let i = 2; i < 10; i++) { if (i !== 7) put(c[i], "text", ""); put(c[i], "hidden", true); }
+      // The path cell was emptied here: what it showed before is no longer there.
+      c[3]._path = null;
       return;
     }
     for (let i = 2; i < 10; i++) put(c[i], "hidden", false);
@@ -266,6 +268,7 @@
     const pathKey = tag + "\n" + (rec.replayOf ? "r" : "") + "\n" + path;
     if (c[3]._path !== pathKey) {
       c[3]._path = pathKey;
+      c[3]._text = null;
       c[3].textContent = "";
       if (tag) c[3].append(el("span", "kind", tag));
       if (rec.replayOf) c[3].append(el("span", "replay", "↻"));
@@ -401,7 +404,8 @@
       if (e.status === 400) { showQueryError(e.message, e.column); state.done = true; }
       else countLabel.textContent = "cannot load: " + e.message;
     } finally {
-      if (generation === state.generation) { state.loading = false; render(); }
+      // A refill meanwhile reset `loading` itself, and a page after it may be in flight.
+      if (generation === state.generation && refills === state.refills) { state.loading = false; render(); }
     }
   }
 
@@ -409,6 +413,7 @@
   // came meanwhile, as a reconnection does.
   function startLive(resuming) {
     if (state.source) state.source.close();
+    state.liveStopped = false;
     // About two screens of rows a look: at a rate above that, the newest are what following
     // shows, and a gap refill brings the rest from the log.
     state.perLook = Math.max(50, Math.min(500, 2 * Math.ceil(viewport.clientHeight / ROW) + OVERSCAN));
@@ -438,7 +443,9 @@
     let opened = !!resuming;
     source.onopen = () => {
       if (generation !== state.generation) return;
-      if (!opened) { opened = true; state.ready = true; render(); return; }
+      // Also when resuming: a page hidden before its first open has not read its history yet.
+      if (!state.ready) { state.ready = true; render(); }
+      if (!opened) { opened = true; return; }
       // Reconnected (the stream broke: the server restarted, a network hiccup): the records
       // written while it was down came on no stream; the log has them, as after a gap.
       state.reconnects++;
@@ -571,7 +578,16 @@
     state.unseen = 0; state.shift = 0; newerButton.hidden = true; state.stale = false; state.holes = false;
     state.ready = false; state.liveStopped = false;
     viewport.scrollTop = 0;
-    startLive();
+    if (document.hidden) {
+      // No stream while hidden (opened in a background tab, or a reload meanwhile): the
+      // history loads now, and showing the page opens the stream and fills in the top.
+      if (state.source) { state.source.close(); state.source = null; }
+      state.suspended = true;
+      state.ready = true;
+    } else {
+      state.suspended = false;
+      startLive();
+    }
     render();
   }
 

@@ -434,10 +434,20 @@ def reconnect(binary, directory, out):
     view, url = start_view(binary, directory, "127.0.0.1:0")
     driver = browser(out)
     try:
+        # When the page's first stream opened and when it first asked for history.
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+            window.__order = [];
+            const Source = window.EventSource;
+            window.EventSource = function (url) { const s = new Source(url); s.addEventListener('open', () => window.__order.push('open')); return s; };
+            window.EventSource.CLOSED = Source.CLOSED;
+            const fetched = window.fetch;
+            window.fetch = function (path, options) { if (String(path).startsWith('/api/records')) window.__order.push('records'); return fetched(path, options); };
+        """})
         driver.get(url)
         wait(driver, "const s = window.tapwireViewer; return s && s.ready && s.done && !s.loading && s.rows.length === %d" % count,
              message="the history after the live stream opened")
-        check(True, "the history is read once the live stream is open")
+        order = driver.execute_script("return window.__order")
+        check(order[:2] == ["open", "records"], "the history is read once the live stream is open (%s)" % order[:4])
         millis = int(time.time() * 1000)
         def append(k):
             with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
@@ -457,19 +467,42 @@ def reconnect(binary, directory, out):
         check(ids[0] == missed and ids[1] == first, "after a reconnection the record written meanwhile is on top (%s)" % ids[:3])
         after = append(2)
         wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % after, message="a live row after the restart")
+        # A row element that showed a loss record and then a record with the path it had
+        # shown before the loss: the path is drawn again, not left empty.
+        def append_line(line):
+            with open(os.path.join(directory, "tapwire.jsonl"), "a") as f:
+                f.write(line + "\n")
+        same = []
+        for k, line in enumerate([None, json.dumps({"kind": "loss", "lost": 2, "time": "2026-12-02T10:11:16.000000Z", "reason": "queue full"}), None]):
+            if line is None:
+                rec = json.loads(record(2000 + k, millis + 100 + k))
+                rec["request"]["url"] = "http://api.local/same"
+                append_line(json.dumps(rec, separators=(",", ":")))
+                same.append(rec["id"])
+                wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % rec["id"], message="the /same row")
+            else:
+                append_line(line)
+                wait(driver, "return window.tapwireViewer.rows[0].kind === 'loss'", message="the loss row on top")
+            time.sleep(0.6)  # drawn: the next row comes after the page's redraw
+        path = wait(driver, "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r._index === 0); return r && r._record.id === '%s' && r.children[3].textContent" % same[-1],
+                    message="the top row drawn")
+        check(path == "/same", "a row element reused after a loss row shows its path (%r)" % path)
+        count += 3
+
         # Hidden (another tab): no stream; shown again, what came meanwhile is filled in.
         visibility = "Object.defineProperty(document, 'hidden', { value: arguments[0], configurable: true }); document.dispatchEvent(new Event('visibilitychange'))"
+        top = driver.execute_script("return window.tapwireViewer.rows[0].id")
         driver.execute_script(visibility, True)
         check(driver.execute_script("return window.tapwireViewer.source === null"), "a hidden page closes its live stream")
         unseen = append(3)
         time.sleep(0.5)
-        check(driver.execute_script("return window.tapwireViewer.rows[0].id") == after, "and gets no rows while hidden")
+        check(driver.execute_script("return window.tapwireViewer.rows[0].id") == top, "and gets no rows while hidden")
         driver.execute_script(visibility, False)
         wait(driver, "const s = window.tapwireViewer; return !s.loading && s.rows[0].id === '%s'" % unseen, timeout=15, message="the row written while hidden")
         last = append(4)
         wait(driver, "return window.tapwireViewer.rows[0].id === '%s'" % last, message="a live row after showing the page again")
         check(True, "shown again, the page fills in what came while hidden and follows again")
-        ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)")
+        ids = driver.execute_script("return window.tapwireViewer.rows.map(r => r.id || 'loss ' + r.time)")
         check(len(ids) == len(set(ids)) == count + 5, "every record once (%d rows, %d distinct)" % (len(ids), len(set(ids))))
         # A narrow window gives up rule, type and size first: the error column stays in view.
         columns = "const head = [...document.querySelectorAll('#list .row.head > span')]; const right = document.getElementById('viewport').getBoundingClientRect().right;" \
