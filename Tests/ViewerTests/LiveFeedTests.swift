@@ -18,6 +18,7 @@ final class LiveFeedTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
 
     private var active: String { directory + "/tapwire.jsonl" }
+    private var layout: LogFileLayout { LogFileLayout(directory: directory, fileName: "tapwire.jsonl") }
 
     private func append(_ text: String, to path: String? = nil) throws {
         let path = path ?? active
@@ -144,7 +145,7 @@ final class LiveFeedTests: XCTestCase {
         try append("")
         var settings = ViewerSettings()
         settings.pollInterval = 0.02
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
+        let feed = LiveFeed(layout: layout, settings: settings)
         let list = feed.subscribe(.all)
         defer { feed.unsubscribe(list) }
         func record(_ n: Int, body: String = "1") -> String {
@@ -168,7 +169,7 @@ final class LiveFeedTests: XCTestCase {
 
     func testEachSubscriberGetsTheRowsItsQueryKeeps() throws {
         try append("")
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: ViewerSettings())
+        let feed = LiveFeed(layout: layout, settings: ViewerSettings())
         let errors = feed.subscribe(try Query.parse("status>=500"))
         let everything = feed.subscribe(.all)
         defer { feed.unsubscribe(errors); feed.unsubscribe(everything) }
@@ -197,7 +198,7 @@ final class LiveFeedTests: XCTestCase {
         settings.pollInterval = 0.01
         let record = #"{"id":"r-1","kind":"http","request":{"method":"GET","url":"http://a.local/1","headers":[]},"response":{"status":503,"headers":[]}}"#
         let follower = JoiningFollower(path: active, maxBytesPerLook: settings.maxBytesPerLook, line: Array(record.utf8))
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings,
+        let feed = LiveFeed(layout: layout, settings: settings,
                             follower: { _, _ in follower })
         let first = feed.subscribe(.all)
         defer { feed.unsubscribe(first) }
@@ -222,7 +223,7 @@ final class LiveFeedTests: XCTestCase {
         settings.pollInterval = 0.01
         let record = #"{"id":"r-1","kind":"http","request":{"method":"GET","url":"http://a.local/1","headers":[]},"response":{"status":503,"headers":[]}}"# + "\n"
         let join = LateJoin()
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings,
+        let feed = LiveFeed(layout: layout, settings: settings,
                             follower: { [self] path, perLook in
             Thread {
                 guard let feed = join.feed else { return }
@@ -259,7 +260,7 @@ final class LiveFeedTests: XCTestCase {
         // viewer.maxRowsPerLook, set below its default: the configured bound is the one kept.
         var settings = ViewerSettings()
         settings.maxRowsPerLook = 40
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
+        let feed = LiveFeed(layout: layout, settings: settings)
         let everything = feed.subscribe(.all)
         let some = feed.subscribe(try Query.parse("status>=500"))
         // A page's `rows`: fewer a look for this list, and never more than maxRowsPerLook.
@@ -299,7 +300,7 @@ final class LiveFeedTests: XCTestCase {
         settings.maxRowsPerLook = 10
         settings.maxQueuedRows = 25
         settings.pollInterval = 0.01
-        let feed = LiveFeed(layout: LogFileLayout(directory: directory, fileName: "tapwire.jsonl"), settings: settings)
+        let feed = LiveFeed(layout: layout, settings: settings)
         let slow = feed.subscribe(.all)
         defer { feed.unsubscribe(slow) }
         let deadline = Date().addingTimeInterval(10)
