@@ -66,13 +66,17 @@ struct HTTP2FieldList {
         }
     }
 
-    /// Connection-specific fields (RFC 9113 §8.2.2).
-    private static let connectionSpecific: [StaticString] = ["te", "upgrade", "connection", "keep-alive",
-                                                              "proxy-connection", "transfer-encoding"]
-
-    /// Whether the name is a connection-specific field's, whatever its case.
+    /// Whether the name is a connection-specific field's (RFC 9113 §8.2.2), whatever its case.
+    /// By length first: this runs for every field of every h2 head, and most names match none.
     static func isConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        connectionSpecific.contains { HTTPHeaders.name(name, is: $0) }
+        switch name.count {
+        case 2: return HTTPHeaders.name(name, is: "te")
+        case 7: return HTTPHeaders.name(name, is: "upgrade")
+        case 10: return HTTPHeaders.name(name, is: "connection") || HTTPHeaders.name(name, is: "keep-alive")
+        case 16: return HTTPHeaders.name(name, is: "proxy-connection")
+        case 17: return HTTPHeaders.name(name, is: "transfer-encoding")
+        default: return false
+        }
     }
 
     static func isConnectionSpecific(_ name: String) -> Bool {
