@@ -249,7 +249,7 @@ def main():
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--paint-rounds", type=int, default=3, help="0 skips the first-paint measurement")
     ap.add_argument("--duration", type=int, default=4, help="seconds per wrk round")
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rate", type=int, default=2000, help="exchanges/s for the live-lag measurement")

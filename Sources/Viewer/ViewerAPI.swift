@@ -155,8 +155,8 @@ struct ViewerAPI {
     /// more would be made, sent and parsed only to scroll out of view at once.
     /// `every=S` (seconds, 0 to 10; 0, the default, sends each look's rows as they come): events
     /// at most that often; a row after a quiet spell goes at once, and under load the looks in
-    /// between are merged into one event (their rows and gaps), so a page that draws twice a
-    /// second is not woken ten times a second.
+    /// between are merged into one event (their rows and gaps), so a page that draws every
+    /// 0.75 s is not woken ten times a second.
     func live(_ request: ViewerRequest) -> ViewerServer.Answer {
         let query: Query
         switch self.query(request) {
