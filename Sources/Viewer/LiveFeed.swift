@@ -13,7 +13,8 @@ import Glibc
 /// made into rows only when taken: see `Subscriber.Queued`). The thread runs while anyone subscribes, at nice 19: a
 /// viewer watching must not slow what it watches. At a few thousand exchanges a second that
 /// costs the lists nothing; at full load their rows trail, reading at most `viewer.maxBytesPerLook`
-/// bytes of the file per look, and a list that falls `viewer.maxQueuedRows` behind reloads.
+/// bytes of the file per look, and a list never holds more than `viewer.maxQueuedRows` rows
+/// (the older ones are a gap).
 ///
 /// Rotation: when the active path names another file, the old one is read to its end first,
 /// then the new one from its start, so no record written meanwhile is skipped. A feed that
@@ -28,7 +29,7 @@ final class LiveFeed: @unchecked Sendable {
         let maxQueuedRows: Int
         fileprivate let condition = NSCondition()
         /// A row, or a record line for a list without a query, made into its row only when the
-        /// stream takes it: a paced stream (`every`) takes one look's rows in five under load,
+        /// stream takes it: a paced stream (`every`) takes one look's rows in several under load,
         /// and a gap drops the others before anyone would read them. Only the last look's lines
         /// wait as lines (a later look without a gap makes them rows, since they will be sent),
         /// and only lines up to `maxDeferredLineBytes`: a list holds at most `rowsPerLook` of them.
@@ -37,10 +38,9 @@ final class LiveFeed: @unchecked Sendable {
             case line([UInt8])
         }
         fileprivate var rows: [Queued] = []
-        /// Rows left out since the last `take` (more than `maxRowsPerLook` in a look).
+        /// Rows left out since the last `take` (more than `maxRowsPerLook` in a look, or more
+        /// than `maxQueuedRows` waiting).
         fileprivate var skipped = 0
-        /// More rows than `maxQueuedRows` arrived before the stream sent them: the list must reload.
-        fileprivate(set) var overflowed = false
 
         init(query: Query, rowsPerLook: Int, maxQueuedRows: Int) {
             self.query = query
@@ -50,10 +50,10 @@ final class LiveFeed: @unchecked Sendable {
 
         /// Waits up to `timeout` seconds for rows; returns them (empty on timeout) and how many
         /// rows before them were left out.
-        func take(timeout: Double) -> (rows: [[UInt8]], skipped: Int, overflowed: Bool) {
+        func take(timeout: Double) -> (rows: [[UInt8]], skipped: Int) {
             condition.lock()
-            if rows.isEmpty && !overflowed { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
-            let taken = rows, left = skipped, over = overflowed
+            if rows.isEmpty && skipped == 0 { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
+            let taken = rows, left = skipped
             rows.removeAll()
             skipped = 0
             condition.unlock()
@@ -66,7 +66,7 @@ final class LiveFeed: @unchecked Sendable {
                 case .line(let line): if let row = LiveFeed.row(line) { made.append(row) }
                 }
             }
-            return (made, left, over)
+            return (made, left)
         }
 
         /// One hand-over (one lock, one wake-up) per look at the file, however many rows;
@@ -84,7 +84,15 @@ final class LiveFeed: @unchecked Sendable {
                     return LiveFeed.row(line).map(Queued.row)
                 }
             }
-            if rows.count + batch.count <= maxQueuedRows { rows += batch } else { overflowed = true }
+            rows += batch
+            // Not taken for a while (a paced stream asleep, a browser that stopped reading): the
+            // newest rows wait, the older ones become a gap, which the list fills in from the log
+            // as it does any other. The queue stays bounded and the list needs no reload.
+            if rows.count > maxQueuedRows {
+                let excess = rows.count - maxQueuedRows
+                skipped += excess
+                rows.removeFirst(excess)
+            }
             condition.signal()
             condition.unlock()
         }

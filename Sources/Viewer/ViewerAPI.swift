@@ -150,8 +150,8 @@ struct ViewerAPI {
     /// `GET /api/live?q=&rows=N`: Server-Sent Events, each `data:` line a JSON array of the new
     /// rows the query keeps, oldest first; `event: gap` (`{"skipped":N}`) before rows when N
     /// older ones were left out (more than `rows` in a look, at most `maxRowsPerLook`, its
-    /// default: the page fills them in from `/api/records`); `event: overflow` when the page
-    /// fell too far behind (it reloads). A page asks for about two screens of rows a look:
+    /// default, or more than `maxQueuedRows` waiting to be sent: the page fills them in from
+    /// `/api/records`). A page asks for about two screens of rows a look:
     /// more would be made, sent and parsed only to scroll out of view at once.
     /// `every=S` (seconds, 0 to 10; 0, the default, sends each look's rows as they come): events
     /// at most that often; a row after a quiet spell goes at once, and under load the looks in
@@ -186,7 +186,7 @@ struct ViewerAPI {
             for (name, value) in ViewerResponse.commonHeaders { head += "\(name): \(value)\r\n" }
             guard socket.write(Array((head + "Connection: close\r\n\r\n: live\n\n").utf8)) else { return }
             while true {
-                let (rows, skipped, overflowed) = subscriber.take(timeout: server.settings.heartbeatInterval)
+                let (rows, skipped) = subscriber.take(timeout: server.settings.heartbeatInterval)
                 // One event per batch (the rows of one look at the file): a page dispatches and
                 // parses ten events a second, not one per exchange.
                 var out: [UInt8] = []
@@ -199,12 +199,11 @@ struct ViewerAPI {
                     }
                     out += Array("]\n\n".utf8)
                 }
-                if overflowed { out += Array("event: overflow\ndata: {}\n\n".utf8) }
                 if out.isEmpty { out = Array(": keep-alive\n\n".utf8) }
-                guard socket.write(out), !overflowed else { return }
+                guard socket.write(out) else { return }
                 // The next event no sooner than `every` after this one; rows meanwhile queue
-                // in the subscriber (a gap there drops the older ones, so the queue stays
-                // within a look's rows).
+                // in the subscriber (a gap there drops the older ones, and it holds at most
+                // `maxQueuedRows`, the older ones beyond that being a gap too).
                 if every > 0 && (!rows.isEmpty || skipped > 0) { usleep(UInt32(every * 1_000_000)) }
             }
         }

@@ -19,8 +19,9 @@ public struct ViewerSettings: Sendable, Equatable {
     /// with row by row). Past it the list gets the newest of them and a `gap` event, and fills
     /// in from the log (`/api/records`), so a list's cost stops growing with the exchange rate.
     public var maxRowsPerLook = 500
-    /// `viewer.maxQueuedRows`: rows a live list may fall behind by (a browser that stopped
-    /// reading) before it is told to reload. At least `maxRowsPerLook`.
+    /// `viewer.maxQueuedRows`: rows a live list holds while they wait to be sent (a paced stream
+    /// between its events, a browser that stopped reading); past it the oldest are left out as
+    /// a `gap`, which the page fills in from the log. At least `maxRowsPerLook`.
     public var maxQueuedRows = 20_000
     /// `viewer.maxBytesPerLook`: bytes of new records read per look at the file: a thread that
     /// could not run for a while catches up in steps, not by reading the backlog into memory at once.

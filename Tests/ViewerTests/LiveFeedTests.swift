@@ -292,9 +292,10 @@ final class LiveFeedTests: XCTestCase {
         }
     }
 
-    /// viewer.maxQueuedRows: a list that stops taking rows is told to reload once that many
-    /// are waiting, instead of the queue growing without bound.
-    func testAListThatFallsTooFarBehindOverflows() throws {
+    /// viewer.maxQueuedRows: a list that takes no rows for a while (a paced stream asleep, a
+    /// browser that stopped reading) keeps the newest that many; the older ones are a gap, so
+    /// the queue stays bounded and the list fills them in from the log instead of reloading.
+    func testAListThatFallsBehindKeepsTheNewestRowsAndCountsTheRestAsAGap() throws {
         try append("")
         var settings = ViewerSettings()
         settings.maxRowsPerLook = 10
@@ -303,22 +304,26 @@ final class LiveFeedTests: XCTestCase {
         let feed = LiveFeed(layout: layout, settings: settings)
         let slow = feed.subscribe(.all)
         defer { feed.unsubscribe(slow) }
-        let deadline = Date().addingTimeInterval(10)
-        var n = 0
-        // Small batches, each within one look, until the unread queue passes its bound.
-        while Date() < deadline {
+        // Small batches, each within one look (no gap from a look), 60 rows in all.
+        for batch in 0..<12 {
             var text = ""
-            for _ in 0..<5 {
-                n += 1
+            for i in 1...5 {
+                let n = batch * 5 + i
                 text += #"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"response":{"status":200,"headers":[]}}"# + "\n"
             }
             try append(text)
-            usleep(50_000)
-            if n >= 60 { break }
+            usleep(30_000)
         }
+        usleep(300_000)
         let taken = slow.take(timeout: 1)
-        XCTAssertTrue(taken.overflowed, "\(n) rows offered, \(taken.rows.count) queued")
-        XCTAssertLessThanOrEqual(taken.rows.count, settings.maxQueuedRows)
+        XCTAssertEqual(taken.rows.count, settings.maxQueuedRows)
+        XCTAssertEqual(taken.skipped, 60 - settings.maxQueuedRows)
+        let ids = taken.rows.map { row -> String in
+            let text = String(decoding: row, as: UTF8.self)
+            guard let start = text.range(of: #""id":""#), let end = text[start.upperBound...].firstIndex(of: "\"") else { return text }
+            return String(text[start.upperBound..<end])
+        }
+        XCTAssertEqual(ids, (36...60).map { "r-\($0)" })
     }
 }
 

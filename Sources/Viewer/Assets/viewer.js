@@ -464,7 +464,6 @@
       // Closed for good (the server refused the stream, e.g. at `viewer.maxConnections`).
       if (source.readyState === EventSource.CLOSED) { state.liveStopped = true; render(); }
     };
-    source.addEventListener("overflow", () => { if (generation === state.generation) reload(); });
     // More rows came in one look than a list takes (full load): the newest follow, the ones
     // before them are filled in from the log when someone could see them. Following, the top
     // shows the newest rows and the list below keeps only a few screens of them (`holes`):
