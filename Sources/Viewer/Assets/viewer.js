@@ -606,10 +606,11 @@
     state.paused = !state.paused;
     followButton.textContent = state.paused ? "Paused" : "Following";
     followButton.classList.toggle("paused", state.paused);
-    if (!state.paused) { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
+    // To the top: a shift still waiting for the next redraw would move the list off it again.
+    if (!state.paused) { viewport.scrollTop = 0; state.shift = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); }
     else if (state.holes) refillSoon();
   });
-  newerButton.addEventListener("click", () => { viewport.scrollTop = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); });
+  newerButton.addEventListener("click", () => { viewport.scrollTop = 0; state.shift = 0; newerButton.hidden = true; state.unseen = 0; refillIfStale(); });
 
   // Arrow keys move the selection; the list scrolls to keep it in view.
   viewport.addEventListener("keydown", (ev) => {
