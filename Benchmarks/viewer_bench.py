@@ -195,8 +195,9 @@ def throughput(args, procs, root):
     paced.start()
     page = None
     if args.browser and not args.blank_page:
-        # The page too: how old the newest row it has drawn is, sampled four times a second
-        # (at a steady rate that is how far the page trails the log).
+        # The page too: how old the newest row it has drawn is, sampled twenty times a second
+        # (at a steady rate that is how far the page trails the log; the worst case comes just
+        # before a redraw, so the samples must be many next to the redraws).
         page = vb.browser(os.path.join(root, "shots"))
         page.get("http://127.0.0.1:%d/" % proxy.port)
         vb.wait(page, "return window.tapwireViewer && window.tapwireViewer.source && window.tapwireViewer.source.readyState === 1",
@@ -206,22 +207,22 @@ def throughput(args, procs, root):
     # Each connection waits `pause_ms` after every answer, and an answer takes a few tenths
     # of a millisecond: half a millisecond is allowed for it, so the rate is at least `rate`.
     connections = max(1, int(math.ceil(args.rate * (pause_ms + 0.5) / 1000)))
-    wrk = subprocess.Popen(["wrk", "-c", str(connections), "-t", "1", "-d", "%ds" % args.duration, "-s", os.path.join(HERE, "paced.lua"),
+    wrk = subprocess.Popen(["wrk", "-c", str(connections), "-t", "1", "-d", "%ds" % args.paced_duration, "-s", os.path.join(HERE, "paced.lua"),
                             "http://127.0.0.1:%d/" % proxy.port, "--", proxy.target(origin_port, "/small.json"), str(pause_ms)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     page_lags = []
     if page:
         started = time.monotonic()
         time.sleep(1.0)  # the first rows of the run
-        while time.monotonic() - started < args.duration - 0.5:
+        while time.monotonic() - started < args.paced_duration - 0.5:
             drawn = page.execute_script(
                 "const r = [...document.querySelectorAll('#rows .row')].find(r => !r.hidden && r._index === 0);"
                 "return r && r._record && r._record.time ? [r._record.time, Number(r._record.duration || 0), Date.now() / 1000] : null")
             if drawn:
                 began = datetime.datetime.strptime(drawn[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
                 page_lags.append(drawn[2] - began - drawn[1])
-            time.sleep(0.25)
-    out = wrk.communicate(timeout=args.duration + 30)[0]
+            time.sleep(0.05)
+    out = wrk.communicate(timeout=args.paced_duration + 30)[0]
     time.sleep(1.0)
     paced.stop()
     if page:
@@ -233,7 +234,7 @@ def throughput(args, procs, root):
     m = re.search(r"RESULT requests=(\d+) duration_us=(\d+)", out)
     rate = int(m.group(1)) / (int(m.group(2)) / 1e6) if m else 0
     lags = paced.lags
-    pb.log("paced at %.0f exchanges/s for %d s: %d live rows" % (rate, args.duration, paced.rows))
+    pb.log("paced at %.0f exchanges/s for %d s: %d live rows" % (rate, args.paced_duration, paced.rows))
     per_request = {k: (1e6 * v[0] / v[1] if v[1] else 0.0) for k, v in cost.items()}
     pb.log("Tapwire CPU per request: %.1f µs without a viewer, %.1f µs with one; its viewer threads used %.1f%% of Tapwire's CPU then" % (
         per_request[False], per_request[True], 100 * viewer_seconds / cost[True][0] if cost[True][0] else 0))
@@ -253,6 +254,7 @@ def main():
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rate", type=int, default=2000, help="exchanges/s for the live-lag measurement")
+    ap.add_argument("--paced-duration", type=int, default=8, help="seconds of the live-lag measurement")
     ap.add_argument("--browser", action="store_true", help="the connected viewer is a real page in headless Chromium")
     ap.add_argument("--blank-page", action="store_true",
                     help="with --browser: Chromium on about:blank instead of the viewer (what a browser costs by being there)")

@@ -41,7 +41,11 @@ final class ViewerEndToEndTests: XCTestCase {
     func testRowsFollowLiveTrafficAndTheQueryDetailAndActionsWork() throws {
         try requireBrowser()
         let origin = try OriginServer()
-        let proxy = try TapwireProcess()
+        // A form rule and a validating rule, for the detail's form tree and failure banner.
+        let proxy = try TapwireProcess(config: ["rules": [
+            ["name": "form-echo", "match": ["path": "/echo", "contentType": ["application/x-www-form-urlencoded"]], "serializer": ["type": "form"]],
+            ["name": "json-only", "match": ["path": "/close-delimited"], "serializer": ["type": "string"], "validate": ["contentType": ["application/json"]]],
+        ]])
         defer { proxy.stop() }
         XCTAssertNotNil(proxy.stderr.waitFor { $0.contains("viewer on http://127.0.0.1:\(proxy.port)/") })
         let out = try outputDirectory("live")

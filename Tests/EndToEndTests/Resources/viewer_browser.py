@@ -182,6 +182,33 @@ def live(url, proxy, origin, out):
         check("content_block_delta" in text and "text_delta" in text and "message_stop" in text,
               "an event stream is shown as its events, data decoded (%d characters)" % len(text))
 
+        # NDJSON, a property list and a form (by the test's rule) are trees of their values;
+        # a validation failure (the test's rule wants JSON) leads the detail.
+        plist = ('<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>name</key><string>tap-plist</string>'
+                 '<key>count</key><integer>42</integer><key>tags</key><array><string>a</string><string>b</string></array></dict></plist>')
+        for kind, content_type, body, expect in (
+                ("ndjson", "application/x-ndjson", '{"n":1}\n{"n":2,"big":12345678901234567891}\n', ["12345678901234567891", "big"]),
+                ("plist", "application/x-plist", plist, ["tap-plist", "42", "tags"]),
+                ("form", "application/x-www-form-urlencoded", "who=ann+lee&tag=a&tag=b", ["who", "ann lee", "tag"])):
+            seen = json.dumps(driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)"))
+            curl(proxy, origin + "/echo", "-H", "Content-Type: " + content_type, "--data-binary", body)
+            found = wait(driver, "const seen = new Set(%s); const r = window.tapwireViewer.rows.find(r => !seen.has(r.id) && r.path === '/echo'); return r && r.id" % seen,
+                         message="the %s row" % kind)
+            click_row(driver, found)
+            # The request body's value and the response's: the echo sends the same bytes back.
+            shown = wait(driver, "const t = [...document.querySelectorAll('#detail .value .tree')]; return window.tapwireViewer.current.id === '%s' && t.length && t.map(t => [t.textContent, t.querySelectorAll('details').length])" % found,
+                         message="the %s tree" % kind)
+            check(any(all(e in text for e in expect) and branches >= 2 for text, branches in shown),
+                  "%s is shown as a tree of its values (%r)" % (kind, [text[:60] for text, _ in shown]))
+        seen = json.dumps(driver.execute_script("return window.tapwireViewer.rows.map(r => r.id)"))
+        curl(proxy, origin + "/close-delimited")
+        invalid = wait(driver, "const seen = new Set(%s); const r = window.tapwireViewer.rows.find(r => !seen.has(r.id) && r.path === '/close-delimited'); return r && r.id" % seen,
+                       message="the row that fails validation")
+        click_row(driver, invalid)
+        banner = wait(driver, "const b = document.querySelector('#detail .banner.failure'); return window.tapwireViewer.current.id === '%s' && b && b.textContent" % invalid,
+                      message="the validation failure banner")
+        check("responseValidationFailed" in banner, "a validation failure leads the detail: %r" % banner[:80])
+
         # Paused: a new row is announced by the "new" button; following again clears it.
         driver.find_element("id", "follow").click()
         check(driver.find_element("id", "follow").text == "Paused", "the follow button pauses")
