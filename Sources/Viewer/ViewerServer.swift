@@ -161,7 +161,10 @@ public final class ViewerServer: @unchecked Sendable {
         let api = ViewerAPI(server: self)
         switch (request.method, request.path) {
         case ("GET", "/"), ("HEAD", "/"), ("GET", "/index.html"):
-            return .whole(page())
+            // Followed from another site (a link there; the guard lets only such a navigation
+            // through): the page shows the link's query but waits for the reader to run it.
+            let site = request.header("Sec-Fetch-Site")?.lowercased()
+            return .whole(page(linkedFromElsewhere: site != nil && site != "same-origin" && site != "none"))
         case ("GET", "/viewer.js"):
             return .whole(ViewerResponse(status: 200, reason: "OK", contentType: "text/javascript; charset=utf-8", body: PackageResources.viewer_js))
         case ("GET", "/viewer.css"):
@@ -187,10 +190,11 @@ public final class ViewerServer: @unchecked Sendable {
         }
     }
 
-    private func page() -> ViewerResponse {
+    private func page(linkedFromElsewhere: Bool) -> ViewerResponse {
         var html = String(decoding: PackageResources.viewer_html, as: UTF8.self)
         html = html.replacingOccurrences(of: "{{token}}", with: token)
             .replacingOccurrences(of: "{{mode}}", with: replayer == nil ? "view" : "run")
+            .replacingOccurrences(of: "{{linked}}", with: linkedFromElsewhere ? "elsewhere" : "here")
         return ViewerResponse(status: 200, reason: "OK", contentType: "text/html; charset=utf-8", body: Array(html.utf8))
     }
 }

@@ -158,6 +158,13 @@ final class ViewerEndToEndTests: XCTestCase {
         let linked = try request(port, "/?q=status%3D200", headers: navigate)
         XCTAssertEqual(linked.status, 200)
         XCTAssertTrue(linked.headers.contains("Cross-Origin-Opener-Policy: same-origin"), linked.headers)
+        // ...which holds its query until the reader runs it (the browser test checks the page).
+        XCTAssertTrue(linked.body.contains(#"<meta name="tapwire-linked" content="elsewhere">"#), linked.body)
+        let sameSite = try request(port, "/?q=status%3D200", headers: ["Sec-Fetch-Site: same-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"])
+        XCTAssertTrue(sameSite.body.contains(#"content="elsewhere""#), "another port on this host is another page too")
+        for own in [["Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"], ["Sec-Fetch-Site: same-origin"], []] {
+            XCTAssertTrue(try request(port, "/?q=status%3D200", headers: own).body.contains(#"<meta name="tapwire-linked" content="here">"#), "\(own)")
+        }
         XCTAssertEqual(try request(port, "/api/records", headers: navigate).status, 403, "only the page")
         XCTAssertEqual(try request(port, "/", headers: ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: no-cors", "Sec-Fetch-Dest: empty"]).status, 403)
         XCTAssertEqual(try request(port, "/", headers: ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: iframe"]).status, 403)

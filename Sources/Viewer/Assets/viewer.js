@@ -19,9 +19,10 @@
   const AHEAD = 200;
   const token = document.querySelector('meta[name="tapwire-token"]').content;
   const readOnly = document.querySelector('meta[name="tapwire-mode"]').content === "view";
+  const linkedFromElsewhere = document.querySelector('meta[name="tapwire-linked"]').content === "elsewhere";
   const $ = (id) => document.getElementById(id);
   const viewport = $("viewport"), spacer = $("spacer"), rowsBox = $("rows"), detail = $("detail");
-  const qInput = $("q"), qError = $("qerror"), followButton = $("follow"), diffButton = $("diff");
+  const qInput = $("q"), qError = $("qerror"), qNote = $("qnote"), followButton = $("follow"), diffButton = $("diff");
   const harLink = $("har"), countLabel = $("count"), newerButton = $("newer");
 
   const state = {
@@ -553,6 +554,7 @@
   let checking = 0, lastTyped = null;
   async function applyQuery(text) {
     lastTyped = text;
+    qNote.hidden = true;
     const attempt = ++checking;
     let refused = null;
     try { await api("/api/query?" + new URLSearchParams({ q: text })); }
@@ -877,8 +879,18 @@
     } catch (e) { detail.append(el("div", "banner error", e.message)); }
   });
 
-  // The query in the page's address goes through the same check as a typed one.
+  // The query in the page's address goes through the same check as a typed one. A link followed
+  // from another site does not run its query by itself: any site can link here, and a query
+  // can be made to read the whole history slowly (a backtracking regular expression). It waits
+  // in the box, out of the address, for the reader to press Enter; the list shows everything.
   const initialQuery = state.query;
   state.query = "";
-  applyQuery(initialQuery);
+  if (linkedFromElsewhere && initialQuery) {
+    qInput.value = initialQuery;
+    qNote.textContent = "This link came from another site: its query has not run. Press Enter to run it.";
+    qNote.hidden = false;
+    reload();
+  } else {
+    applyQuery(initialQuery);
+  }
 })();

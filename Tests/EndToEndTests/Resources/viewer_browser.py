@@ -241,6 +241,25 @@ def live(url, proxy, origin, out):
         set_query(driver, "")
         wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length >= 5 && document.getElementById('qerror').hidden", message="the full list")
 
+        # A link to a view followed from another site (localhost is another site than
+        # 127.0.0.1) shows its query in the box but runs it only on Enter.
+        from selenium.webdriver.common.keys import Keys
+        here = driver.current_url.split("?")[0]
+        driver.get(here.replace("127.0.0.1", "localhost"))
+        wait(driver, "return window.tapwireViewer && window.tapwireViewer.done", message="the page under another site's name")
+        driver.execute_script("location.href = arguments[0]", here + "?q=" + urllib.parse.quote("status=404"))
+        wait(driver, "const s = window.tapwireViewer; return s && s.done && location.hostname === '127.0.0.1' && !document.getElementById('qnote').hidden",
+             message="the page linked from another site")
+        linked = driver.execute_script("const s = window.tapwireViewer; return [document.getElementById('q').value, s.query, s.rows.length, location.search]")
+        check(linked[0] == "status=404" and linked[1] == "" and linked[2] >= 5 and "q=" not in linked[3],
+              "a link from another site shows its query without running it (%s)" % linked)
+        driver.find_element("id", "q").send_keys(Keys.ENTER)
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.query === 'status=404' && s.rows.length === 2 && document.getElementById('qnote').hidden",
+             message="Enter to run the linked query")
+        check("q=status%3D404" in driver.current_url, "Enter runs it (%s)" % driver.current_url)
+        set_query(driver, "")
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.rows.length >= 5", message="the full list again")
+
         # Detail: the decoded tree (number text and key order kept) and the waterfall.
         click_row(driver, driver.execute_script("return window.tapwireViewer.rows.find(r => r.path === '/json' && r.status == 200).id"))
         wait(driver, "return document.querySelector('#detail .tree')", message="the detail tree")
