@@ -188,7 +188,7 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(viewer["maxQueuedRows"], "viewer.maxQueuedRows", min: 1, max: 10_000_000) { c.viewer.maxQueuedRows = v }
             if let v = r.int(viewer["maxBytesPerLook"], "viewer.maxBytesPerLook", min: 64 << 10, max: 1 << 30) { c.viewer.maxBytesPerLook = v }
             if let v = r.seconds(viewer["heartbeatInterval"], "viewer.heartbeatInterval", min: 0.1, max: 3600) { c.viewer.heartbeatInterval = v }
-            // A queue shorter than one look would make every full look an overflow (a reload).
+            // A queue shorter than one look would cut every full look short (a gap each time).
             if c.viewer.maxQueuedRows < c.viewer.maxRowsPerLook {
                 r.fail("viewer.maxQueuedRows", "must be at least viewer.maxRowsPerLook (\(c.viewer.maxRowsPerLook)), found \(c.viewer.maxQueuedRows)")
             }

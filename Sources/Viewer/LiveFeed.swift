@@ -31,9 +31,9 @@ final class LiveFeed: @unchecked Sendable {
         /// A row, or a record line for a list without a query, made into its row only when the
         /// stream takes it: a paced stream (`every`) takes one look's rows in several under load,
         /// and a gap drops the others before anyone would read them. Only the last look's lines
-        /// wait as lines (a later look without a gap makes them rows, since they will be sent),
+        /// wait as lines (a later look makes those it keeps into rows, since they will be sent),
         /// and only lines up to `maxDeferredLineBytes`: a list holds at most `rowsPerLook` of them.
-        fileprivate enum Queued {
+        enum Queued {
             case row([UInt8])
             case line([UInt8])
         }
@@ -48,8 +48,8 @@ final class LiveFeed: @unchecked Sendable {
             self.maxQueuedRows = maxQueuedRows
         }
 
-        /// Waits up to `timeout` seconds for rows; returns them (empty on timeout) and how many
-        /// rows before them were left out.
+        /// Waits up to `timeout` seconds for rows or a gap; returns the rows (empty on timeout or
+        /// a gap alone) and how many rows before them were left out.
         func take(timeout: Double) -> (rows: [[UInt8]], skipped: Int) {
             condition.lock()
             if rows.isEmpty && skipped == 0 { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
@@ -71,28 +71,31 @@ final class LiveFeed: @unchecked Sendable {
 
         /// One hand-over (one lock, one wake-up) per look at the file, however many rows;
         /// `skipped` rows older than the batch were left out.
-        fileprivate func offer(_ batch: [Queued], skipped left: Int) {
+        func offer(_ batch: [Queued], skipped left: Int) {
             condition.lock()
             if left > 0 {
                 // The rows still queued are older than the gap: the list fills them in with it.
                 skipped += rows.count + left
                 rows.removeAll()
-            } else {
-                // No gap: what is queued will be sent, so the previous look's lines become rows.
-                rows = rows.compactMap { item in
-                    guard case .line(let line) = item else { return item }
-                    return LiveFeed.row(line).map(Queued.row)
-                }
             }
-            rows += batch
             // Not taken for a while (a paced stream asleep, a browser that stopped reading): the
-            // newest rows wait, the older ones become a gap, which the list fills in from the log
-            // as it does any other. The queue stays bounded and the list needs no reload.
-            if rows.count > maxQueuedRows {
-                let excess = rows.count - maxQueuedRows
+            // newest `maxQueuedRows` wait, the older ones become a gap, which the list fills in
+            // from the log as it does any other, so the queue stays bounded. Dropped first, so
+            // that no line is made into a row only to be dropped.
+            let excess = rows.count + batch.count - maxQueuedRows
+            var fromBatch = 0
+            if excess > 0 {
+                let fromQueue = min(excess, rows.count)
+                rows.removeFirst(fromQueue)
+                fromBatch = excess - fromQueue
                 skipped += excess
-                rows.removeFirst(excess)
             }
+            // What is still queued will be sent: the previous look's lines become rows.
+            rows = rows.compactMap { item in
+                guard case .line(let line) = item else { return item }
+                return LiveFeed.row(line).map(Queued.row)
+            }
+            rows += batch.dropFirst(fromBatch)
             condition.signal()
             condition.unlock()
         }
@@ -171,7 +174,7 @@ final class LiveFeed: @unchecked Sendable {
 
     private func follow(_ follower: Follower) {
         // Nice 19, not SCHED_IDLE: parsing new records for the live lists yields to the proxy
-        // (at full load the lists trail, and reload when too far behind), but is never starved
+        // (at full load the lists trail, and fill their gaps from the log), but is never starved
         // for seconds by a busy machine, as an idle-class thread can be.
         _ = tapwire_raise_thread_nice(tapwire_current_thread_id(), 19)
         while let (subscribers, lines) = look(follower) {

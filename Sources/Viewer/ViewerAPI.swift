@@ -190,7 +190,7 @@ struct ViewerAPI {
                 // One event per batch (the rows of one look at the file): a page dispatches and
                 // parses ten events a second, not one per exchange.
                 var out: [UInt8] = []
-                if skipped > 0 { out += Array("event: gap\ndata: {\"skipped\":\(skipped)}\n\n".utf8) }
+                if skipped > 0 { out += Array("event: gap\ndata: {\"skipped\":\(skipped),\"rows\":\(rows.count)}\n\n".utf8) }
                 if !rows.isEmpty {
                     out += Array("data: [".utf8)
                     for (i, row) in rows.enumerated() {

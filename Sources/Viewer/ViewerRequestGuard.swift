@@ -56,6 +56,16 @@ public struct ViewerRequestGuard: Sendable {
         return .allowed
     }
 
+    /// Whether a request for the page may come from a link on another site (`check` lets only
+    /// such a navigation through): only the browser's word that it was typed, bookmarked or
+    /// followed on the viewer itself says otherwise. A browser that sends no `Sec-Fetch-Site`
+    /// (older ones, or any to a plain-HTTP address that is not loopback) cannot tell, so it
+    /// counts as elsewhere.
+    public static func mayBeLinkedFromElsewhere(secFetchSite: String?) -> Bool {
+        guard let site = secFetchSite?.lowercased() else { return true }
+        return site != "same-origin" && site != "none"
+    }
+
     /// Whether `Host: value` names this viewer.
     public func allows(host value: String) -> Bool {
         guard let (name, explicitPort) = ViewerRequestGuard.split(host: value.lowercased()) else { return false }

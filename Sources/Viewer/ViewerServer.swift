@@ -161,10 +161,8 @@ public final class ViewerServer: @unchecked Sendable {
         let api = ViewerAPI(server: self)
         switch (request.method, request.path) {
         case ("GET", "/"), ("HEAD", "/"), ("GET", "/index.html"):
-            // Followed from another site (a link there; the guard lets only such a navigation
-            // through): the page shows the link's query but waits for the reader to run it.
-            let site = request.header("Sec-Fetch-Site")?.lowercased()
-            return .whole(page(linkedFromElsewhere: site != nil && site != "same-origin" && site != "none"))
+            // The page shows a query from a link followed elsewhere but waits for the reader to run it.
+            return .whole(page(linkedFromElsewhere: ViewerRequestGuard.mayBeLinkedFromElsewhere(secFetchSite: request.header("Sec-Fetch-Site"))))
         case ("GET", "/viewer.js"):
             return .whole(ViewerResponse(status: 200, reason: "OK", contentType: "text/javascript; charset=utf-8", body: PackageResources.viewer_js))
         case ("GET", "/viewer.css"):

@@ -294,36 +294,45 @@ final class LiveFeedTests: XCTestCase {
 
     /// viewer.maxQueuedRows: a list that takes no rows for a while (a paced stream asleep, a
     /// browser that stopped reading) keeps the newest that many; the older ones are a gap, so
-    /// the queue stays bounded and the list fills them in from the log instead of reloading.
-    func testAListThatFallsBehindKeepsTheNewestRowsAndCountsTheRestAsAGap() throws {
-        try append("")
-        var settings = ViewerSettings()
-        settings.maxRowsPerLook = 10
-        settings.maxQueuedRows = 25
-        settings.pollInterval = 0.01
-        let feed = LiveFeed(layout: layout, settings: settings)
-        let slow = feed.subscribe(.all)
-        defer { feed.unsubscribe(slow) }
-        // Small batches, each within one look (no gap from a look), 60 rows in all.
-        for batch in 0..<12 {
-            var text = ""
-            for i in 1...5 {
-                let n = batch * 5 + i
-                text += #"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"response":{"status":200,"headers":[]}}"# + "\n"
+    /// the queue stays bounded and the list fills them in from the log.
+    func testAListThatFallsBehindKeepsTheNewestRowsAndCountsTheRestAsAGap() {
+        func line(_ n: Int) -> LiveFeed.Subscriber.Queued {
+            .line(Array(#"{"id":"r-\#(n)","kind":"http","request":{"method":"GET","url":"http://a.local/\#(n)","headers":[]},"response":{"status":200,"headers":[]}}"#.utf8))
+        }
+        func ids(_ rows: [[UInt8]]) -> [String] {
+            rows.map { row in
+                let text = String(decoding: row, as: UTF8.self)
+                guard let start = text.range(of: #""id":""#), let end = text[start.upperBound...].firstIndex(of: "\"") else { return text }
+                return String(text[start.upperBound..<end])
             }
-            try append(text)
-            usleep(30_000)
         }
-        usleep(300_000)
-        let taken = slow.take(timeout: 1)
-        XCTAssertEqual(taken.rows.count, settings.maxQueuedRows)
-        XCTAssertEqual(taken.skipped, 60 - settings.maxQueuedRows)
-        let ids = taken.rows.map { row -> String in
-            let text = String(decoding: row, as: UTF8.self)
-            guard let start = text.range(of: #""id":""#), let end = text[start.upperBound...].firstIndex(of: "\"") else { return text }
-            return String(text[start.upperBound..<end])
-        }
-        XCTAssertEqual(ids, (36...60).map { "r-\($0)" })
+        let list = LiveFeed.Subscriber(query: .all, rowsPerLook: 10, maxQueuedRows: 25)
+        // Six looks of ten lines, none taken: the newest 25 wait.
+        for look in 0..<6 { list.offer((1...10).map { line(look * 10 + $0) }, skipped: 0) }
+        let behind = list.take(timeout: 1)
+        XCTAssertEqual(behind.skipped, 35)
+        XCTAssertEqual(ids(behind.rows), (36...60).map { "r-\($0)" })
+
+        // A batch larger than the queue on its own: its newest rows, the rest of it a gap.
+        list.offer((61...90).map { .row(Array(#"{"id":"r-\#($0)"}"#.utf8)) }, skipped: 0)
+        let burst = list.take(timeout: 1)
+        XCTAssertEqual(burst.skipped, 5)
+        XCTAssertEqual(ids(burst.rows), (66...90).map { "r-\($0)" })
+
+        // A look's own gap after queued rows: they are older than it and go into it.
+        list.offer((91...95).map(line), skipped: 0)
+        list.offer((100...102).map(line), skipped: 4)
+        let gap = list.take(timeout: 1)
+        XCTAssertEqual(gap.skipped, 9)
+        XCTAssertEqual(ids(gap.rows), ["r-100", "r-101", "r-102"])
+
+        // A gap alone wakes the stream at once.
+        list.offer([], skipped: 3)
+        let started = Date()
+        let alone = list.take(timeout: 5)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1)
+        XCTAssertEqual(alone.skipped, 3)
+        XCTAssertTrue(alone.rows.isEmpty)
     }
 }
 

@@ -77,4 +77,16 @@ final class ViewerRequestGuardTests: XCTestCase {
         XCTAssertNil(ViewerRequest.percentDecoded("%zz"))
         XCTAssertNil(ViewerRequest.percentDecoded("%ff"), "not UTF-8")
     }
+
+    /// A page request that may come from a link on another site holds its query: all but the
+    /// browser's own word (none, same-origin), including no word at all.
+    func testOnlyNoneAndSameOriginAreLinksFromHere() {
+        for site in ["none", "same-origin", "None", "SAME-ORIGIN"] {
+            XCTAssertFalse(ViewerRequestGuard.mayBeLinkedFromElsewhere(secFetchSite: site), site)
+        }
+        for site in ["cross-site", "same-site", "", "something-new"] {
+            XCTAssertTrue(ViewerRequestGuard.mayBeLinkedFromElsewhere(secFetchSite: site), site)
+        }
+        XCTAssertTrue(ViewerRequestGuard.mayBeLinkedFromElsewhere(secFetchSite: nil))
+    }
 }

@@ -6,10 +6,10 @@
   const ROW = 22, OVERSCAN = 12, PAGE = 2000;
   // Live rows are drawn at most once per this many ms: a row that comes alone is drawn on the
   // next frame, and under a busy proxy the page redraws every 0.75 s, not sixty times a
-  // second: each redraw rewrites every row in view, and what Chromium spends on it (style,
-  // layout, paint, raster, about 10 ms a frame) is taken from the proxy on a busy machine.
-  // The newest row drawn is still at most about 0.9 s old (the log is looked at every
-  // 0.1 s), within the second a live list promises.
+  // second: each redraw rewrites every row in view, and what the browser spends on it (style,
+  // layout, paint, raster) is taken from the proxy when both share a busy machine. With the
+  // log looked at every `viewer.pollInterval`, the newest row drawn stays within the second a
+  // live list promises (Benchmarks/README.md, "The viewer", has the figures).
   const LIVE_RENDER_MS = 750;
   // Rows a gap's refill takes from the log while following: a screenful and then some; older
   // rows load from its cursor when scrolled to, as any history does.
@@ -473,11 +473,16 @@
     // and marked stale until the reader goes back to the top.
     source.addEventListener("gap", (ev) => {
       if (generation !== state.generation) return;
-      let skipped = 0;
-      try { skipped = JSON.parse(ev.data).skipped || 0; } catch (e) { skipped = 0; }
+      let skipped = 0, rowsWith = 0;
+      try { const gap = JSON.parse(ev.data); skipped = gap.skipped || 0; rowsWith = gap.rows || 0; } catch (e) { skipped = 0; }
       state.gaps++;
       const following = !state.paused && viewport.scrollTop < ROW && !state.shift;
-      if (following) { state.holes = true; trimLive(); renderLive(); return; }
+      if (following) {
+        state.holes = true; trimLive(); renderLive();
+        // No rows came after it: the records left out are the newest, and the top is theirs.
+        if (rowsWith === 0) refillSoon();
+        return;
+      }
       state.stale = true;
       state.unseen += skipped;
       render();
@@ -599,7 +604,8 @@
   qInput.value = state.query;
   qInput.addEventListener("input", () => {
     clearTimeout(typing);
-    typing = setTimeout(() => { if (qInput.value !== lastTyped) applyQuery(qInput.value); }, 300);
+    // A query held from a link followed from another site runs on Enter only.
+    typing = setTimeout(() => { if (qNote.hidden && qInput.value !== lastTyped) applyQuery(qInput.value); }, 300);
   });
   qInput.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter") { clearTimeout(typing); applyQuery(qInput.value); }
@@ -887,6 +893,7 @@
   state.query = "";
   if (linkedFromElsewhere && initialQuery) {
     qInput.value = initialQuery;
+    lastTyped = initialQuery;
     qNote.textContent = "This link came from another site: its query has not run. Press Enter to run it.";
     qNote.hidden = false;
     reload();

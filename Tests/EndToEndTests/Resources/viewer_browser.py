@@ -250,11 +250,16 @@ def live(url, proxy, origin, out):
         driver.execute_script("location.href = arguments[0]", here + "?q=" + urllib.parse.quote("status=404"))
         wait(driver, "const s = window.tapwireViewer; return s && s.done && location.hostname === '127.0.0.1' && !document.getElementById('qnote').hidden",
              message="the page linked from another site")
-        linked = driver.execute_script("const s = window.tapwireViewer; return [document.getElementById('q').value, s.query, s.rows.length, location.search]")
-        check(linked[0] == "status=404" and linked[1] == "" and linked[2] >= 5 and "q=" not in linked[3],
-              "a link from another site shows its query without running it (%s)" % linked)
+        # An edit and a pause past the typing delay do not run it either; nothing asked the
+        # server for it.
+        driver.find_element("id", "q").send_keys(" ")
+        time.sleep(0.8)
+        linked = driver.execute_script("const s = window.tapwireViewer; return [document.getElementById('q').value, s.query, s.rows.length, location.search, "
+                                       "performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('status%3D404') || n.includes('status=404'))]")
+        check(linked[0] == "status=404 " and linked[1] == "" and linked[2] >= 5 and "q=" not in linked[3] and not linked[4],
+              "a link from another site shows its query without running it, also after an edit (%s)" % linked)
         driver.find_element("id", "q").send_keys(Keys.ENTER)
-        wait(driver, "const s = window.tapwireViewer; return s.done && s.query === 'status=404' && s.rows.length === 2 && document.getElementById('qnote').hidden",
+        wait(driver, "const s = window.tapwireViewer; return s.done && s.query === 'status=404 ' && s.rows.length === 2 && document.getElementById('qnote').hidden",
              message="Enter to run the linked query")
         check("q=status%3D404" in driver.current_url, "Enter runs it (%s)" % driver.current_url)
         set_query(driver, "")
