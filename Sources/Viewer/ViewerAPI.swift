@@ -148,7 +148,8 @@ struct ViewerAPI {
     }
 
     /// `GET /api/live?q=&rows=N`: Server-Sent Events, each `data:` line a JSON array of the new
-    /// rows the query keeps, oldest first; `event: gap` (`{"skipped":N}`) before rows when N
+    /// rows the query keeps, oldest first; `event: gap` (`{"skipped":N,"rows":M}`, M the rows
+    /// after it in this write) before rows when N
     /// older ones were left out (more than `rows` in a look, at most `maxRowsPerLook`, its
     /// default, or more than `maxQueuedRows` waiting to be sent: the page fills them in from
     /// `/api/records`). A page asks for about two screens of rows a look:

@@ -235,6 +235,22 @@ final class ViewerEndToEndTests: XCTestCase {
         XCTAssertEqual(rest.components(separatedBy: "data: [").count - 1, 1, "the four rows in one event: \(rest)")
     }
 
+    /// viewer.maxQueuedRows under a paced stream: the rows that come while it waits are kept
+    /// up to that many, the newest; the older ones are a gap, which says how many rows follow.
+    func testAPacedStreamKeepsTheNewestQueuedRowsAfterAGap() throws {
+        let origin = try OriginServer()
+        let proxy = try TapwireProcess(config: ["viewer": ["maxRowsPerLook": 1, "maxQueuedRows": 1]])
+        defer { proxy.stop() }
+        let one = try RawClient(port: proxy.port)
+        one.send("GET /api/live?every=3&rows=1 HTTP/1.1\r\nHost: 127.0.0.1:\(proxy.port)\r\n\r\n")
+        XCTAssertTrue(one.read { $0.contains(": live") }.text.hasPrefix("HTTP/1.1 200"))
+        _ = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "\(origin.base)/json?first"])
+        XCTAssertTrue(one.read { $0.contains("data: [") }.text.contains("/json"))
+        for n in 1...4 { _ = try curlViaProxy(proxy.proxyURL, ["-o", "/dev/null", "\(origin.base)/json?n=\(n)"]) }
+        let gapped = one.read(timeout: 15) { $0.contains("data: [") }.text
+        XCTAssertTrue(gapped.contains("event: gap\ndata: {\"skipped\":3,\"rows\":1}"), gapped)
+    }
+
     /// viewer.maxRequestBytes bounds bodies (413) and the heads the viewer reads itself (431);
     /// viewer.heartbeatInterval paces the keep-alive comments of an idle live stream.
     func testViewerLimitsRequestBytesAndHeartbeat() throws {
