@@ -258,6 +258,7 @@ def live(url, proxy, origin, out):
                                        "performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('status%3D404') || n.includes('status=404'))]")
         check(linked[0] == "status=404 " and linked[1] == "" and linked[2] >= 5 and "q=" not in linked[3] and not linked[4],
               "a link from another site shows its query without running it, also after an edit (%s)" % linked)
+        driver.save_screenshot(os.path.join(out, "linked.png"))
         driver.find_element("id", "q").send_keys(Keys.ENTER)
         wait(driver, "const s = window.tapwireViewer; return s.done && s.query === 'status=404 ' && s.rows.length === 2 && document.getElementById('qnote').hidden",
              message="Enter to run the linked query")
