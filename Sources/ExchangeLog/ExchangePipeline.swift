@@ -154,14 +154,9 @@ public final class ExchangePipeline: @unchecked Sendable {
             condition.unlock()
             droppedCount.add(1, ordering: .relaxed)
             writer.countLost(1)
-            // A WebSocket's later pieces must not wait for this one.
-            if case .webSocket(let piece) = event {
-                let processor = condition.withLock { self.processor }
-                piece.capture.state.withLock { state in
-                    WebSocketRecorder.of(piece.capture, in: &state, processor: processor, ids: ids)
-                        .markLost(piece.sequence, capture: piece.capture)
-                }
-            }
+            // A WebSocket's later pieces must not wait for this one. Noted without the
+            // connection's lock, which a worker may hold for as long as a piece takes to parse.
+            if case .webSocket(let piece) = event { piece.capture.noteRefused(piece.sequence) }
             return
         }
         queue.append(Queued(event: consume event, source: source))

@@ -11,7 +11,8 @@ import WebSocket
 /// Rules:
 /// - Pieces are handled in `sequence` order, whichever worker takes them: one that arrives
 ///   early waits here until those before it came. A piece the pipeline could not queue
-///   (`markLost`) stops the parsing (`frameError` says so) but not the end's record.
+///   (`WebSocketCapture.noteRefused`, taken over at the next `take`) stops the parsing
+///   (`frameError` says so) but not the end's record.
 /// - A malformed frame or a deflate error stops the parsing of the whole connection, never
 ///   the relaying; the engine stops copying (`WebSocketCapture.stopParsing`).
 /// - The connection's record id is drawn when the recorder starts, so each message names it
@@ -58,6 +59,10 @@ final class WebSocketRecorder {
     /// offset to `buffer` and `ends`.
     func take(_ piece: CapturedWebSocketPiece, processor: ExchangeProcessor, ids: RecordIDGenerator,
               into buffer: inout RecordBuffer, ends: inout [Int], scratch: inout [UInt8]) {
+        // Pieces refused before this one was queued are noted by now (one loop hands over a
+        // connection's pieces in order).
+        for sequence in piece.capture.takeRefused() where sequence >= next { lost.insert(sequence) }
+        while lost.contains(next) { loseNext(piece.capture) }
         guard piece.sequence >= next else { return }
         if piece.sequence > next {
             early[piece.sequence] = piece.content
@@ -66,17 +71,6 @@ final class WebSocketRecorder {
         handle(piece.content, piece.capture, processor, ids, &buffer, &ends, &scratch)
         next += 1
         drain(piece.capture, processor, ids, &buffer, &ends, &scratch)
-    }
-
-    /// The piece `sequence` was never queued (the decode queue was full).
-    func markLost(_ sequence: UInt64, capture: WebSocketCapture) {
-        guard sequence >= next else { return }
-        lost.insert(sequence)
-        // Nothing can be written here (no worker's buffer): the pieces waiting behind the
-        // lost one are handled by the next `take`.
-        if sequence == next {
-            loseNext(capture)
-        }
     }
 
     private func loseNext(_ capture: WebSocketCapture) {

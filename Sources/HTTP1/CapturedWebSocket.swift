@@ -16,6 +16,10 @@ public final class WebSocketCapture: Sendable {
     /// keeps its own type here), locked while a worker handles a piece.
     public let state = Mutex<AnyObject?>(nil)
     private let parsing = Atomic<Bool>(true)
+    /// Pieces the log refused (its decode queue full), noted by the event loop, which must
+    /// never wait for `state`: a worker holds that while it parses and inflates a piece. The
+    /// worker that next holds `state` takes them over (`takeRefused`).
+    private let refused = Mutex<[UInt64]>([])
 
     public init(upgrade: CapturedExchange) {
         self.upgrade = upgrade
@@ -25,6 +29,21 @@ public final class WebSocketCapture: Sendable {
     /// stops copying bytes for it and hands over only the end.
     public var isParsing: Bool { parsing.load(ordering: .relaxed) }
     public func stopParsing() { parsing.store(false, ordering: .relaxed) }
+
+    /// The piece `sequence` was not queued: parsing stops at once (the engine copies no
+    /// more bytes for it), and the log learns which piece it lost when it next holds `state`.
+    public func noteRefused(_ sequence: UInt64) {
+        refused.withLock { $0.append(sequence) }
+        stopParsing()
+    }
+
+    /// The refused pieces noted since the last call.
+    public func takeRefused() -> [UInt64] {
+        refused.withLock { noted in
+            defer { noted.removeAll() }
+            return noted
+        }
+    }
 }
 
 /// A piece of an upgraded connection, in the order the engine saw it (`sequence` counts

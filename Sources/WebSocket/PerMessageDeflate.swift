@@ -61,18 +61,21 @@ extension StringProtocol {
 /// context takeover works: each message's compressed bytes, then the `00 00 FF FF` tail the
 /// sender removed (RFC 7692 §7.2.2), go through one `z_stream`. A class: zlib keeps a
 /// pointer to the `z_stream`, which must not move, so it is allocated here and freed in
-/// `deinit`, its only owner.
+/// `deinit`, its only owner (also when `init` throws: `deinit` runs then too, as every
+/// stored property is set). Its output goes through a buffer made per call, so an idle
+/// connection holds only zlib's own state and window.
 final class RawInflater {
     private let stream: UnsafeMutablePointer<z_stream>
-    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     private var ready = false
+    private static let outputStep = 64 * 1024
+    /// zlib's largest window (15 bits): what context takeover may refer back into.
+    private static let windowBytes = 1 << 15
 
     init() throws {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         let status = inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else {
-            stream.deallocate()
             throw WebSocketParseError("permessage-deflate: zlib could not start (\(status))")
         }
         ready = true
@@ -86,26 +89,44 @@ final class RawInflater {
     /// Forgets the context (the sender resets its compressor after each message).
     func reset() { inflateReset(stream) }
 
+    /// After a final block: zlib takes no more input until reset, and a reset forgets the
+    /// window. A sender may end a message with a final block and still keep its context
+    /// (RFC 7692 §7.2.3.3), so the window is carried over as the new stream's dictionary,
+    /// which raw inflate accepts at any time; a sender without takeover resets it anyway.
+    private func startAgainKeepingTheWindow() {
+        withUnsafeTemporaryAllocation(of: Bytef.self, capacity: RawInflater.windowBytes) { window in
+            guard let base = window.baseAddress else { inflateReset(stream); return }
+            var length = uInt(0)
+            let kept = inflateGetDictionary(stream, base, &length) == Z_OK
+            inflateReset(stream)
+            if kept && length > 0 { _ = inflateSetDictionary(stream, base, length) }
+        }
+    }
+
     /// Inflates `input`, handing each piece of output to `output`; true when the sender
     /// ended the deflate stream (a final block), after which the rest of the input is
-    /// ignored and the stream is reset.
+    /// ignored and the stream starts again, keeping its window.
     @discardableResult
     func inflate(_ input: UnsafeRawBufferPointer, _ output: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard let base = input.baseAddress, input.count > 0 else { return false }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(input.count)
         defer { stream.pointee.next_in = nil; stream.pointee.avail_in = 0 }
+        return try withUnsafeTemporaryAllocation(byteCount: RawInflater.outputStep, alignment: 1) { scratch in
+            try inflate(into: scratch, output)
+        }
+    }
+
+    private func inflate(into scratch: UnsafeMutableRawBufferPointer, _ output: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         while true {
-            let (status, produced) = scratch.withUnsafeMutableBytes { out -> (Int32, Int) in
-                stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(out.count)
-                let status = CZlib.inflate(stream, Z_SYNC_FLUSH)
-                return (status, out.count - Int(stream.pointee.avail_out))
-            }
-            if produced > 0 { try scratch.withUnsafeBytes { try output(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) } }
+            stream.pointee.next_out = scratch.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(scratch.count)
+            let status = CZlib.inflate(stream, Z_SYNC_FLUSH)
+            let produced = scratch.count - Int(stream.pointee.avail_out)
+            if produced > 0 { try output(UnsafeRawBufferPointer(rebasing: scratch[0..<produced])) }
             switch status {
             case Z_STREAM_END:
-                inflateReset(stream)
+                startAgainKeepingTheWindow()
                 return true
             case Z_OK:
                 if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { return false }

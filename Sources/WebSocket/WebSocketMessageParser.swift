@@ -58,12 +58,15 @@ public struct WebSocketMessageParser {
         private var controlPayload: [UInt8] = []
         /// The current data frame is the last of its message.
         private var finalFrame = false
-        /// Inflating the open message stopped at `maxDecodedBytes`: the rest is skipped.
+        /// Inflating the open message stopped (at `maxDecodedBytes`, or after a final block): the rest is skipped.
         private var inflateStopped = false
         private var inflater: RawInflater?
         /// A message inflated past `maxDecodedBytes` while the sender keeps its context: the
         /// next compressed message cannot be inflated.
         private var contextLost = false
+        /// The open message's deflate stream ended with a final block: the inflater started
+        /// again keeping its window, which a sender with context takeover refers back into.
+        private var endedByFinalBlock = false
 
         init(fromClient: Bool, deflate: PerMessageDeflate?, keepBytes: Int, maxDecodedBytes: Int) {
             self.fromClient = fromClient; self.deflate = deflate
@@ -160,8 +163,8 @@ public struct WebSocketMessageParser {
                 if deflate?.takesOverContext(fromClient: fromClient) ?? false { contextLost = true }
                 return
             }
-            // A final deflate block ends the sender's stream; its context is gone anyway.
-            if ended { inflateStopped = true }
+            // A final deflate block ends this message's stream: the rest of it is not inflated.
+            if ended { inflateStopped = true; endedByFinalBlock = true }
         }
 
         /// Thrown from inside the inflate callback when the message passes `maxDecodedBytes`.
@@ -183,9 +186,12 @@ public struct WebSocketMessageParser {
                 open = nil
                 if !(deflate?.takesOverContext(fromClient: fromClient) ?? false) { inflater.reset() }
             } else if message.compressed, let inflater {
-                inflater.reset()
+                // Cut short (its context is lost, and marked so), or ended by a final block,
+                // after which the window is kept only for a sender that takes it over.
+                if !(endedByFinalBlock && deflate?.takesOverContext(fromClient: fromClient) ?? false) { inflater.reset() }
             }
             inflateStopped = false
+            endedByFinalBlock = false
             messageCount += 1
             completed.append(message)
         }

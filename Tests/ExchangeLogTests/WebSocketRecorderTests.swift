@@ -124,16 +124,37 @@ final class WebSocketRecorderTests: XCTestCase {
             guard case .webSocket(let piece) = event else { return }
             recorder.take(piece, processor: processor, ids: ids, into: &buffer, ends: &ends, scratch: &scratch)
         }
-        recorder.markLost(1, capture: capture)
+        capture.noteRefused(1)
+        XCTAssertFalse(capture.isParsing, "the engine stops copying at once, before the pieces ahead of it are parsed")
         take(Self.piece(capture, 2, .server, Self.frame(1, Array("late".utf8), masked: false)))
         XCTAssertTrue(ends.isEmpty, "waits for 0")
         take(Self.piece(capture, 0, .server, Self.frame(1, Array("early".utf8), masked: false)))
         take(Self.end(capture, 3))
         XCTAssertEqual(ends.count, 2, "the first message and the record")
-        XCTAssertFalse(capture.isParsing, "the engine stops copying")
         let text = String(decoding: buffer.bytes, as: UTF8.self)
         XCTAssertTrue(text.contains(#""frameError":"bytes were not parsed: the decode queue was full"#), text)
         XCTAssertFalse(text.contains("late"), text)
+    }
+
+    /// The event loop notes a refused piece without the connection's lock, which a worker
+    /// holds while it parses (a piece of compressed messages can take a long time).
+    func testARefusedPieceIsNotedWithoutWaitingForAWorker() {
+        let capture = WebSocketCapture(upgrade: Self.upgrade())
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        Thread {
+            capture.state.withLock { _ in
+                held.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }.start()
+        held.wait()
+        let started = Date()
+        capture.noteRefused(7)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "noted while a worker holds the connection")
+        release.signal()
+        XCTAssertFalse(capture.isParsing)
+        XCTAssertEqual(capture.takeRefused(), [7])
+        XCTAssertEqual(capture.takeRefused(), [])
     }
 
     /// The compact path for JSON text without a rule gives what the full one does.

@@ -58,4 +58,27 @@ final class MessageDeflater {
         if !takeover { deflateReset(stream) }
         return Array(output[0..<(produced - 4)])
     }
+
+    /// A message ended with a final block instead of a flush (RFC 7692 §7.2.3.3): its bytes
+    /// have no `00 00 FF FF` tail to remove, and a sender keeping its context starts the next
+    /// message with this one as its dictionary.
+    func compressEndingWithAFinalBlock(_ input: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: input.count + 1024)
+        var input = input
+        let produced = input.withUnsafeMutableBytes { inp in
+            output.withUnsafeMutableBytes { out -> Int in
+                stream.pointee.next_in = inp.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.pointee.avail_in = uInt(inp.count)
+                stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.pointee.avail_out = uInt(out.count)
+                deflate(stream, Z_FINISH)
+                return out.count - Int(stream.pointee.avail_out)
+            }
+        }
+        deflateReset(stream)
+        if takeover {
+            input.withUnsafeMutableBytes { _ = deflateSetDictionary(stream, $0.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt($0.count)) }
+        }
+        return Array(output[0..<produced])
+    }
 }

@@ -136,6 +136,22 @@ final class WebSocketMessageParserTests: XCTestCase {
         }
     }
 
+    /// A sender may end a message with a final block and keep its context: the next message
+    /// refers back into the first one's bytes, which the window must still hold.
+    func testAMessageEndedWithAFinalBlockKeepsTheContext() throws {
+        let deflater = MessageDeflater()
+        let first = Array(#"{"greeting":"hello hello hello hello","from":"a final block"}"#.utf8)
+        let second = Array(#"{"greeting":"hello hello hello hello","from":"a final block","n":2}"#.utf8)
+        let c1 = deflater.compressEndingWithAFinalBlock(first), c2 = deflater.compress(second)
+        XCTAssertLessThan(c2.count, second.count / 2, "the second refers back to the first")
+        let stream = WebSocketFrames.frame(1, c1, rsv: 4) + WebSocketFrames.frame(1, c2, rsv: 4)
+        for size in [1, 7, 1000] {
+            var p = parser(deflate: PerMessageDeflate())
+            let m = try feed(&p, stream, chunk: size)
+            XCTAssertEqual(m.map(\.payload), [first, second], "chunk \(size)")
+        }
+    }
+
     func testNoContextTakeoverResetsBetweenMessages() throws {
         let deflater = MessageDeflater(takeover: false)
         let a = Array("abcabcabcabc".utf8), b = Array("abcabcabcabc!".utf8)
