@@ -55,6 +55,8 @@ final class HTTP2OriginConnection {
         // Windows reopen as the exchanges take the bytes (`HTTP2OriginStream.consumeForwarded`):
         // a client that stops reading holds back its own stream, as on the client side.
         nghttp2_option_set_no_auto_window_update(option, 1)
+        // An origin's header blocks are bounded as a client's are (CONTINUATION flood).
+        nghttp2_option_set_max_continuations(option, config.http2MaxContinuations)
         var created: OpaquePointer?
         let user = Unmanaged.passUnretained(self).toOpaque()
         guard nghttp2_session_client_new2(&created, callbacks, user, option) == 0, let created else { close(); return nil }
@@ -62,7 +64,10 @@ final class HTTP2OriginConnection {
         let streamWindow = min(config.highWaterBytes, Int(Int32.max))
         var entries = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
                        nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                                              value: UInt32(streamWindow))]
+                                              value: UInt32(streamWindow)),
+                       // Advisory (RFC 9113 §6.5.2); `HTTP2OriginStream.header` enforces it.
+                       nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                                              value: UInt32(min(maxHeadBytes, Int(UInt32.max))))]
         _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         // The connection window lets min(16, maxStreams) streams fill theirs at once.
         _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
@@ -197,8 +202,12 @@ final class HTTP2OriginConnection {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
             guard let frame, let name, let value, let s = HTTP2OriginConnection.connection(user)?.byID[frame.pointee.hd.stream_id] else { return 0 }
-            s.header(name: UnsafeBufferPointer(start: name, count: nameLength),
-                     value: UnsafeBufferPointer(start: value, count: valueLength))
+            // Past the bound nghttp2 resets the stream (RST_STREAM) and goes on decoding the
+            // block's fields without handing them here: the HPACK state stays whole.
+            guard s.header(name: UnsafeBufferPointer(start: name, count: nameLength),
+                           value: UnsafeBufferPointer(start: value, count: valueLength)) else {
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in

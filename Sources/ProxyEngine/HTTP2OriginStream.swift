@@ -36,6 +36,9 @@ final class HTTP2OriginStream {
     /// The fields of the header block being received (nghttp2 has checked that the names
     /// are lower case).
     private var responseFields = HTTPHeaders()
+    /// The header block being received (a 1xx, the head, the trailers), counted as RFC 9113
+    /// §6.5.2 does (name + value + 32 a field) against `limits.maxHeaderBytes`.
+    private var headerBlockBytes = 0
     private var responseStatus = 0
     private var finalHeadSent = false
     /// The response body goes in chunked framing.
@@ -184,15 +187,27 @@ final class HTTP2OriginStream {
 
     // MARK: the response, from the origin (called by the connection's nghttp2 callbacks)
 
-    func header(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    /// False once the block passed `limits.maxHeaderBytes`: the stream is to be reset. An
+    /// HPACK bomb (one large field in the table, referred to a hundred thousand times) fails
+    /// on its first excess field, before any of it is kept.
+    func header(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
+        headerBlockBytes += name.count + value.count + 32
+        guard headerBlockBytes <= connection.maxHeadBytes else {
+            if resetCause == nil {
+                resetCause = "the origin's header list passed limits.maxHeaderBytes (\(connection.maxHeadBytes))"
+            }
+            return false
+        }
         if HTTPHeaders.name(name, is: ":status") {
             responseStatus = Int(String(decoding: value, as: UTF8.self)) ?? 0
         } else if name.first != UInt8(ascii: ":") {
             responseFields.add(name: name, value: value)
         }
+        return true
     }
 
     func frameReceived(_ frame: nghttp2_frame) {
+        if frame.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) { headerBlockBytes = 0 }
         guard !responseEnded else { return }
         let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         if frame.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
@@ -300,7 +315,7 @@ final class HTTP2OriginStream {
     /// not yet whole is then cut, as an HTTP/1.1 origin closing would cut it. `errorCode`:
     /// the stream's RST_STREAM (or GOAWAY) code, 0 when it ended normally.
     func endResponse(errorCode: UInt32 = 0) {
-        if errorCode != 0, !responseEnded {
+        if errorCode != 0, !responseEnded, resetCause == nil {
             resetCause = "the origin reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode)))) before the response was complete"
         }
         responseEnded = true

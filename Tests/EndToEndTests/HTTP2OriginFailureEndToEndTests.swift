@@ -85,6 +85,26 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         XCTAssertLessThanOrEqual(warm, 2, "one origin connection per event loop")
     }
 
+    /// An origin's header list is bounded by limits.maxHeaderBytes as a client's is: an HPACK
+    /// bomb (one field referred to thousands of times) resets that stream, with a record that
+    /// names the limit, and the connection goes on for the streams beside it.
+    func testAnOriginHeaderListPastTheLimitResetsThatStreamOnly() throws {
+        let proxy = try startProxy()
+        defer { proxy.stop() }
+        let r = try nghttp(proxy, ["/slow", "/bomb", "/ok"])
+        XCTAssertTrue(r.text.contains("slow") && r.text.contains("ok"), r.text + r.stderr)
+        XCTAssertFalse(r.text.contains("bbbbbbbbbb"), "no field of the bomb reached the client")
+        let bomb = try record(proxy, "/bomb")
+        let error = try XCTUnwrap(bomb["error"] as? [String: Any], "\(bomb)")
+        XCTAssertEqual(error["message"] as? String, "the origin's header list passed limits.maxHeaderBytes (65536)", "\(error)")
+        for path in ["/slow", "/ok"] {
+            let rec = try record(proxy, path)
+            XCTAssertTrue(rec["error"] is NSNull, "\(path): \(rec)")
+            XCTAssertEqual((rec["response"] as? [String: Any])?["status"] as? Int, 200)
+        }
+        XCTAssertLessThan(proxy.rssBytes, 100 << 20, "the 80 MB list was never kept")
+    }
+
     /// Streams that start together before any connection to the origin exists wait for the
     /// first handshake and share its HTTP/2 connection.
     func testABurstToANewOriginSharesItsFirstConnection() throws {

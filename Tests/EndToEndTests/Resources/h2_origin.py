@@ -10,6 +10,8 @@ Prints its port, then one line "connection N" per accepted connection. Paths:
              it as the last (it is refused, never processed), then the connection closes;
              as a connection's first stream, 200 "fresh"
   /slow      200 and "slow" after 0.5 s (to have streams in flight on one connection)
+  /bomb      200 with 20,000 copies of one 4,000-byte field: a byte or two each on the wire
+             (HPACK refers back to the first), 80 MB of header list decoded
 Stops when stdin closes.
 """
 import socket
@@ -50,6 +52,8 @@ def serve(sock, number):
     def answer(stream_id, path):
         nonlocal closing
         head = [(":status", "200"), ("content-type", "text/plain")]
+        if path.startswith("/bomb"):
+            head += [("x-bomb", "b" * 4000)] * 20000
         if not (path.startswith("/refuse") and stream_id > 1):
             with send_lock:
                 conn.send_headers(stream_id, head)
