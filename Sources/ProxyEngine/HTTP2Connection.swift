@@ -432,6 +432,19 @@ final class HTTP2Connection {
     /// A GOAWAY of ours with an error: nghttp2 found a protocol error, or Tapwire asked for
     /// one (`abuse`, the header bound); either way the record names the cause.
     private func frameSent(_ frame: nghttp2_frame) {
+        if UInt32(frame.hd.type) == NGHTTP2_RST_STREAM.rawValue {
+            // A stream the library reset for the client's error (DATA after its end, a window
+            // overflow) frees its slot as the client's own reset does, after its exchange
+            // started: counted in the same budget ("MadeYouReset"). Resets Tapwire sends for
+            // its own reasons (INTERNAL_ERROR, CANCEL) are not the client's doing.
+            let code = frame.rst_stream.error_code
+            if code != NGHTTP2_NO_ERROR.rawValue, code != NGHTTP2_INTERNAL_ERROR.rawValue, code != NGHTTP2_CANCEL.rawValue,
+               !resets.admit(now: EventLoop.monotonicNow()) {
+                abuse(TransportError(.http2RapidReset,
+                    "the client made its streams be reset (\(Self.errorCodeName(code))) faster than limits.http2ResetBurst (\(config.http2ResetBurst)) and limits.http2ResetsPerSecond (\(config.http2ResetsPerSecond)) allow"))
+            }
+            return
+        }
         guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue, frame.goaway.error_code != NGHTTP2_NO_ERROR.rawValue else { return }
         if failure == nil {
             failure = TransportError(.http2ProtocolError,

@@ -229,6 +229,12 @@ final class HTTP2EndToEndTests: XCTestCase {
                                code: "http2RapidReset", goaway: 11)
     }
 
+    /// The proxy's own resets of streams the client made invalid count as the client's resets.
+    func testStreamsTheClientMakesTheProxyResetCountAsRapidReset() throws {
+        try assertAbuserClosed("made-you-reset", limits: ["http2ResetBurst": 10, "http2ResetsPerSecond": 1],
+                               code: "http2RapidReset", goaway: 11)
+    }
+
     func testSettingsFloodIsClosed() throws {
         try assertAbuserClosed("settings-flood", limits: ["http2SettingsPerSecond": 20], code: "http2Flood", goaway: 11)
     }

@@ -5,6 +5,7 @@ Connects to the proxy, CONNECTs to 127.0.0.1:ORIGIN_PORT, speaks TLS (ALPN h2, t
 CA_FILE), then runs MODE and prints one JSON object:
   concurrent           one /slow?s=2 stream and 30 /json streams at once: completion times
   rapid-reset          opens and resets streams until the connection closes
+  made-you-reset       opens streams and makes the proxy reset each (DATA past the content-length)
   settings-flood       sends SETTINGS frames until the connection closes
   continuation-flood   one header block in many CONTINUATION frames
   header-bomb          one large field referenced many times from the HPACK table
@@ -170,6 +171,16 @@ def main():
             conn.reset_stream(sid)
             return True
         until_closed(t, conn, reset_one)
+    elif mode == "made-you-reset":
+        def provoke(_):
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, request_headers(authority, "/slow?s=5", "POST") + [("content-length", "1")], end_stream=False)
+            t.sendall(conn.data_to_send())
+            # Two bytes against a content-length of 1: a stream error the proxy answers with
+            # RST_STREAM (PROTOCOL_ERROR), so the client never resets anything itself.
+            t.sendall(frame(0, 1, sid, b"xx"))
+            return True
+        until_closed(t, conn, provoke)
     elif mode == "settings-flood":
         def settings(n):
             conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 100 + n % 7})
