@@ -17,6 +17,8 @@ final class HTTP2OriginConnection {
     private let loop: EventLoop
     let authority: HTTPAuthority
     let maxHeadBytes: Int
+    /// `limits.highWaterBytes`: request payload a stream holds for the origin's window.
+    let highWaterBytes: Int
     /// The address connected, as records name it.
     let addressText: String?
     private let maxStreams: Int
@@ -43,6 +45,7 @@ final class HTTP2OriginConnection {
         self.authority = authority
         self.tls = tls
         maxHeadBytes = config.maxHeaderBytes
+        highWaterBytes = config.highWaterBytes
         maxStreams = config.upstreamMaxConcurrentStreams
         idleTimeout = config.upstreamIdleTimeout
         var callbacks: OpaquePointer?

@@ -32,6 +32,10 @@ final class HTTP2OriginStream {
     /// Request payload waiting for nghttp2 to ask for DATA.
     private let requestBody: OpaquePointer
     private var requestEnded = false
+    /// The pair end stopped reading: `requestBody` reached `limits.highWaterBytes` while the
+    /// origin's window was closed. The exchange's output then backs up and it stops reading
+    /// its client, as with an HTTP/1.1 origin that reads slowly; nothing holds a whole upload.
+    private var requestPaused = false
 
     /// The fields of the header block being received (nghttp2 has checked that the names
     /// are lower case).
@@ -124,6 +128,14 @@ final class HTTP2OriginStream {
             if id < 0 { endResponse(); return }
         }
         if !requestEnded, var framer = requestFramer {
+            if evbuffer_get_length(requestBody) >= connection.highWaterBytes {
+                if !requestPaused {
+                    requestPaused = true
+                    bufferevent_disable(pairEnd, Int16(EV_READ))
+                }
+                connection.send()
+                return
+            }
             do {
                 requestEnded = try BodyPump.pump(from: input, to: requestBody, framer: &framer, capture: &requestTrailers,
                                                  captureLimit: 0, payloadOnly: true)
@@ -170,6 +182,13 @@ final class HTTP2OriginStream {
 
     private func readRequest(into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         let n = Int(evbuffer_remove(requestBody, buffer, length))
+        if requestPaused, evbuffer_get_length(requestBody) < connection.highWaterBytes / 2, let pairEnd {
+            // Room again: read on, from a deferred callback (this runs inside nghttp2's send),
+            // also for bytes already waiting on this end, which no new transfer would announce.
+            requestPaused = false
+            bufferevent_enable(pairEnd, Int16(EV_READ))
+            bufferevent_trigger(pairEnd, Int16(EV_READ), Int32(BEV_TRIG_IGNORE_WATERMARKS.rawValue | BEV_TRIG_DEFER_CALLBACKS.rawValue))
+        }
         if evbuffer_get_length(requestBody) == 0 && requestEnded {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers = requestTrailers.trailers, !trailers.isEmpty, let nghttp2 = connection.session {

@@ -240,7 +240,9 @@ final class HTTP2OriginEndToEndTests: XCTestCase {
 
     func testAnUploadIsEchoedByTheH2Origin() throws {
         let (proxy, ca) = try startProxy()
-        let body = String(repeating: "0123456789abcdef", count: 20_000)  // 320 KB: several DATA frames and windows
+        // 3.2 MB: many DATA frames and windows, and a stream that pauses its client at
+        // limits.highWaterBytes and resumes as the origin's window reopens, many times over.
+        let body = String(repeating: "0123456789abcdef", count: 200_000)
         let file = work.appendingPathComponent("upload.txt")
         try body.write(to: file, atomically: true, encoding: .utf8)
         let r = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "--data-binary", "@\(file.path)",

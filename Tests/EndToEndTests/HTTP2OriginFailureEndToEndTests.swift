@@ -105,6 +105,26 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         XCTAssertLessThan(proxy.rssBytes, 100 << 20, "the 80 MB list was never kept")
     }
 
+    /// An upload to an h2 origin whose window stays closed is held back, not buffered: Tapwire
+    /// keeps about limits.highWaterBytes for the stream and stops reading its client.
+    func testAnUploadToAnOriginThatDoesNotReadIsHeldBackNotBuffered() throws {
+        let proxy = try startProxy()
+        defer { proxy.stop() }
+        let upload = work.appendingPathComponent("upload.bin")
+        try Data(count: 96 << 20).write(to: upload)
+        let before = proxy.rssBytes
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "-o", "/dev/null", "--max-time", "6", "--data-binary", "@\(upload.path)",
+                          "-H", "Content-Type: application/octet-stream", "http://127.0.0.1:\(proxy.port)/hold"]
+        try curl.run()
+        defer { if curl.isRunning { curl.terminate() }; curl.waitUntilExit() }
+        // Long enough for loopback to carry the whole 96 MB if anything took it.
+        Thread.sleep(forTimeInterval: 3)
+        let grown = proxy.rssBytes - before
+        XCTAssertLessThan(grown, 32 << 20, "Tapwire grew by \(grown >> 20) MB holding an upload the origin does not read")
+    }
+
     /// Streams that start together before any connection to the origin exists wait for the
     /// first handshake and share its HTTP/2 connection.
     func testABurstToANewOriginSharesItsFirstConnection() throws {

@@ -10,6 +10,8 @@ Prints its port, then one line "connection N" per accepted connection. Paths:
              it as the last (it is refused, never processed), then the connection closes;
              as a connection's first stream, 200 "fresh"
   /slow      200 and "slow" after 0.5 s (to have streams in flight on one connection)
+  /hold      no WINDOW_UPDATE ever (as on every path), and 200 "held" only after 8 s: an
+             upload to it stops at the first window
   /bomb      200 with 20,000 copies of one 4,000-byte field: a byte or two each on the wire
              (HPACK refers back to the first), 80 MB of header list decoded
 Stops when stdin closes.
@@ -85,6 +87,10 @@ def serve(sock, number):
         elif path.startswith("/refuse"):
             with send_lock:
                 conn.send_data(stream_id, b"fresh", end_stream=True)
+        elif path.startswith("/hold"):
+            time.sleep(8)
+            with send_lock:
+                conn.send_data(stream_id, b"held", end_stream=True)
         elif path.startswith("/slow"):
             time.sleep(0.5)
             with send_lock:
