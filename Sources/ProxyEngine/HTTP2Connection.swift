@@ -432,6 +432,12 @@ final class HTTP2Connection {
     /// A GOAWAY of ours with an error: nghttp2 found a protocol error, or Tapwire asked for
     /// one (`abuse`, the header bound); either way the record names the cause.
     private func frameSent(_ frame: nghttp2_frame) {
+        let type = UInt32(frame.hd.type)
+        if type == NGHTTP2_DATA.rawValue || type == NGHTTP2_HEADERS.rawValue,
+           frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+            streams[frame.hd.stream_id]?.lastResponseFrameSent()
+            return
+        }
         if UInt32(frame.hd.type) == NGHTTP2_RST_STREAM.rawValue {
             // A stream the library reset for the client's error (DATA after its end, a window
             // overflow) frees its slot as the client's own reset does, after its exchange

@@ -353,6 +353,13 @@ final class HTTP2Stream: ExchangeClient {
     /// The exchange may send again (backpressure released).
     func outputDrained() { exchange?.clientWritable() }
 
+    /// The answer's last frame went out (END_STREAM): a request body still coming is
+    /// declined, as `HTTP2StreamStateMachine.declinesRestOfRequest` says.
+    func lastResponseFrameSent() {
+        guard machine.declinesRestOfRequest, let nghttp2 = connection.nghttp2Session else { return }
+        _ = nghttp2_submit_rst_stream(nghttp2, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, UInt32(NGHTTP2_NO_ERROR.rawValue))
+    }
+
     private func reset() {
         readTimer?.cancel()
         guard machine.closed(), let nghttp2 = connection.nghttp2Session else { return }

@@ -21,6 +21,11 @@ struct HTTP2StreamStateMachine: Equatable {
     var headersDone: Bool { request != .headers }
     var responseStarted: Bool { response != .none }
     var responseIsEnded: Bool { response == .ended }
+    /// The answer is whole while the request body is still coming (the origin answered
+    /// early, say 413): nothing will read the rest, so once the answer's last frame is out
+    /// the stream is reset with NO_ERROR (RFC 9113 §8.1) rather than left with its window
+    /// closed and the client waiting.
+    var declinesRestOfRequest: Bool { isOpen && response == .ended && request != .ended }
 
     /// The request's head is whole: true when an exchange is to start (once, while open).
     mutating func headersComplete(endStream: Bool) -> Bool {

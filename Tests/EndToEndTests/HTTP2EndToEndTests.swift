@@ -224,6 +224,20 @@ final class HTTP2EndToEndTests: XCTestCase {
         XCTAssertTrue(other.text.contains("hunter2"), "\(mode): \(other.text) \(other.stderr)")
     }
 
+    /// An answer that is whole before the request is (the origin answered without reading the
+    /// upload) ends the client's stream: its last frame, then RST_STREAM NO_ERROR (RFC 9113
+    /// §8.1), so the client stops sending and the stream's share of the connection window
+    /// comes back, instead of the stream staying open with nothing reading it.
+    func testAnAnswerBeforeTheWholeUploadEndsTheStream() throws {
+        let (proxy, ca) = try startProxy()
+        let result = try h2Client("early-answer", proxy, ca)
+        XCTAssertNotNil(result["status"] as? String, "an answer: \(result)")
+        XCTAssertEqual(result["ended"] as? Bool, true, "the answer is whole: \(result)")
+        XCTAssertEqual(result["reset"] as? Int, 0, "then RST_STREAM NO_ERROR: \(result)")
+        let other = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "https://127.0.0.1:\(origin.port)/json"])
+        XCTAssertTrue(other.text.contains("hunter2"), "the proxy goes on: \(other.stderr)")
+    }
+
     func testRapidResetIsClosedWithEnhanceYourCalm() throws {
         try assertAbuserClosed("rapid-reset", limits: ["http2ResetBurst": 50, "http2ResetsPerSecond": 10],
                                code: "http2RapidReset", goaway: 11)

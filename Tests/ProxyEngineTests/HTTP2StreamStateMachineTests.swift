@@ -37,6 +37,23 @@ final class HTTP2StreamStateMachineTests: XCTestCase {
         XCTAssertTrue(m.responseIsEnded)
     }
 
+    func testAnAnswerBeforeTheWholeRequestDeclinesTheRest() {
+        var m = M()
+        _ = m.headersComplete(endStream: false)
+        _ = m.startResponse()
+        XCTAssertFalse(m.declinesRestOfRequest, "the answer is not whole yet")
+        m.responseEnded()
+        XCTAssertTrue(m.declinesRestOfRequest)
+        _ = m.closed()
+        XCTAssertFalse(m.declinesRestOfRequest, "a closed stream sends nothing")
+        var whole = M()
+        _ = whole.headersComplete(endStream: false)
+        _ = whole.requestEnded()
+        _ = whole.startResponse()
+        whole.responseEnded()
+        XCTAssertFalse(whole.declinesRestOfRequest, "the request had ended: a normal close")
+    }
+
     func testAClosedStreamSendsNothingAndReportsItsCloseOnce() {
         var m = M()
         _ = m.headersComplete(endStream: false)

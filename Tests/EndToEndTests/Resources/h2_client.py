@@ -14,6 +14,8 @@ CA_FILE), then runs MODE and prints one JSON object:
   malformed            a connection WINDOW_UPDATE of 0 (a protocol error)
   trailers             GET /chunked (the origin sends a trailer) and a POST with trailers
   grpc                 a gRPC-shaped POST (te: trailers, one message) to /grpc
+  early-answer         a POST to /early (answered before its body is read) that stops
+                       after 16 KiB of a 1 MiB body: the answer, and how the stream ended
   many                 100 streams at once, each GET /big of 512 KiB: sizes received
 """
 import json
@@ -237,6 +239,30 @@ def main():
         status = r["headers"] or {}
         print(json.dumps({"status": status.get(":status"), "contentType": status.get("content-type"),
                           "trailers": r["trailers"], "body": r["body"].hex()}))
+    elif mode == "early-answer":
+        conn.send_headers(1, request_headers(authority, "/early?h2=early", "POST") + [("content-length", str(1 << 20))],
+                          end_stream=False)
+        conn.send_data(1, b"x" * 16384)
+        t.sendall(conn.data_to_send())
+        status, ended, reset = None, False, None
+        deadline = time.time() + 10
+        while time.time() < deadline and reset is None:
+            t.settimeout(0.2)
+            try:
+                data = t.recv(65536)
+            except (socket.timeout, ssl.SSLWantReadError):
+                continue
+            if not data:
+                break
+            for e in conn.receive_data(data):
+                if isinstance(e, h2.events.ResponseReceived):
+                    status = dict(e.headers).get(":status")
+                elif isinstance(e, h2.events.StreamEnded):
+                    ended = True
+                elif isinstance(e, h2.events.StreamReset):
+                    reset = int(e.error_code)
+            t.sendall(conn.data_to_send())
+        print(json.dumps({"status": status, "ended": ended, "reset": reset}))
     elif mode == "many":
         # 100 streams at once (the default stream limit), answers of 512 KiB each.
         ids = []

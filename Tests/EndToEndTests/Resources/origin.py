@@ -43,7 +43,9 @@ def read_request(f):
         headers.append((k.strip(), v.strip()))
     hd = {k.lower(): v for k, v in headers}
     body = b""
-    if target.startswith("/sink") and "content-length" in hd:
+    if target.startswith("/early"):
+        pass  # answered before its body is read (see handle)
+    elif target.startswith("/sink") and "content-length" in hd:
         # Counts the body without keeping it, so uploads of any size stream.
         left = int(hd["content-length"])
         while left > 0:
@@ -129,6 +131,11 @@ def serve(conn):
                 b = b"kept alive, for now"
                 reply(conn, 200, "OK", [("Content-Length", len(b))], b)
                 drop_next = True
+            elif path == "/early":
+                # 413 before reading the body, then the connection closes (the body unread).
+                reply(conn, 413, "Content Too Large", [("Content-Length", 0), ("Connection", "close")])
+                conn.shutdown(socket.SHUT_WR)
+                return
             elif path == "/sink":
                 reply(conn, 200, "OK", [("Content-Length", len(body))], body)
             elif path == "/slow":
