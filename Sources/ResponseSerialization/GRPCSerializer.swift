@@ -23,7 +23,9 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
     ///   - schema: Message types by method; nil reads every message without a schema.
     ///   - request: The body is the request's (the method's input type), not the response's.
     ///   - maxDepth: Protobuf messages nested deeper than this are not read as messages.
-    ///   - maxDecodedBytes: The most one message may inflate to when `grpc-encoding` is undone.
+    ///   - maxDecodedBytes: The most the body's compressed messages may inflate to together when
+    ///     `grpc-encoding` is undone (so that many small bombs weigh as one); a message past it
+    ///     is cut, and those after it are left compressed, with an `error`.
     ///   - emptyResponseCodes: Statuses whose empty body is the empty value (a gRPC answer with
     ///     no message, e.g. an error, is `{"messages":[]}` regardless); default 204, 205, 304.
     ///   - emptyRequestMethods: Request methods whose empty response is the empty value; default HEAD.
@@ -32,7 +34,6 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
                             emptyResponseCodes: Set<Int> = EmptyResponsePolicy.defaultCodes,
                             emptyRequestMethods: Set<String> = EmptyResponsePolicy.defaultMethods) -> DataResponseSerializer<JSON> {
         let policy = EmptyResponsePolicy(codes: emptyResponseCodes, methods: emptyRequestMethods)
-        let decoder = ContentDecoder(maxOutputBytes: maxDecodedBytes)
         return DataResponseSerializer(acceptsTruncatedInput: true) { request, response, data, error in
             let head = response?.headers ?? request?.headers ?? HTTPHeaders()
             let encoding = head.first(name: "grpc-encoding")
@@ -45,7 +46,7 @@ extension DataResponseSerializerProtocol where Self == DataResponseSerializer<JS
                 do throws(GRPCFramingError) {
                     let split = try GRPCMessages.split(bytes)
                     return .success(GRPCValue.make(bytes, split, encoding: encoding, isJSON: isJSON, schema: typed,
-                                                   decoder: decoder, maxDepth: maxDepth))
+                                                   maxDecodedBytes: maxDecodedBytes, maxDepth: maxDepth))
                 } catch {
                     return .failure(serializationFailure(.grpcSerializationFailed(error: error)))
                 }
@@ -68,8 +69,9 @@ enum GRPCValue {
     }
 
     static func make(_ bytes: [UInt8], _ split: GRPCMessages, encoding: String?, isJSON: Bool,
-                     schema: (ProtobufSchema, String)? = nil, decoder: ContentDecoder, maxDepth: Int) -> JSON {
+                     schema: (ProtobufSchema, String)? = nil, maxDecodedBytes: Int, maxDepth: Int) -> JSON {
         var messages: [JSON] = []
+        var budget = maxDecodedBytes
         messages.reserveCapacity(split.messages.count)
         for m in split.messages {
             var members = [JSON.Member("offset", .number(String(m.offset))),
@@ -78,10 +80,13 @@ enum GRPCValue {
             var payload = Array(bytes[m.payload])
             var problem: String?
             if m.compressed {
-                if let encoding, encoding.lowercased() != "identity" {
+                if let encoding, encoding.lowercased() != "identity", budget <= 0 {
+                    problem = "grpc-encoding \(encoding): the body's messages inflate past the decode limit"
+                } else if let encoding, encoding.lowercased() != "identity" {
                     do throws(ContentDecodingError) {
-                        let decoded = try decoder.decode(payload, contentEncoding: encoding)
-                        if decoded.truncated { problem = "grpc-encoding \(encoding): the message inflates past the decode limit" }
+                        let decoded = try ContentDecoder(maxOutputBytes: budget).decode(payload, contentEncoding: encoding)
+                        budget -= decoded.bytes.count
+                        if decoded.truncated { problem = "grpc-encoding \(encoding): the body's messages inflate past the decode limit" }
                         payload = decoded.bytes
                     } catch {
                         problem = "grpc-encoding \(encoding): \(error.description)"

@@ -86,4 +86,28 @@ final class ProtobufRawDecoderTests: XCTestCase {
             XCTAssertEqual(error as? GRPCFramingError, GRPCFramingError(offset: 0, message: "compressed flag 2 is neither 0 nor 1"))
         }
     }
+
+    /// `grpc-encoding` is undone within one budget for the whole body: many small bombs
+    /// weigh as one, the message that passes it is cut, and those after it stay compressed.
+    func testCompressedMessagesShareOneDecodeBudget() throws {
+        // About 100 KiB of JSON each (`+json` messages), a few hundred bytes compressed.
+        let bomb = ContentDecoderFixtures.deflate(Array(("[" + String(repeating: "0,", count: 51_199) + "0]").utf8), .gzip)
+        var body: [UInt8] = []
+        for _ in 0..<20 {
+            body += [1] + withUnsafeBytes(of: UInt32(bomb.count).bigEndian, Array.init) + bomb
+        }
+        let split = try GRPCMessages.split(body)
+        let value = GRPCValue.make(body, split, encoding: "gzip", isJSON: true, maxDecodedBytes: 1 << 20, maxDepth: 8)
+        guard case .object(let members) = value, case .array(let messages)? = members.first(where: { $0.key == "messages" })?.value else {
+            return XCTFail("\(value)")
+        }
+        XCTAssertEqual(messages.count, 20)
+        let errors = messages.map { message -> String? in
+            guard case .object(let fields) = message, case .string(let error)? = fields.first(where: { $0.key == "error" })?.value else { return nil }
+            return error
+        }
+        XCTAssertEqual(errors.prefix(10).compactMap { $0 }, [], "ten messages of 100 KiB fit in 1 MiB")
+        XCTAssertEqual(errors.dropFirst(10).compactMap { $0 }.count, 10, "the eleventh is cut, and the rest are left compressed")
+        XCTAssertTrue(errors[10]?.contains("the body's messages inflate past the decode limit") ?? false, "\(errors[10] ?? "nil")")
+    }
 }
