@@ -254,7 +254,9 @@ final class HTTP2EndToEndTests: XCTestCase {
     }
 
     func testContinuationFloodIsClosed() throws {
-        try assertAbuserClosed("continuation-flood", limits: ["http2MaxContinuations": 8], code: "http2Flood", goaway: nil)
+        // Three, below the library's default of 8, against six frames: closed only if the
+        // configured limit is the one applied.
+        try assertAbuserClosed("continuation-flood", limits: ["http2MaxContinuations": 3], code: "http2Flood", goaway: nil)
     }
 
     func testAMalformedFrameIsClosedWithProtocolError() throws {
