@@ -43,6 +43,13 @@ final class MessageDeflater {
     deinit { deflateEnd(stream); stream.deallocate() }
 
     func compress(_ input: [UInt8]) -> [UInt8] {
+        let output = run(input, flush: Z_SYNC_FLUSH)
+        if !takeover { deflateReset(stream) }
+        return Array(output.dropLast(4))
+    }
+
+    /// `input` through the deflater in one call, ending with `flush`; all it wrote.
+    private func run(_ input: [UInt8], flush: Int32) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: input.count + 1024)
         var input = input
         let produced = input.withUnsafeMutableBytes { inp in
@@ -51,34 +58,23 @@ final class MessageDeflater {
                 stream.pointee.avail_in = uInt(inp.count)
                 stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
                 stream.pointee.avail_out = uInt(out.count)
-                deflate(stream, Z_SYNC_FLUSH)
+                deflate(stream, flush)
                 return out.count - Int(stream.pointee.avail_out)
             }
         }
-        if !takeover { deflateReset(stream) }
-        return Array(output[0..<(produced - 4)])
+        return Array(output[0..<produced])
     }
 
     /// A message ended with a final block instead of a flush (RFC 7692 §7.2.3.3): its bytes
     /// have no `00 00 FF FF` tail to remove, and a sender keeping its context starts the next
     /// message with this one as its dictionary.
     func compressEndingWithAFinalBlock(_ input: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: input.count + 1024)
-        var input = input
-        let produced = input.withUnsafeMutableBytes { inp in
-            output.withUnsafeMutableBytes { out -> Int in
-                stream.pointee.next_in = inp.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_in = uInt(inp.count)
-                stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(out.count)
-                deflate(stream, Z_FINISH)
-                return out.count - Int(stream.pointee.avail_out)
-            }
-        }
+        let output = run(input, flush: Z_FINISH)
         deflateReset(stream)
         if takeover {
+            var input = input
             input.withUnsafeMutableBytes { _ = deflateSetDictionary(stream, $0.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt($0.count)) }
         }
-        return Array(output[0..<produced])
+        return output
     }
 }
