@@ -438,9 +438,9 @@ final class HTTP2Connection {
             streams[frame.hd.stream_id]?.lastResponseFrameSent()
             return
         }
-        if UInt32(frame.hd.type) == NGHTTP2_RST_STREAM.rawValue {
-            // A stream the library reset for the client's error (DATA after its end, a window
-            // overflow) frees its slot as the client's own reset does, after its exchange
+        if type == NGHTTP2_RST_STREAM.rawValue {
+            // A stream the library reset for the client's error (DATA past its content-length,
+            // a window overflow) frees its slot as the client's own reset does, after its exchange
             // started: counted in the same budget ("MadeYouReset"). Resets Tapwire sends for
             // its own reasons (INTERNAL_ERROR, CANCEL) are not the client's doing.
             let code = frame.rst_stream.error_code
@@ -451,7 +451,7 @@ final class HTTP2Connection {
             }
             return
         }
-        guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue, frame.goaway.error_code != NGHTTP2_NO_ERROR.rawValue else { return }
+        guard type == NGHTTP2_GOAWAY.rawValue, frame.goaway.error_code != NGHTTP2_NO_ERROR.rawValue else { return }
         if failure == nil {
             failure = TransportError(.http2ProtocolError,
                 "the client broke the HTTP/2 protocol; closed with GOAWAY \(Self.errorCodeName(frame.goaway.error_code))")
