@@ -147,6 +147,11 @@ final class HTTP2Connection {
             session.engine.metrics.bytesFromClients.add(n)
             evbuffer_drain(input, n)
             if self.nghttp2 == nil { return }
+            if let failure, !failureRecorded {
+                // Abuse noted in a callback: nothing more of this client is acted on.
+                fail(failure, goAway: nil)
+                return
+            }
         }
         handleEvents()
         send()
@@ -181,6 +186,13 @@ final class HTTP2Connection {
     /// SETTINGS beyond its own bound (a flood, `http2Flood`).
     func send() {
         if sending { sendAgain = true; return }
+        sendFrames()
+        // Abuse noted while sending (a reset the library sent, "MadeYouReset") ends the
+        // connection here, once no `mem_send` loop holds the session.
+        if let failure, !failureRecorded, nghttp2 != nil { fail(failure, goAway: nil) }
+    }
+
+    private func sendFrames() {
         guard let nghttp2 else { return }
         sending = true
         defer { sending = false }
@@ -217,23 +229,41 @@ final class HTTP2Connection {
         if eof || error { session.close() }
     }
 
-    /// Tapwire closes the connection: GOAWAY with `goAway` (nghttp2 sends its own after a
-    /// protocol error it detected), a record naming `error`, then the close once sent.
+    /// Tapwire closes the connection at once: GOAWAY with `goAway` (or the one already
+    /// submitted: nghttp2's own after a protocol error it detected, `abuse`'s), a record
+    /// naming `error`, the streams abandoned, then the close once the output is sent or the
+    /// client has taken none of it for `limits.clientIdleTimeout`. The GOAWAY goes into the
+    /// output past `limits.highWaterBytes`: an abuser that does not read must not keep its
+    /// streams running behind a GOAWAY waiting for room.
     func fail(_ error: TransportError, goAway: UInt32?) {
         if failure == nil { failure = error }
         if let goAway, let nghttp2 { _ = nghttp2_session_terminate_session(nghttp2, goAway) }
         recordFailure()
-        if let nghttp2, nghttp2_session_want_write(nghttp2) != 0, !sending {
-            // Flush the GOAWAY (mem_send may refuse after a fatal receive error).
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(nghttp2, &data)
-            if n > 0, let data { evbuffer_add(bufferevent_get_output(bev), data, n) }
-        }
+        if let nghttp2, !sending { flushGoAway(nghttp2) }
         finishConnection()
     }
 
+    /// Once the session is terminating, nghttp2 sends no more DATA or HEADERS: what comes
+    /// out is a frame in progress, the queued control frames (bounded by the library's
+    /// flood limit) and the GOAWAY, after which it sends nothing. `mem_send` may also refuse
+    /// at once after a fatal receive error. The cap only guards against a library change.
+    private func flushGoAway(_ nghttp2: OpaquePointer) {
+        let output = bufferevent_get_output(bev)
+        for _ in 0..<Self.maxFramesFlushedAtClose {
+            guard nghttp2_session_want_write(nghttp2) != 0 else { return }
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(nghttp2, &data)
+            guard n > 0, let data else { return }
+            evbuffer_add(output, data, n)
+            bytesOut += UInt64(n)
+        }
+    }
+
+    private static let maxFramesFlushedAtClose = 4096
+
     private func finishConnection() {
         idleTimer?.cancel()
+        events.removeAll()
         abandonStreams(TransportError(failure?.code ?? .clientAborted,
                                       failure?.message ?? "the HTTP/2 connection closed mid-exchange"))
         if let nghttp2 { nghttp2_session_del(nghttp2) }
@@ -410,8 +440,8 @@ final class HTTP2Connection {
         return 0
     }
 
-    /// GOAWAY ENHANCE_YOUR_CALM from inside a callback: nghttp2 sends it on the next
-    /// `mem_send` and then wants neither to read nor to write, which closes the connection.
+    /// GOAWAY ENHANCE_YOUR_CALM from inside a callback, where nghttp2 must not be re-entered:
+    /// `readable` or `send` fails the connection as soon as the library returns.
     private func abuse(_ error: TransportError) {
         guard failure == nil, let nghttp2 else { return }
         failure = error

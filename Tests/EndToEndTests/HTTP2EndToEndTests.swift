@@ -249,6 +249,38 @@ final class HTTP2EndToEndTests: XCTestCase {
                                code: "http2RapidReset", goaway: 11)
     }
 
+    /// An abuser that does not read: its output is full, so the GOAWAY cannot be sent in
+    /// turn; the connection is still failed at once, its record written and its streams
+    /// abandoned (their origin exchanges stop) while the client is connected and deaf.
+    func testAnAbuserThatDoesNotReadIsFailedAtOnce() throws {
+        let (proxy, ca) = try startProxy(limits: ["http2SettingsPerSecond": 20, "highWaterBytes": 65536])
+        let script = packageRoot.appendingPathComponent("Tests/EndToEndTests/Resources/h2_client.py").path
+        let done = Locked<CommandResult?>(nil)
+        let ran = DispatchGroup()
+        ran.enter()
+        DispatchQueue.global().async {
+            let r = try? runCommand("python3", [script, "deaf-flood", String(proxy.port), String(self.origin.port), ca], timeout: 60)
+            done.update { $0 = r }
+            ran.leave()
+        }
+        // The client floods about 2 s after it starts and stays deaf for 6 s after that.
+        let flood = try waitForRecord(proxy.logDirectory, timeout: 6) { $0.contains(#""http2Flood""#) }
+        var streams: [String] = []
+        try eventually(timeout: 3, every: 0.05) {
+            streams = try logLines(proxy.logDirectory).filter { $0.contains("h2=deaf") }
+            return streams.count >= 8
+        }
+        let stillDeaf = done.value == nil
+        ran.wait()
+        XCTAssertNotNil(flood, "no http2Flood record while the client was connected and deaf")
+        XCTAssertTrue(stillDeaf, "the client had already closed: the check proves nothing")
+        XCTAssertEqual(done.value?.status, 0, done.value?.stderr ?? "no result")
+        XCTAssertEqual(streams.count, 8, "every stream abandoned at once: \(streams.count) records")
+        for line in streams { XCTAssertTrue(line.contains(#""http2Flood""#), String(line.prefix(400))) }
+        let other = try curlViaProxy(proxy.proxyURL, ["-s", "--http2", "--cacert", ca, "https://127.0.0.1:\(origin.port)/json"])
+        XCTAssertTrue(other.text.contains("hunter2"), "the proxy goes on: \(other.stderr)")
+    }
+
     func testSettingsFloodIsClosed() throws {
         try assertAbuserClosed("settings-flood", limits: ["http2SettingsPerSecond": 20], code: "http2Flood", goaway: 11)
     }

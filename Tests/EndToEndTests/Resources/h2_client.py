@@ -17,6 +17,9 @@ CA_FILE), then runs MODE and prints one JSON object:
   early-answer         a POST to /early (answered before its body is read) that stops
                        after 16 KiB of a 1 MiB body: the answer, and how the stream ended
   many                 100 streams at once, each GET /big of 512 KiB: sizes received
+  deaf-flood           opens its windows, asks for 8 answers of 16 MiB and never reads; once
+                       the proxy's output is full, floods SETTINGS, stays connected and deaf
+                       for 6 s, then closes
 """
 import json
 import socket
@@ -290,6 +293,20 @@ def main():
             conn.send_headers(1, request_headers(authority, "/json?h2=idle"), end_stream=True)
             return True
         until_closed(t, conn, one)
+    elif mode == "deaf-flood":
+        conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2 ** 31 - 1})
+        conn.increment_flow_control_window(2 ** 31 - 1 - 65535)
+        for n in range(8):
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, request_headers(authority, "/big?size=16777216&h2=deaf%d" % n), end_stream=True)
+        t.sendall(conn.data_to_send())
+        time.sleep(1.5)  # the answers fill the socket buffers and the proxy's output
+        for n in range(200):
+            conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 100 + n % 7})
+            t.sendall(conn.data_to_send())
+        time.sleep(6)
+        t.close()
+        print(json.dumps({"sent": 200}))
     else:
         raise SystemExit("unknown mode " + mode)
 
