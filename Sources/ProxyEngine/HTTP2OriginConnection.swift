@@ -34,6 +34,14 @@ final class HTTP2OriginConnection {
     private var byID: [Int32: HTTP2OriginStream] = [:]
     private var sending = false
     private var idleTimer: LoopTimer?
+    private let lingerTimeout: Double
+    /// Set while the session is gone and the TLS connection only sends what is left (a
+    /// GOAWAY): its closure holds this connection until `close()` drops it.
+    private var lingerTimer: LoopTimer?
+    /// nghttp2's account of the last protocol error it found in the origin's frames.
+    private var libraryErrorText: String?
+    /// Why Tapwire ended the connection, for the records of the streams it cut.
+    private var failureCause: String?
 
     /// - Parameter tls: the handshaken TLS bufferevent; owned from here on (freed by
     ///   `close()`, also when this returns nil).
@@ -48,6 +56,7 @@ final class HTTP2OriginConnection {
         highWaterBytes = config.highWaterBytes
         maxStreams = config.upstreamMaxConcurrentStreams
         idleTimeout = config.upstreamIdleTimeout
+        lingerTimeout = config.upstreamIdleTimeout
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { close(); return nil }
         defer { nghttp2_session_callbacks_del(callbacks) }
@@ -81,7 +90,7 @@ final class HTTP2OriginConnection {
             Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().readable()
         }, { _, ctx in
             guard let ctx else { return }
-            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().send()
+            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().writable()
         }, { _, events, ctx in
             guard let ctx else { return }
             if Int32(events) & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT) != 0 {
@@ -158,6 +167,9 @@ final class HTTP2OriginConnection {
         idleTimer?.cancel()
         if let session { nghttp2_session_del(session); self.session = nil }
         if let tls { bufferevent_free(tls); self.tls = nil }
+        let linger = lingerTimer
+        lingerTimer = nil
+        linger?.cancel()
     }
 
     /// The TLS connection failed or ended: every stream's answer ends (cut if unfinished).
@@ -165,7 +177,69 @@ final class HTTP2OriginConnection {
         loop.pool.removeHTTP2(self)
         let streams = open
         close()
-        for s in streams { s.endResponse() }
+        for s in streams { s.endResponse(cause: failureCause) }
+    }
+
+    /// The session is over while the connection is up: nghttp2 wants neither to read nor to
+    /// write, after the GOAWAY it sent for a protocol error of the origin's (or after the
+    /// origin's GOAWAY once the last stream closed). Streams still open are cut, naming the
+    /// cause; the GOAWAY already in the output is sent before the connection closes.
+    private func sessionEnded() {
+        loop.pool.removeHTTP2(self)
+        let streams = open
+        closeWhenSent()
+        for s in streams { s.endResponse(cause: failureCause) }
+    }
+
+    /// The origin broke the protocol in a way nghttp2 treats as fatal (`mem_recv` failed: a
+    /// flood of PINGs or SETTINGS it left unanswered, a callback failure): GOAWAY with
+    /// `code`, sent if the library still can, then as `sessionEnded`.
+    private func failed(libraryError: Int32, code: nghttp2_error_code) {
+        if failureCause == nil {
+            failureCause = "the origin broke the HTTP/2 protocol (\(libraryErrorText ?? String(cString: nghttp2_strerror(libraryError)))); Tapwire closed the connection"
+        }
+        if let session, let tls, let output = bufferevent_get_output(tls) {
+            _ = nghttp2_session_terminate_session(session, code.rawValue)
+            // Bounded as on the client side: once terminating, nghttp2 sends only control
+            // frames already queued and the GOAWAY, then nothing.
+            for _ in 0..<4096 {
+                var data: UnsafePointer<UInt8>?
+                let n = nghttp2_session_mem_send(session, &data)
+                guard n > 0, let data else { break }
+                evbuffer_add(output, data, n)
+            }
+        }
+        sessionEnded()
+    }
+
+    /// Frees the session now and the TLS connection once its output is written, or after
+    /// `upstream.idleTimeout` if the origin takes none of it. Polled every 10 ms: the TLS
+    /// filter reports its own buffer drained while the socket below still holds the bytes.
+    private func closeWhenSent() {
+        idleTimer?.cancel()
+        if let session { nghttp2_session_del(session); self.session = nil }
+        guard let tls, unsentBytes > 0 else { close(); return }
+        bufferevent_disable(tls, Int16(EV_READ))
+        let deadline = EventLoop.monotonicNow() + lingerTimeout
+        let timer = LoopTimer(loop: loop, persistent: true) { [self] in
+            if unsentBytes == 0 || EventLoop.monotonicNow() >= deadline { close() }
+        }
+        timer.schedule(after: 0.01)
+        lingerTimer = timer
+    }
+
+    private var unsentBytes: Int {
+        guard let tls else { return 0 }
+        var n = bufferevent_get_output(tls).map { evbuffer_get_length($0) } ?? 0
+        if let below = bufferevent_get_underlying(tls), let output = bufferevent_get_output(below) {
+            n += evbuffer_get_length(output)
+        }
+        return n
+    }
+
+    private func writable() {
+        // Lingering, the timer closes the connection.
+        if session != nil { send() }
     }
 
     // MARK: bytes
@@ -176,11 +250,19 @@ final class HTTP2OriginConnection {
             var vec = iovec()
             guard evbuffer_peek(input, -1, nil, &vec, 1) > 0, let base = vec.iov_base, vec.iov_len > 0 else { break }
             let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), vec.iov_len)
-            if n < 0 { lost(); return }
+            if n < 0 {
+                failed(libraryError: Int32(n), code: Int32(n) == NGHTTP2_ERR_FLOODED.rawValue ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR)
+                return
+            }
             evbuffer_drain(input, n)
         }
         send()
-        if let session, !hasRoom, nghttp2_session_check_request_allowed(session) == 0 { loop.pool.removeHTTP2(self) }
+        guard let session else { return }
+        if nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0 {
+            sessionEnded()
+            return
+        }
+        if !hasRoom, nghttp2_session_check_request_allowed(session) == 0 { loop.pool.removeHTTP2(self) }
     }
 
     func send() {
@@ -190,7 +272,11 @@ final class HTTP2OriginConnection {
         while let session {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
-            if n < 0 { lost(); return }
+            if n < 0 {
+                failureCause = failureCause ?? "HTTP/2 to the origin failed: \(String(cString: nghttp2_strerror(Int32(n))))"
+                lost()
+                return
+            }
             guard n > 0, let data else { break }
             evbuffer_add(output, data, n)
         }
@@ -227,6 +313,20 @@ final class HTTP2OriginConnection {
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
             guard let data, let s = HTTP2OriginConnection.connection(user)?.byID[streamID] else { return 0 }
             s.responseData(UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_error_callback2(callbacks) { _, _, message, length, user in
+            guard let message, let c = HTTP2OriginConnection.connection(user) else { return 0 }
+            c.libraryErrorText = String(decoding: UnsafeRawBufferPointer(start: message, count: length), as: UTF8.self)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
+            guard let frame, let c = HTTP2OriginConnection.connection(user),
+                  frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue),
+                  frame.pointee.goaway.error_code != NGHTTP2_NO_ERROR.rawValue, c.failureCause == nil else { return 0 }
+            // nghttp2 found a connection error in the origin's frames and ends the session.
+            let code = String(cString: nghttp2_http2_strerror(frame.pointee.goaway.error_code))
+            c.failureCause = "the origin broke the HTTP/2 protocol\(c.libraryErrorText.map { " (\($0))" } ?? ""); Tapwire closed the connection with GOAWAY \(code)"
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in

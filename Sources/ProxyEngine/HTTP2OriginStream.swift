@@ -332,10 +332,15 @@ final class HTTP2OriginStream {
 
     /// Ends the exchange's side: EOF on its end once what was written is read. A response
     /// not yet whole is then cut, as an HTTP/1.1 origin closing would cut it. `errorCode`:
-    /// the stream's RST_STREAM (or GOAWAY) code, 0 when it ended normally.
-    func endResponse(errorCode: UInt32 = 0) {
-        if errorCode != 0, !responseEnded, resetCause == nil {
-            resetCause = "the origin reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode)))) before the response was complete"
+    /// the stream's RST_STREAM (or GOAWAY) code, 0 when it ended normally; `cause`: why the
+    /// connection under it ended, when Tapwire knows.
+    func endResponse(errorCode: UInt32 = 0, cause: String? = nil) {
+        if !responseEnded, resetCause == nil {
+            if let cause {
+                resetCause = cause
+            } else if errorCode != 0 {
+                resetCause = "the origin reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode)))) before the response was complete"
+            }
         }
         responseEnded = true
         if let pairEnd { _ = bufferevent_flush(pairEnd, Int16(EV_WRITE), BEV_FINISHED) }

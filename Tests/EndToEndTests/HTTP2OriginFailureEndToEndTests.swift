@@ -105,6 +105,44 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         XCTAssertLessThan(proxy.rssBytes, 100 << 20, "the 80 MB list was never kept")
     }
 
+    /// A protocol error in the origin's frames (a connection WINDOW_UPDATE of 0): nghttp2
+    /// answers with GOAWAY PROTOCOL_ERROR, which reaches the origin, and the streams on that
+    /// connection end at once with records naming the cause; the next exchange gets a fresh
+    /// connection. Before, the streams waited for the client to give up.
+    func testAnOriginProtocolErrorEndsItsStreamsAtOnceNamingTheCause() throws {
+        let proxy = try startProxy()
+        defer { proxy.stop() }
+        let r = try runCommand("nghttp", ["-t", "8", "http://127.0.0.1:\(proxy.port)/slow?pe=1", "http://127.0.0.1:\(proxy.port)/malformed"],
+                               timeout: 30)
+        XCTAssertFalse(r.text.contains("Timeout") || r.stderr.contains("Timeout"), "the streams ended before nghttp's 8 s: \(r.stderr)")
+        for path in ["/slow?pe=1", "/malformed"] {
+            let rec = try record(proxy, path)
+            let error = try XCTUnwrap(rec["error"] as? [String: Any], "\(path): \(rec)")
+            XCTAssertEqual(error["code"] as? String, "upstreamReset", "\(path): \(error)")
+            let message = error["message"] as? String ?? ""
+            XCTAssertTrue(message.hasPrefix("the origin broke the HTTP/2 protocol") && message.hasSuffix("GOAWAY PROTOCOL_ERROR"),
+                          "\(path): \(message)")
+        }
+        XCTAssertNotNil(originOut.waitFor({ $0 == "goaway 1" }), "the GOAWAY reached the origin: \(originOut.all)")
+        XCTAssertEqual(try nghttp(proxy, ["/ok?after=1"]).text, "ok")
+    }
+
+    /// An origin that floods PINGs without reading the answers: nghttp2 refuses the session
+    /// (a fatal error), and the streams on it end at once naming the flood.
+    func testAnOriginFloodEndsItsStreamsAtOnceNamingTheCause() throws {
+        let proxy = try startProxy()
+        defer { proxy.stop() }
+        let r = try runCommand("nghttp", ["-t", "8", "http://127.0.0.1:\(proxy.port)/slow?pf=1", "http://127.0.0.1:\(proxy.port)/pingflood"],
+                               timeout: 30)
+        XCTAssertFalse(r.text.contains("Timeout") || r.stderr.contains("Timeout"), "the streams ended before nghttp's 8 s: \(r.stderr)")
+        for path in ["/slow?pf=1", "/pingflood"] {
+            let rec = try record(proxy, path)
+            let message = (rec["error"] as? [String: Any])?["message"] as? String ?? ""
+            XCTAssertTrue(message.hasPrefix("the origin broke the HTTP/2 protocol (Flooding"), "\(path): \(rec)")
+        }
+        XCTAssertEqual(try nghttp(proxy, ["/ok?after=2"]).text, "ok")
+    }
+
     /// An upload to an h2 origin whose window stays closed is held back, not buffered: Tapwire
     /// keeps about limits.highWaterBytes for the stream and stops reading its client.
     func testAnUploadToAnOriginThatDoesNotReadIsHeldBackNotBuffered() throws {

@@ -14,6 +14,10 @@ Prints its port, then one line "connection N" per accepted connection. Paths:
              upload to it stops at the first window
   /bomb      200 with 20,000 copies of one 4,000-byte field: a byte or two each on the wire
              (HPACK refers back to the first), 80 MB of header list decoded
+  /malformed 200 and "part", then a connection WINDOW_UPDATE of 0 (a protocol error); the
+             body's end follows 0.5 s later
+  /pingflood 200 and "part", then 5,000 PINGs written without reading the answers
+A GOAWAY received from Tapwire prints "goaway CODE" (its error code).
 Stops when stdin closes.
 """
 import socket
@@ -87,6 +91,24 @@ def serve(sock, number):
         elif path.startswith("/refuse"):
             with send_lock:
                 conn.send_data(stream_id, b"fresh", end_stream=True)
+        elif path.startswith("/malformed"):
+            with send_lock:
+                conn.send_data(stream_id, b"part")
+            flush()
+            time.sleep(0.1)
+            with send_lock:
+                sock.sendall(struct.pack(">I", 4)[1:] + bytes([0x8, 0]) + struct.pack(">II", 0, 0))
+            time.sleep(0.5)
+            with send_lock:
+                conn.send_data(stream_id, b"rest", end_stream=True)
+        elif path.startswith("/pingflood"):
+            with send_lock:
+                conn.send_data(stream_id, b"part")
+            flush()
+            ping = struct.pack(">I", 8)[1:] + bytes([0x6, 0]) + struct.pack(">I", 0) + b"12345678"
+            with send_lock:
+                sock.sendall(ping * 5000)
+            return
         elif path.startswith("/hold"):
             time.sleep(8)
             with send_lock:
@@ -115,6 +137,8 @@ def serve(sock, number):
             with send_lock:
                 events = conn.receive_data(data)
             for event in events:
+                if isinstance(event, h2.events.ConnectionTerminated):
+                    print("goaway %d" % int(event.error_code), flush=True)
                 if isinstance(event, h2.events.RequestReceived):
                     path = dict(event.headers).get(":path", "/")
                     threading.Thread(target=answer, args=(event.stream_id, path), daemon=True).start()
