@@ -41,7 +41,9 @@ struct HTTPConnectHandshake {
             let whole: Int?
             switch refused.body {
             case .none: whole = refused.headLength
-            case .contentLength(let n): whole = refused.headLength + Int(clamping: n)
+            // Past `maxAnswerBytes` the page is cut there anyway; a Content-Length near 2^63
+            // must not overflow the sum.
+            case .contentLength(let n): whole = n > UInt64(maxAnswerBytes) ? nil : refused.headLength + Int(n)
             // The last chunk with no trailer fields, as parents send their pages.
             case .chunked: whole = bytes.count - refused.headLength >= 5 && bytes.suffix(5).elementsEqual("0\r\n\r\n".utf8) ? bytes.count : nil
             case .closeDelimited: whole = nil

@@ -94,6 +94,23 @@ final class ParentHandshakeTests: XCTestCase {
         XCTAssertEqual(e.code, .upstreamProxyFailed)
     }
 
+    /// A Content-Length near 2^63 on a refusal page must not overflow (which traps the
+    /// process): the page waits for more, and is cut at the bound as any long page.
+    func testARefusalWithAHugeContentLengthIsCutAtTheBound() {
+        for length in ["9223372036854775807", "9223372036854775800", "18446744073709551615"] {
+            var h = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 128)
+            let head = "HTTP/1.1 403 Forbidden\r\nContent-Length: \(length)\r\n\r\n"
+            let step = http(&h, head)
+            if case .failed = step { continue }   // a length the parser refuses is a failure, also fine
+            XCTAssertEqual(step, .needMore, length)
+            guard case .failed(let e, let cut?) = http(&h, head + String(repeating: "x", count: 200)) else {
+                XCTFail(length); continue
+            }
+            XCTAssertEqual(e.code, .upstreamProxyFailed)
+            XCTAssertEqual(cut.count, 128, length)
+        }
+    }
+
     func testGarbageOrACloseBeforeAnAnswerFails() {
         var h = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 65536)
         guard case .failed(let e, nil) = http(&h, "SSH-2.0-OpenSSH\r\n\r\n") else { return XCTFail() }
