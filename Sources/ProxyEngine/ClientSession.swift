@@ -712,6 +712,8 @@ final class ClientSession: ExchangeClient {
             http2.socketEvent(eof: e & BEV_EVENT_EOF != 0, error: e & BEV_EVENT_ERROR != 0)
             return
         }
+        // A SOCKS client gone mid-handshake: its partial message is no HTTP head to answer.
+        if isNegotiatingSOCKS, e & (BEV_EVENT_EOF | BEV_EVENT_ERROR) != 0 { close(); return }
         perform(machine.socketEvent(eof: e & BEV_EVENT_EOF != 0, error: e & BEV_EVENT_ERROR != 0,
                                     timeout: e & BEV_EVENT_TIMEOUT != 0, connected: e & BEV_EVENT_CONNECTED != 0,
                                     exchangeRequestComplete: exchange?.clientEOF() ?? false,

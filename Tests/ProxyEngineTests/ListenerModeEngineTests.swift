@@ -68,6 +68,46 @@ final class ListenerModeEngineTests: XCTestCase {
         XCTAssertEqual(r.bytes, [], "no 408: a SOCKS client would not read it")
     }
 
+    /// A client that half-closes with a partial greeting is closed: the bytes are no HTTP
+    /// head, so no HTTP answer (here a bare LF in them would have drawn a 400).
+    func testASOCKS5ClientGoneMidGreetingGetsNoHTTPAnswer() throws {
+        let running = try RunningEngine { $0.listenerModes = [.socks5(nil)] }
+        defer { running.stop() }
+        let client = try RawClient(port: running.port)
+        client.send([5, 0x0A, 0])
+        client.shutdownWrite()
+        let r = client.read(timeout: 10)
+        XCTAssertTrue(r.eof)
+        XCTAssertEqual(r.bytes, [], String(decoding: r.bytes, as: UTF8.self))
+    }
+
+    /// The largest handshake, sent at once: a greeting offering 255 methods, a 255/255-byte
+    /// authentication and a request naming a 255-byte host (1,032 bytes, past one pass's
+    /// 1,024). Every message is answered, the request included, without waiting for more.
+    func testAWholeMaximalSOCKS5HandshakeSentAtOnceIsAnswered() throws {
+        let user = String(repeating: "u", count: 255), password = String(repeating: "p", count: 255)
+        let running = try RunningEngine {
+            $0.listenerModes = [.socks5(SOCKS5Credentials([user: password]))]
+            $0.clientIdleTimeout = 30
+            $0.connectTimeout = 3
+        }
+        defer { running.stop() }
+        let host = String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 63) + "."
+            + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 61) + ".x"
+        XCTAssertEqual(host.utf8.count, 255)
+        let greeting: [UInt8] = [5, 255] + (0..<255).map { UInt8($0) }
+        let auth: [UInt8] = [1, 255] + Array(user.utf8) + [255] + Array(password.utf8)
+        let request: [UInt8] = [5, 1, 0, 3, 255] + Array(host.utf8) + [0, 80]
+        XCTAssertEqual(greeting.count + auth.count + request.count, 1032)
+        let client = try RawClient(port: running.port)
+        client.send(greeting + auth + request)
+        // Method 2, auth success, then the request's reply (the host does not resolve: 04).
+        let r = client.read(timeout: 10) { $0.count >= 4 + 10 }
+        XCTAssertEqual(Array(r.bytes.prefix(4)), [5, 2, 1, 0])
+        XCTAssertGreaterThanOrEqual(r.bytes.count, 14, "the request was answered: \(r.bytes)")
+        XCTAssertEqual(r.bytes.dropFirst(4).first, 5)
+    }
+
     func testReverseListenerRewritesHostAndRecordsTheUpstreamURL() throws {
         let origin = try OriginServer()
         let upstream = HTTPAuthority(scheme: "http", host: "127.0.0.1", port: origin.port)
