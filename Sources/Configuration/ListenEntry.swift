@@ -111,7 +111,10 @@ struct ListenEntry {
             return .failure(UsersFileError(message: "\(path) cannot be read"))
         }
         var table: [String: String] = [:]
-        for (i, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character in Swift, so splitting on "\n" alone would not split a file
+        // with CRLF line ends.
+        let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (i, raw) in lines.enumerated() {
             let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let colon = line.firstIndex(of: ":") else {

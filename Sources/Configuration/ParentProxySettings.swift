@@ -97,10 +97,11 @@ public struct ParentProxySettings: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             return .failure(Refusal("\(path) cannot be read as UTF-8 text"))
         }
-        // One line; a final newline (as editors write) is not part of the password.
+        // One line; a final newline (as editors write, "\r\n" included: one Character in
+        // Swift) is not part of the password.
         var line = Substring(text)
-        while line.hasSuffix("\n") || line.hasSuffix("\r") { line = line.dropLast() }
-        guard !line.contains("\n"), let credentials = ParentCredentials(line: String(line)), !credentials.user.isEmpty else {
+        while let last = line.last, last.isNewline { line = line.dropLast() }
+        guard !line.contains(where: \.isNewline), let credentials = ParentCredentials(line: String(line)), !credentials.user.isEmpty else {
             return .failure(Refusal("\(path) must hold one line user:password"))
         }
         return .success(credentials)

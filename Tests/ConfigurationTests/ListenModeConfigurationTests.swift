@@ -111,6 +111,12 @@ final class ListenModeConfigurationTests: XCTestCase {
         XCTAssertEqual(users.count, 2)
         XCTAssertEqual(users, SOCKS5Credentials(["ada": "s3cret:with:colons", "bob": "pw"]))
 
+        // CRLF line ends (a file edited on Windows) split as LF ones do.
+        let crlf = try usersFile("# team\r\nada:s3cret\r\n\r\nbob:pw\r\n", mode: 0o600)
+        let w = try TapwireConfiguration.parse(Array(#"{"listen": [{"address": "127.0.0.1:1080", "mode": "socks5", "users": "\#(crlf)"}]}"#.utf8)).get()
+        guard case .socks5(let crlfUsers?) = w.engine.listenerModes.first else { return XCTFail("\(w.engine.listenerModes)") }
+        XCTAssertEqual(crlfUsers, SOCKS5Credentials(["ada": "s3cret", "bob": "pw"]))
+
         let open = try usersFile("ada:pw\n", mode: 0o640)
         let e = errors(#"{"listen": [{"address": "127.0.0.1:1080", "mode": "socks5", "users": "\#(open)"}]}"#)
         XCTAssertEqual(e.count, 1)

@@ -62,6 +62,12 @@ final class ParentProxyConfigurationTests: XCTestCase {
         chmod(file, 0o600)
         let config = #"{"upstream": {"proxy": "socks5://127.0.0.1:1080", "proxyCredentialsFile": "\#(file)"}}"#
         XCTAssertEqual(try parse(config).get().parentProxy.parent?.credentials, ParentCredentials(user: "alice", password: "s3cr:et"))
+        try "alice:s3cr:et\r\n".write(toFile: file, atomically: false, encoding: .utf8)
+        XCTAssertEqual(try parse(config).get().parentProxy.parent?.credentials, ParentCredentials(user: "alice", password: "s3cr:et"),
+                       "a CRLF line end is not part of the password")
+        try "alice:s3cr:et\r\nbob:x\r\n".write(toFile: file, atomically: false, encoding: .utf8)
+        XCTAssertEqual(errors(config), ["upstream.proxyCredentialsFile: \(file) must hold one line user:password"])
+        try "alice:s3cr:et\n".write(toFile: file, atomically: false, encoding: .utf8)
         chmod(file, 0o640)
         XCTAssertEqual(errors(config), ["upstream.proxyCredentialsFile: \(file) is readable by group or others (mode 640); chmod 600 it"])
         chmod(file, 0o604)
