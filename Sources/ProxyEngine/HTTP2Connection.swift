@@ -33,6 +33,8 @@ final class HTTP2Connection {
     private var drained: [HTTP2Stream] = []
     private var sending = false
     private var sendAgain = false
+    /// The read callback came while sending; `send` reads once its loop is done.
+    private var readDeferred = false
     private var resets: FrameRateLimit
     private var settings: FrameRateLimit
     /// Why the connection is being closed by Tapwire, once it is.
@@ -132,10 +134,15 @@ final class HTTP2Connection {
 
     // MARK: reading
 
+    /// Also reached from inside `sendFrames`: adding to the TLS filter's output can make it
+    /// read, and its read callback runs at once (no deferred callbacks). The bytes are then
+    /// left for `send` to read once its loop is done, so the session is never freed under it.
     func readable() {
-        guard let nghttp2 else { return }
+        if sending { readDeferred = true; return }
         let input = bufferevent_get_input(bev)
-        while let input, evbuffer_get_length(input) > 0 {
+        // `self.nghttp2` is read again on each pass: a callback reached from a drain may
+        // have ended the session.
+        while let nghttp2, let input, evbuffer_get_length(input) > 0 {
             var vec = iovec()
             guard evbuffer_peek(input, -1, nil, &vec, 1) > 0, let base = vec.iov_base, vec.iov_len > 0 else { break }
             let n = nghttp2_session_mem_recv(nghttp2, base.assumingMemoryBound(to: UInt8.self), vec.iov_len)
@@ -153,6 +160,7 @@ final class HTTP2Connection {
                 return
             }
         }
+        guard nghttp2 != nil else { return }
         handleEvents()
         send()
     }
@@ -189,17 +197,24 @@ final class HTTP2Connection {
         sendFrames()
         // Abuse noted while sending (a reset the library sent, "MadeYouReset") ends the
         // connection here, once no `mem_send` loop holds the session.
-        if let failure, !failureRecorded, nghttp2 != nil { fail(failure, goAway: nil) }
+        if let failure, !failureRecorded, nghttp2 != nil { fail(failure, goAway: nil); return }
+        if readDeferred, nghttp2 != nil {
+            readDeferred = false
+            readable()
+        }
     }
 
+    /// Invariant: `self.nghttp2` is read again after anything that can run libevent's
+    /// callbacks (`evbuffer_add` to the TLS filter, the streams' handlers), which may end
+    /// the session (the client's socket failing closes it at once).
     private func sendFrames() {
-        guard let nghttp2 else { return }
+        guard nghttp2 != nil else { return }
         sending = true
         defer { sending = false }
         let output = bufferevent_get_output(bev)
         repeat {
             sendAgain = false
-            while session.outputLength < config.highWaterBytes {
+            while let nghttp2, session.outputLength < config.highWaterBytes {
                 var data: UnsafePointer<UInt8>?
                 let n = nghttp2_session_mem_send(nghttp2, &data)
                 if n < 0 {
@@ -214,8 +229,8 @@ final class HTTP2Connection {
             let ready = drained
             drained.removeAll()
             for stream in ready { stream.outputDrained() }
-        } while sendAgain && self.nghttp2 != nil
-        guard self.nghttp2 != nil else { return }
+        } while sendAgain && nghttp2 != nil
+        guard let nghttp2 else { return }
         if nghttp2_session_want_read(nghttp2) == 0 && nghttp2_session_want_write(nghttp2) == 0 {
             finishConnection()
         }
@@ -238,8 +253,8 @@ final class HTTP2Connection {
     func fail(_ error: TransportError, goAway: UInt32?) {
         if failure == nil { failure = error }
         if let goAway, let nghttp2 { _ = nghttp2_session_terminate_session(nghttp2, goAway) }
+        if nghttp2 != nil, !sending { flushGoAway() }
         recordFailure()
-        if let nghttp2, !sending { flushGoAway(nghttp2) }
         finishConnection()
     }
 
@@ -247,10 +262,13 @@ final class HTTP2Connection {
     /// out is a frame in progress, the queued control frames (bounded by the library's
     /// flood limit) and the GOAWAY, after which it sends nothing. `mem_send` may also refuse
     /// at once after a fatal receive error. The cap only guards against a library change.
-    private func flushGoAway(_ nghttp2: OpaquePointer) {
+    /// Runs as a send (`sending`), so that a read callback reached from `evbuffer_add` waits.
+    private func flushGoAway() {
+        sending = true
+        defer { sending = false }
         let output = bufferevent_get_output(bev)
         for _ in 0..<Self.maxFramesFlushedAtClose {
-            guard nghttp2_session_want_write(nghttp2) != 0 else { return }
+            guard let nghttp2, nghttp2_session_want_write(nghttp2) != 0 else { return }
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(nghttp2, &data)
             guard n > 0, let data else { return }

@@ -198,17 +198,22 @@ final class HTTP2OriginConnection {
         if failureCause == nil {
             failureCause = "the origin broke the HTTP/2 protocol (\(libraryErrorText ?? String(cString: nghttp2_strerror(libraryError)))); Tapwire closed the connection"
         }
-        if let session, let tls, let output = bufferevent_get_output(tls) {
+        if let session, !sending {
             _ = nghttp2_session_terminate_session(session, code.rawValue)
+            sending = true
             // Bounded as on the client side: once terminating, nghttp2 sends only control
-            // frames already queued and the GOAWAY, then nothing.
+            // frames already queued and the GOAWAY, then nothing. The session and the output
+            // are read again each time: `evbuffer_add` may run this connection's callbacks.
             for _ in 0..<4096 {
+                guard let session = self.session, let tls, let output = bufferevent_get_output(tls) else { break }
                 var data: UnsafePointer<UInt8>?
                 let n = nghttp2_session_mem_send(session, &data)
                 guard n > 0, let data else { break }
                 evbuffer_add(output, data, n)
             }
+            sending = false
         }
+        guard session != nil else { return }
         sessionEnded()
     }
 
@@ -218,8 +223,9 @@ final class HTTP2OriginConnection {
     private func closeWhenSent() {
         idleTimer?.cancel()
         if let session { nghttp2_session_del(session); self.session = nil }
-        guard let tls, unsentBytes > 0 else { close(); return }
-        bufferevent_disable(tls, Int16(EV_READ))
+        guard unsentBytes > 0 else { close(); return }
+        // Reading goes on (`readable` drops the bytes): a socket closed with unread input
+        // sends RST, which can discard the GOAWAY still queued in the kernel.
         let deadline = EventLoop.monotonicNow() + lingerTimeout
         let timer = LoopTimer(loop: loop, persistent: true) { [self] in
             if unsentBytes == 0 || EventLoop.monotonicNow() >= deadline { close() }
@@ -246,9 +252,16 @@ final class HTTP2OriginConnection {
 
     private func readable() {
         guard let tls, let input = bufferevent_get_input(tls) else { return }
+        if session == nil {
+            // Lingering until the GOAWAY is out: what the origin still sends is dropped.
+            evbuffer_drain(input, evbuffer_get_length(input))
+            return
+        }
         while let session, evbuffer_get_length(input) > 0 {
             var vec = iovec()
             guard evbuffer_peek(input, -1, nil, &vec, 1) > 0, let base = vec.iov_base, vec.iov_len > 0 else { break }
+            // Only an error found in this call may name the cause of what follows.
+            libraryErrorText = nil
             let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), vec.iov_len)
             if n < 0 {
                 failed(libraryError: Int32(n), code: Int32(n) == NGHTTP2_ERR_FLOODED.rawValue ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR)

@@ -140,6 +140,7 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
             let message = (rec["error"] as? [String: Any])?["message"] as? String ?? ""
             XCTAssertTrue(message.hasPrefix("the origin broke the HTTP/2 protocol (Flooding"), "\(path): \(rec)")
         }
+        XCTAssertNotNil(originOut.waitFor(timeout: 10, { $0 == "goaway 11" }), "ENHANCE_YOUR_CALM reached the origin: \(originOut.all)")
         XCTAssertEqual(try nghttp(proxy, ["/ok?after=2"]).text, "ok")
     }
 
