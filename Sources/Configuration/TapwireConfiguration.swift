@@ -133,6 +133,10 @@ public struct TapwireConfiguration: Sendable {
             c.listenerReplays = replays
         }
         if let v = top["replay"] { c.replay = ReplaySettings.read(v, "replay", r) }
+        // A listener's own replay block is checked where it is read; here, the top-level one.
+        for i in c.h2cListenersReplaying where i >= c.listenerReplays.count || c.listenerReplays[i] == nil {
+            r.fail("listen[\(i)].protocols", "\(Self.h2cWithReplay): the top-level replay applies to it")
+        }
         if let access = r.object(top["access"], "access", allowed: ["allow"]) {
             if let allow = r.parsed(access["allow"], "access.allow", expected: "an address range such as 127.0.0.1/32", AddressRange.init) {
                 // An empty list refuses every client, loopback included: surely not meant.
@@ -509,8 +513,19 @@ public struct TapwireConfiguration: Sendable {
         if let why = ReplaySettings.problem(directory: directory) { return [ConfigError(path: "--replay-from", message: why)] }
         replay = ReplaySettings(directory: directory)
         listenerReplays = []
-        return []
+        return h2cListenersReplaying.map { ConfigError(path: "--replay-from", message: "listen[\($0)]: \(Self.h2cWithReplay)") }
     }
+
+    /// Reverse listeners with `h2c` that a replay applies to: their HTTP/2 streams would go
+    /// to the network, which replay promises never happens.
+    var h2cListenersReplaying: [Int] {
+        engine.listenerModes.indices.filter { i in
+            guard case .reverse(let upstream) = engine.listenerModes[i], upstream.h2c else { return false }
+            return replay(ofListener: i) != nil
+        }
+    }
+
+    static let h2cWithReplay = "h2c cannot be combined with replay on the same listener (replay answers HTTP/1.1 only)"
 
     /// Whether some listener answers from recorded responses (`replay`, `--replay-from`).
     public var replaysAnything: Bool {

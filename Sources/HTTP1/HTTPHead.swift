@@ -276,6 +276,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByArrayLite
         return true
     }
 
+    /// Whether `name` is a field name as RFC 9110 §5.1 has it (a token): for fields read
+    /// from elsewhere than a parsed head, such as a log file.
+    public static func isFieldName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(ByteClass.isToken)
+    }
+
     /// Whether a field name's bytes are `lowercase` (a lower-case literal), ignoring ASCII case.
     public static func name(_ bytes: UnsafeBufferPointer<UInt8>, is lowercase: StaticString) -> Bool {
         guard bytes.count == lowercase.utf8CodeUnitCount else { return false }

@@ -42,13 +42,25 @@ public struct ReplayedResponse: Sendable, Equatable {
     /// Fields to send, without framing and hop-by-hop fields (the replay frames the body itself).
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The recorded request was HEAD: `body` is empty, and `headLength` is the recorded
+    /// Content-Length of the body it describes (nil when unknown, or when it counted bytes
+    /// of a Content-Encoding the replay drops). Used only to answer a HEAD.
+    public var fromHEAD: Bool
+    public var headLength: String?
 
-    public init(recordID: String, status: Int, reason: String, headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(recordID: String, status: Int, reason: String, headers: [(name: String, value: String)], body: [UInt8],
+                fromHEAD: Bool = false, headLength: String? = nil) {
         self.recordID = recordID; self.status = status; self.reason = reason; self.headers = headers; self.body = body
+        self.fromHEAD = fromHEAD; self.headLength = headLength
     }
+
+    /// A full answer, as opposed to one that only makes sense for a particular request: a
+    /// 304 (conditional), a 206 (a range), or the answer to a HEAD.
+    public var isFull: Bool { !fromHEAD && status != 304 && status != 206 }
 
     public static func == (a: ReplayedResponse, b: ReplayedResponse) -> Bool {
         a.recordID == b.recordID && a.status == b.status && a.reason == b.reason && a.body == b.body
+            && a.fromHEAD == b.fromHEAD && a.headLength == b.headLength
             && a.headers.map { [$0.name, $0.value] } == b.headers.map { [$0.name, $0.value] }
     }
 }

@@ -40,22 +40,34 @@ public enum RecordedResponse {
             }
         }
         let body = try self.body(record: record, response: response)
+        // A status a final answer cannot have would leave the client waiting, or break it.
+        guard (200...599).contains(status) else { throw .bodyNotWhole("its status \(status) is not a final answer's") }
         let kept = HTTPHeaders(pairs).removingHopByHop(keepUpgrade: false)
-        // A HEAD answer's Content-Length is the size of the body it describes, not sent: kept.
+        // A HEAD answer's Content-Length is the size of the body it describes, not sent: kept
+        // apart, for answering a HEAD only, and only if it counted the bytes the replay sends.
         let isHead = view.method == "HEAD"
+        var headLength: String?
+        if isHead, kept.first(name: "content-encoding") == nil, let length = kept.first(name: "content-length"),
+           !length.isEmpty, length.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            headLength = length
+        }
         var headers: [(name: String, value: String)] = []
         for field in kept {
-            let lower = field.name.lowercased()
-            if droppedFields.contains(lower) && !(isHead && lower == "content-length") { continue }
+            if droppedFields.contains(field.name.lowercased()) { continue }
             // A redacted value is not the origin's; a field logged with U+FFFD lost its bytes;
-            // and nothing read from a file may break the head it is written into.
+            // and nothing read from a file may break the head it is written into: names are
+            // tokens (RFC 9110 §5.1), so "Content-Length " or "Transfer-Encoding: x" cannot
+            // slip past the framing fields dropped above.
             if field.value == RecordedRequest.redacted { continue }
-            let text = field.name + field.value
-            if text.contains("\u{FFFD}") || text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) { continue }
+            guard HTTPHeaders.isFieldName(field.name) else { continue }
+            if field.value.contains("\u{FFFD}") || field.value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) {
+                continue
+            }
             headers.append((field.name, field.value))
         }
-        return ReplayedResponse(recordID: id, status: status, reason: reason.contains("\r") || reason.contains("\n") ? "" : reason,
-                                headers: headers, body: body)
+        let safeReason = reason.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) ? "" : reason
+        return ReplayedResponse(recordID: id, status: status, reason: safeReason, headers: headers, body: body,
+                                fromHEAD: isHead, headLength: headLength)
     }
 
     private static func body(record: JSON, response: JSON) throws(Refusal) -> [UInt8] {

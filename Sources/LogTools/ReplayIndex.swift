@@ -14,7 +14,9 @@ public enum ReplayIndex {
     /// Reads every `http` record of the log in `directory`, oldest first: the newest record
     /// for a key decides, and a newest record whose body was not captured whole leaves the
     /// key without an answer. Records without a response (a transport failure) answer nothing
-    /// and are passed over.
+    /// and are passed over. A record that is not a full answer (a 304, a 206, a HEAD's
+    /// answer: `ReplayedResponse.isFull`) never displaces a full one: a browser's
+    /// revalidation must not turn the page it revalidated into an empty 304.
     public static func build(directory: String, fileName: String, match: ReplayMatch) throws -> Built {
         let source = RecordSource(directory: directory, fileName: fileName)
         var answers: [String: ReplayedResponse] = [:]
@@ -28,8 +30,11 @@ public enum ReplayIndex {
             let view = RecordView(json: record)
             guard let method = view.method, let url = view.url, view.response != nil else { continue }
             let key = match.key(method: method, url: url)
+            let held = answers[key]
             do {
-                answers[key] = try RecordedResponse.answer(record: record, id: id)
+                let answer = try RecordedResponse.answer(record: record, id: id)
+                if let held, held.isFull, !answer.isFull { continue }
+                answers[key] = answer
                 refused.remove(key)
             } catch {
                 answers[key] = nil

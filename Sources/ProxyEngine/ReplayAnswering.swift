@@ -36,11 +36,16 @@ extension ClientSession {
         let start = Date().timeIntervalSince1970
         var fields = answer.headers
         // 1xx, 204 and 304 have no body and no Content-Length (RFC 9110 §8.6); HEAD gets the
-        // fields alone.
+        // fields alone, with the length of the body a GET would get: the recorded HEAD's own
+        // when it came from a HEAD (none if it had none), else the body's. Any other request
+        // gets the length of the body sent, so the framing always holds.
         let statusHasBody = answer.status >= 200 && answer.status != 204 && answer.status != 304
-        // A recorded HEAD answer brings its own Content-Length (the size of the GET's body).
-        if statusHasBody && !fields.contains(where: { $0.name.lowercased() == "content-length" }) {
-            fields.append(("Content-Length", String(answer.body.count)))
+        if statusHasBody {
+            if head.method != "HEAD" || !answer.fromHEAD {
+                fields.append(("Content-Length", String(answer.body.count)))
+            } else if let length = answer.headLength {
+                fields.append(("Content-Length", length))
+            }
         }
         if close { fields.append(("Connection", "close")) }
         var text = "HTTP/1.1 \(answer.status) \(answer.reason)\r\n"

@@ -157,5 +157,13 @@ final class ListenModeConfigurationTests: XCTestCase {
         XCTAssertEqual(flagged.override(replayFrom: dir), [])
         XCTAssertEqual(flagged.replay(ofListener: 0)?.directory, dir)
         XCTAssertEqual(flagged.override(replayFrom: "/nonexistent/dir").map(\.path), ["--replay-from"])
+
+        // An h2c listener's HTTP/2 streams would go to the network, whichever replay applies.
+        let h2c = #"{"address": "127.0.0.1:9000", "mode": "reverse", "upstream": "http://127.0.0.1:3000", "protocols": ["http/1.1", "h2c"]}"#
+        XCTAssertEqual(errors(#"{"listen": [\#(h2c)], "replay": {"from": "\#(dir)"}}"#),
+                       ["listen[0].protocols: h2c cannot be combined with replay on the same listener (replay answers HTTP/1.1 only): the top-level replay applies to it"])
+        var withH2C = try TapwireConfiguration.parse(Array(#"{"listen": [\#(h2c)]}"#.utf8)).get()
+        XCTAssertEqual(withH2C.override(replayFrom: dir).map { "\($0.path): \($0.message)" },
+                       ["--replay-from: listen[0]: h2c cannot be combined with replay on the same listener (replay answers HTTP/1.1 only)"])
     }
 }

@@ -5,13 +5,13 @@ import ResponseSerialization
 
 /// The response a record holds, rebuilt for offline replay, and the index built from a log.
 final class RecordedResponseTests: XCTestCase {
-    static func record(id: Int = 7, method: String = "GET", url: String = "http://api.local/v1/items",
+    static func record(id: Int = 7, method: String = "GET", url: String = "http://api.local/v1/items", status: Int = 201,
                        headers: String = #"[["Content-Type","application/json"]]"#, bodySize: Int = 40,
                        serializer: String = "json", result: String = #"{"success":{"b":1.50,"a":[1e400,2]}}"#,
                        data: String = #"{"size":40,"captured":40,"truncated":false,"contentEncoding":null}"#) -> String {
         #"{"id":"0000018c2b1f4a1e-\#(String(format: "%06x", id))","kind":"http","client":"127.0.0.1:1","#
             + #""request":{"method":"\#(method)","url":"\#(url)","httpVersion":"HTTP/1.1","headers":[],"bodySize":0},"#
-            + #""response":{"status":201,"reason":"Created","httpVersion":"HTTP/1.1","headers":\#(headers),"bodySize":\#(bodySize),"mimeType":null,"charset":null},"#
+            + #""response":{"status":\#(status),"reason":"Created","httpVersion":"HTTP/1.1","headers":\#(headers),"bodySize":\#(bodySize),"mimeType":null,"charset":null},"#
             + #""data":\#(data),"rule":"default","serializer":"\#(serializer)","result":\#(result),"error":null}"#
     }
 
@@ -32,11 +32,55 @@ final class RecordedResponseTests: XCTestCase {
         XCTAssertEqual(a.headers.map(\.name), ["Content-Type", "ETag"], "framing, hop-by-hop and redacted fields are not replayed")
     }
 
-    func testAHeadAnswerKeepsItsContentLength() throws {
+    /// A HEAD answer's Content-Length describes a body it does not carry: kept apart, for
+    /// answering a HEAD, never among the fields (a GET answered with it would hang).
+    func testAHeadAnswerKeepsItsContentLengthApart() throws {
         let head = try answer(Self.record(method: "HEAD", headers: #"[["Content-Type","application/json"],["Content-Length","40"]]"#,
                                           bodySize: 0, serializer: "none", result: #"{"success":null}"#))
-        XCTAssertEqual(head.headers.map { "\($0.name): \($0.value)" }, ["Content-Type: application/json", "Content-Length: 40"])
+        XCTAssertEqual(head.headers.map { "\($0.name): \($0.value)" }, ["Content-Type: application/json"])
         XCTAssertEqual(head.body, [])
+        XCTAssertTrue(head.fromHEAD)
+        XCTAssertEqual(head.headLength, "40")
+        XCTAssertFalse(head.isFull)
+        // A length counted in encoded bytes describes nothing the replay sends (it decodes).
+        let encoded = try answer(Self.record(method: "HEAD", headers: #"[["Content-Encoding","gzip"],["Content-Length","12"]]"#,
+                                             bodySize: 0, serializer: "none", result: #"{"success":null}"#))
+        XCTAssertNil(encoded.headLength)
+    }
+
+    /// Fields read from a file must not break the head they go into: a name that is not a
+    /// token ("Content-Length " with a space, "Transfer-Encoding: chunked, x") is left out,
+    /// as is a value or reason with control bytes; a status no final answer has is refused.
+    func testFieldsAndStatusesACraftedLogCouldCarryAreRefused() throws {
+        let a = try answer(Self.record(headers: #"[["Content-Length ","999"],["Transfer-Encoding: chunked, x","1"],["X-Ok","v"],["X-Bell","a\u0007b"],["","e"]]"#))
+        XCTAssertEqual(a.headers.map(\.name), ["X-Ok"])
+        XCTAssertEqual(refusal(Self.record(status: 101)), "its body was not captured whole: its status 101 is not a final answer's")
+        XCTAssertNotNil(refusal(Self.record(status: 0)))
+        XCTAssertNotNil(refusal(Self.record(status: 1000)))
+    }
+
+    /// A 304 (a revalidation), a 206 (a range) or a HEAD's answer never displaces a full
+    /// answer for the same request; a later full answer does displace them.
+    func testPartialAndConditionalAnswersDoNotDisplaceAFullOne() throws {
+        let dir = try TemporaryLogDirectory()
+        defer { dir.remove() }
+        let page = "http://api.local/page", other = "http://api.local/other"
+        let lines = [
+            Self.record(id: 1, url: page, status: 200, result: #"{"success":{"v":1}}"#),
+            Self.record(id: 2, url: page, status: 304, bodySize: 0, serializer: "none", result: #"{"success":null}"#),
+            Self.record(id: 3, url: page, status: 206, result: #"{"success":{"v":"part"}}"#),
+            Self.record(id: 4, method: "HEAD", url: page, status: 200, headers: #"[["Content-Length","7"]]"#, bodySize: 0,
+                        serializer: "none", result: #"{"success":null}"#),
+            Self.record(id: 5, url: other, status: 304, bodySize: 0, serializer: "none", result: #"{"success":null}"#),
+            Self.record(id: 6, url: other, status: 200, result: #"{"success":{"v":6}}"#),
+        ]
+        dir.write("tapwire.jsonl", lines.joined(separator: "\n") + "\n")
+        let match = ReplayMatch(method: false)
+        let built = try ReplayIndex.build(directory: dir.path, fileName: "tapwire.jsonl", match: match)
+        let a = try XCTUnwrap(built.answers[match.key(method: "GET", url: page)])
+        XCTAssertEqual(a.recordID, "0000018c2b1f4a1e-000001", "the 200 stays")
+        XCTAssertEqual(String(decoding: a.body, as: UTF8.self), #"{"v":1}"#)
+        XCTAssertEqual(try XCTUnwrap(built.answers[match.key(method: "GET", url: other)]).recordID, "0000018c2b1f4a1e-000006")
     }
 
     func testTextGoesBackInItsCharsetAndMustBeWhole() throws {

@@ -126,6 +126,37 @@ final class ListenerModeEngineTests: XCTestCase {
         XCTAssertEqual(exchanges[0].request.headers.first(name: "host"), "app.test", "the record keeps what the client sent")
     }
 
+    /// A HEAD's recorded answer gives a HEAD its Content-Length, and a GET (matched on the
+    /// URL alone) the length of what it sends: nothing. A GET's answer gives a HEAD the length
+    /// of its body. Every answer's framing holds, so the connection stays usable.
+    func testReplayedHEADAndGETAnswersFrameTheirBodies() throws {
+        let match = ReplayMatch(method: false)
+        let headAnswer = ReplayedResponse(recordID: "0000018c2b1f4a1e-000001", status: 200, reason: "OK",
+                                          headers: [("Content-Type", "text/plain")], body: [], fromHEAD: true, headLength: "5")
+        let getAnswer = ReplayedResponse(recordID: "0000018c2b1f4a1e-000002", status: 200, reason: "OK",
+                                         headers: [("Content-Type", "text/plain")], body: Array("hello".utf8))
+        let responder = ReplayResponder(match: match, notFound: .notFound, directory: "recordings",
+                                        index: [match.key(method: "HEAD", url: "http://api.test/h"): headAnswer,
+                                                match.key(method: "GET", url: "http://api.test/g"): getAnswer])
+        let running = try RunningEngine(beforeStart: { $0.replayResponders = [responder] })
+        defer { running.stop() }
+        let client = try RawClient(port: running.port)
+        func exchange(_ request: String) -> String {
+            client.send(request)
+            return String(decoding: client.read(timeout: 10) { $0.count >= 4 && $0.suffix(4).elementsEqual([13, 10, 13, 10]) }.bytes,
+                          as: UTF8.self)
+        }
+        let head = exchange("HEAD http://api.test/h HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        XCTAssertTrue(head.contains("Content-Length: 5\r\n"), head)
+        let get = exchange("GET http://api.test/h HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        XCTAssertTrue(get.contains("Content-Length: 0\r\n"), "a GET gets the length of what is sent: \(get)")
+        let headOfGet = exchange("HEAD http://api.test/g HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        XCTAssertTrue(headOfGet.contains("Content-Length: 5\r\n"), headOfGet)
+        client.send("GET http://api.test/g HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        let last = client.readResponses(1)
+        XCTAssertEqual(last.first?.body, Array("hello".utf8), "the connection is still in step")
+    }
+
     func testReplayAnswersFromTheIndexAndKeepsTheConnection() throws {
         let match = ReplayMatch(ignoreParams: ["ts"])
         let answer = ReplayedResponse(recordID: "0000018c2b1f4a1e-000001", status: 200, reason: "OK",
