@@ -37,6 +37,8 @@ final class ClientSession: ExchangeClient {
     /// the head is drained, which is the parser's invariant.
     private var requestHeadParser = HTTPHeadParser()
     private var flushPoll: LoopTimer?
+    /// Set while parsing waits for the output to drain (`parseNextHead`).
+    private var drainPoll: LoopTimer?
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
     /// which passes every call on to the filter's own reading.
@@ -230,12 +232,21 @@ final class ClientSession: ExchangeClient {
     }
 
     /// Parses and starts the next request if a whole head is buffered.
+    ///
+    /// Not while the output holds more than `limits.highWaterBytes`: requests Tapwire answers
+    /// itself (offline replay, its own endpoints) finish at once, so a client that pipelines
+    /// them and does not read would otherwise add a whole answer to the output per request.
     func parseNextHead(_ firstInput: OpaquePointer) {
         while machine.canReadHead {
             // Re-read each pass: an intercepted CONNECT replaces the bufferevent.
             guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
             if available == 0 { return }
+            if drainPoll != nil { return }
+            if outputLength > config.highWaterBytes {
+                waitForOutputThenParse(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
+                return
+            }
             let n = min(available, config.maxHeaderBytes + 4)
             guard let p = evbuffer_pullup(input, n) else { return }
             let result: HeadParseResult<HTTPRequestHead>
@@ -678,6 +689,29 @@ final class ClientSession: ExchangeClient {
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
         pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
+    }
+
+    /// Reading and parsing wait until the output is back under `limits.highWaterBytes`;
+    /// a client that takes none of it for `limits.clientIdleTimeout` is closed. Polled, as
+    /// for `pollUntilFlushed` (a TLS filter does not report the socket below draining).
+    private func waitForOutputThenParse(lastLength: Int, idleSince: Double, interval: Double) {
+        reader?.setEnabled(false)
+        let t = LoopTimer(loop: loop) { [unowned self] in
+            guard !self.closed else { return }
+            let length = self.outputLength
+            if length <= self.config.highWaterBytes {
+                self.drainPoll = nil
+                self.reader?.setEnabled(true)
+                if let input = self.input { self.parseNextHead(input) }
+                return
+            }
+            let now = EventLoop.monotonicNow()
+            let since = length < lastLength ? now : idleSince
+            if now - since > self.config.clientIdleTimeout { self.close(); return }
+            self.waitForOutputThenParse(lastLength: length, idleSince: since, interval: min(interval * 2, 0.25))
+        }
+        t.schedule(after: interval)
+        drainPoll = t
     }
 
     /// Closes once the answer is out, or once the client has taken none of it for

@@ -157,6 +157,29 @@ final class ListenerModeEngineTests: XCTestCase {
         XCTAssertEqual(last.first?.body, Array("hello".utf8), "the connection is still in step")
     }
 
+    /// A client that pipelines replayed requests and does not read: the answers stop at
+    /// about limits.highWaterBytes plus the socket buffers, instead of every request's body
+    /// being added to the output at once; once it reads, every answer comes, in order.
+    func testPipelinedReplayedRequestsWaitForTheOutputToDrain() throws {
+        let match = ReplayMatch()
+        let body = [UInt8](repeating: UInt8(ascii: "r"), count: 256 << 10)
+        let answer = ReplayedResponse(recordID: "0000018c2b1f4a1e-000001", status: 200, reason: "OK",
+                                      headers: [("Content-Type", "application/octet-stream")], body: body)
+        let responder = ReplayResponder(match: match, notFound: .notFound, directory: "recordings",
+                                        index: [match.key(method: "GET", url: "http://api.test/big"): answer])
+        let running = try RunningEngine({ $0.highWaterBytes = 64 << 10 }, beforeStart: { $0.replayResponders = [responder] })
+        defer { running.stop() }
+        let client = try RawClient(port: running.port)
+        let count = 100
+        client.send(String(repeating: "GET http://api.test/big HTTP/1.1\r\nHost: api.test\r\n\r\n", count: count))
+        Thread.sleep(forTimeInterval: 1)
+        let answeredWhileDeaf = running.sink.events.count
+        XCTAssertLessThan(answeredWhileDeaf, count / 2, "answers past the high-water mark waited (25 MB would be queued otherwise)")
+        let answers = client.readResponses(count, timeout: 60)
+        XCTAssertEqual(answers.count, count)
+        XCTAssertTrue(answers.allSatisfy { $0.body == body })
+    }
+
     func testReplayAnswersFromTheIndexAndKeepsTheConnection() throws {
         let match = ReplayMatch(ignoreParams: ["ts"])
         let answer = ReplayedResponse(recordID: "0000018c2b1f4a1e-000001", status: 200, reason: "OK",
