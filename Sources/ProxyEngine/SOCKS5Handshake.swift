@@ -54,8 +54,27 @@ struct SOCKS5Handshake {
         return [1, UInt8(user.count)] + user + [UInt8(password.count)] + password
     }
 
-    /// CONNECT to the origin: by address for an IP literal, else by name (at most 255 bytes;
-    /// a host name is shorter than that).
+    /// Sends the CONNECT once the method (and authentication) is settled. A name longer than
+    /// the 255 bytes SOCKS5 can carry fails rather than being cut: the parent would be asked
+    /// for another host than the one the record names.
+    private mutating func connect() -> ParentHandshakeStep {
+        guard Self.isAddress(target.host) || target.host.utf8.count <= 255 else {
+            state = .done
+            return .failed(TransportError(.upstreamProxyFailed,
+                "the host name \(target.host.prefix(64))… is \(target.host.utf8.count) bytes, longer than the 255 a SOCKS5 parent (\(parent.via)) can be asked for"),
+                answer: nil)
+        }
+        state = .connecting
+        return .send(consumed: 2, connectRequest())
+    }
+
+    private static func isAddress(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// CONNECT to the origin: by address for an IP literal, else by name (at most 255 bytes,
+    /// `connect` checks).
     private func connectRequest() -> [UInt8] {
         var out: [UInt8] = [Self.version, 1, 0]
         var v4 = in_addr(), v6 = in6_addr()
@@ -84,8 +103,7 @@ struct SOCKS5Handshake {
             guard bytes[0] == Self.version else { return violation("its greeting answer is not SOCKS5 (version \(bytes[0]))") }
             switch bytes[1] {
             case Self.noAuthentication:
-                state = .connecting
-                return .send(consumed: 2, connectRequest())
+                return connect()
             case Self.usernamePassword where parent.credentials != nil:
                 state = .authenticating
                 return .send(consumed: 2, authentication())
@@ -105,8 +123,7 @@ struct SOCKS5Handshake {
                 return .failed(TransportError(.upstreamProxyAuthFailed,
                     "the SOCKS5 parent \(parent.via) refused the username and password (status \(bytes[1]))"), answer: nil)
             }
-            state = .connecting
-            return .send(consumed: 2, connectRequest())
+            return connect()
         case .connecting:
             guard bytes.count >= 5 else { return .needMore }
             guard bytes[0] == Self.version, bytes[2] == 0 else { return violation("its CONNECT reply is malformed") }

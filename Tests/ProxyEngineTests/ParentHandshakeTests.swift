@@ -150,6 +150,19 @@ final class ParentHandshakeTests: XCTestCase {
         XCTAssertEqual(socks5(&v6, [5, 0, 0, 4] + [UInt8](repeating: 0, count: 18)), .established(consumed: 22))
     }
 
+    /// A name SOCKS5 cannot carry (over 255 bytes) fails with the cause, instead of the
+    /// parent being asked for a cut name, another host than the record's.
+    func testSOCKS5RefusesAHostNameLongerThanItCanCarry() {
+        let long = String(repeating: "a", count: 250) + ".example"
+        var h = SOCKS5Handshake(target: HTTPAuthority(scheme: "https", host: long, port: 443), parent: socks)
+        guard case .failed(let e, nil) = socks5(&h, [5, 0]) else { return XCTFail() }
+        XCTAssertEqual(e.code, .upstreamProxyFailed)
+        XCTAssertTrue(e.message.contains("258 bytes, longer than the 255"), e.message)
+        var fits = SOCKS5Handshake(target: HTTPAuthority(scheme: "https", host: String(repeating: "b", count: 255), port: 443), parent: socks)
+        guard case .send(2, let request) = socks5(&fits, [5, 0]) else { return XCTFail() }
+        XCTAssertEqual(Array(request.prefix(5)), [5, 1, 0, 3, 255])
+    }
+
     func testSOCKS5AuthenticationFailures() {
         var parent = socks
         parent.credentials = credentials
