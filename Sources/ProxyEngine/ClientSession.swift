@@ -211,7 +211,11 @@ final class ClientSession: ExchangeClient {
             case .closeAfterFlush:
                 stopReadingUntilFlushed()
             case .refuseHeldForShutdown:
-                respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
+                if socks != nil {
+                    refuseConnect(.serviceUnavailable, TransportError(.shuttingDown, "Tapwire is shutting down"), parentAnswer: nil)
+                } else {
+                    respondError(.serviceUnavailable, "Tapwire is shutting down", close: true)
+                }
             case .leaveLoop:
                 finishClose()
             case .close:
@@ -261,6 +265,19 @@ final class ClientSession: ExchangeClient {
             engine.metrics.bytesFromClients.add(length)
             start(head)
         }
+    }
+
+    /// A SOCKS5 CONNECT, as the CONNECT head an HTTP client would have sent: held like one
+    /// while the log is behind (`log.whenBehind: wait`), then the tunnel.
+    /// A target that is no CONNECT authority (the SOCKS name allows more than a URI host
+    /// does) gets the SOCKS failure reply, never an HTTP answer.
+    func startSOCKSConnect(_ head: HTTPRequestHead) {
+        guard case .authority? = try? head.proxyForm() else {
+            refuseConnect(.badRequest, TransportError(.malformedRequest, "the SOCKS5 CONNECT names no usable host: \(head.target)"),
+                          parentAnswer: nil)
+            return
+        }
+        start(head)
     }
 
     /// Starts (or holds, or answers) a parsed request. `clientEnded`: the client half-closed

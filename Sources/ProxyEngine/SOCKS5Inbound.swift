@@ -3,7 +3,8 @@ import Foundation
 import HTTP1
 
 /// A `socks5` listener's sessions: the handshake runs before any HTTP is parsed, and its
-/// CONNECT hands over to the same path as an HTTP CONNECT (`startTunnel`): TLS for a host in
+/// CONNECT takes the same path as an HTTP CONNECT (`startSOCKSConnect`: held while the log is
+/// behind, then `startTunnel`): TLS for a host in
 /// `tls.intercept` is intercepted, anything else goes on from there, and the CONNECT is
 /// answered with a SOCKS5 reply instead of an HTTP status (`answerConnectEstablished`,
 /// `refuseConnect`). The handshake must complete within `limits.clientIdleTimeout` (the
@@ -48,7 +49,7 @@ extension ClientSession {
                     // interception records show as the target.
                     let head = HTTPRequestHead(method: "CONNECT", target: target.description,
                                                headers: HTTPHeaders([("Host", target.description)]))
-                    startTunnel(head: head, authority: target)
+                    startSOCKSConnect(head)
                     return
                 case .close:
                     // The reason is for the machine's tests: SOCKS5 has no way to tell the client,

@@ -66,6 +66,25 @@ final class HoldWhenBehindTests: XCTestCase {
         XCTAssertEqual(proxy.engine.metrics.heldClients.value, 0)
     }
 
+    /// A SOCKS5 CONNECT is held as an HTTP CONNECT is: the method reply comes, the CONNECT's
+    /// reply only once the log caught up.
+    func testASOCKS5ConnectIsHeldToo() throws {
+        let origin = try origin()
+        let proxy = try RunningEngine { $0.listenerModes = [.socks5(nil)] }
+        proxy.sink.behind.store(true, ordering: .relaxed)
+        let client = try RawClient(port: proxy.port)
+        client.send([5, 1, 0])
+        XCTAssertEqual(client.read { $0.count >= 2 }.bytes, [5, 0])
+        client.send([5, 1, 0, 1, 127, 0, 0, 1, UInt8(origin.port >> 8), UInt8(origin.port & 0xFF)])
+        XCTAssertTrue(eventually { proxy.engine.metrics.heldClients.value == 1 }, "held: \(proxy.engine.metrics.heldClients.value)")
+        XCTAssertTrue(client.read(timeout: 0.3).bytes.isEmpty, "the CONNECT was answered while held")
+        proxy.sink.catchUp()
+        XCTAssertEqual(client.read { $0.count >= 10 }.bytes, [5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+        client.send("GET /json HTTP/1.1\r\nHost: \(origin.authority)\r\n\r\n")
+        XCTAssertEqual(client.readResponses(1).first.map { $0.head.hasPrefix("HTTP/1.1 200") }, true)
+        XCTAssertEqual(proxy.engine.metrics.heldClients.value, 0)
+    }
+
     func testAHeldRequestIsAnswered503AtShutdown() throws {
         let origin = try origin()
         let proxy = try RunningEngine()
