@@ -44,8 +44,18 @@ struct HTTPConnectHandshake {
             // Past `maxAnswerBytes` the page is cut there anyway; a Content-Length near 2^63
             // must not overflow the sum.
             case .contentLength(let n): whole = n > UInt64(maxAnswerBytes) ? nil : refused.headLength + Int(n)
-            // The last chunk with no trailer fields, as parents send their pages.
-            case .chunked: whole = bytes.count - refused.headLength >= 5 && bytes.suffix(5).elementsEqual("0\r\n\r\n".utf8) ? bytes.count : nil
+            // Framed by the chunked decoder over what has come so far (at most maxAnswerBytes,
+            // so reading it again on each call stays cheap): a last chunk with extensions or
+            // trailers ends the page too, and chunk data that happens to end in "0\r\n" does
+            // not. Broken chunking ends the page where it broke.
+            case .chunked:
+                var framer = BodyFramer(.chunked)
+                do {
+                    let n = try framer.consume(UnsafeRawBufferPointer(rebasing: bytes[refused.headLength...]), payload: { _ in })
+                    whole = framer.isComplete ? refused.headLength + n : nil
+                } catch {
+                    whole = bytes.count
+                }
             case .closeDelimited: whole = nil
             }
             if let whole, whole <= bytes.count { return refusal(bytes, refused.head, length: min(whole, maxAnswerBytes)) }

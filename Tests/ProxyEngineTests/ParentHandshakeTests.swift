@@ -111,6 +111,23 @@ final class ParentHandshakeTests: XCTestCase {
         }
     }
 
+    /// A chunked refusal page ends where its chunking says: not at chunk data that ends in
+    /// "0\r\n\r\n"-like bytes, and also after a last chunk with an extension or trailers.
+    func testAChunkedRefusalPageEndsAtItsLastChunk() {
+        let head = "HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\n\r\n"
+        var h = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 1024)
+        XCTAssertEqual(http(&h, head + "5\r\nab0\r\n\r\n"), .needMore, "chunk data, not the last chunk")
+        let page = head + "5\r\nab0\r\n\r\n0\r\n\r\n"
+        guard case .failed(_, let whole?) = http(&h, page + "next") else { return XCTFail() }
+        XCTAssertEqual(whole, Array(page.utf8))
+        for last in ["0;why=policy\r\n\r\n", "0\r\nX-Reason: policy\r\n\r\n"] {
+            var t = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 1024)
+            let p = head + "2\r\nno\r\n" + last
+            guard case .failed(_, let got?) = http(&t, p) else { XCTFail(last); continue }
+            XCTAssertEqual(got, Array(p.utf8), last)
+        }
+    }
+
     func testGarbageOrACloseBeforeAnAnswerFails() {
         var h = HTTPConnectHandshake(target: origin, parent: squid, maxAnswerBytes: 65536)
         guard case .failed(let e, nil) = http(&h, "SSH-2.0-OpenSSH\r\n\r\n") else { return XCTFail() }
