@@ -18,6 +18,10 @@ public final class RecordSource {
     private let wait: () -> Bool
 
     private var pendingPaths: [String] = []
+    /// When set, a rotated file that fails while it is read (corrupt or cut-short gzip) is
+    /// reported here and left, with the lines read from it before the failure; the source goes
+    /// on with the next file. Unset, the failure is thrown, as `tail` and `query` want.
+    public var skipsUnreadableRotatedFile: ((LogReadError) -> Void)?
     private var started = false
     private var finished = false
     private var current: LogFileReader?
@@ -84,7 +88,17 @@ public final class RecordSource {
                 continue
             }
             compactBuffer()
-            if try reader.read(into: &buffer) > 0 { continue }
+            let got: Int
+            do {
+                got = try reader.read(into: &buffer)
+            } catch {
+                guard !currentIsActive, let skip = skipsUnreadableRotatedFile else { throw error }
+                skip(error)
+                _ = takeRest()   // a line cut by the failure is no record
+                closeCurrent()
+                continue
+            }
+            if got > 0 { continue }
             // At the current end of this file.
             if !currentIsActive {
                 // Rotated files hold whole lines only; a last line without `\n` is still a record.

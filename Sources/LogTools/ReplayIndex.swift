@@ -9,6 +9,9 @@ public enum ReplayIndex {
         public var answers: [String: ReplayedResponse]
         /// Requests whose newest record cannot be served (its body not whole): they get `notFound`.
         public var unusable: Int
+        /// Rotated files that could not be read whole (corrupt gzip), with why: their records up
+        /// to the damage are used, the rest of the directory too.
+        public var unreadable: [String] = []
     }
 
     /// Reads every `http` record of the log in `directory`, oldest first: the newest record
@@ -19,6 +22,8 @@ public enum ReplayIndex {
     /// revalidation must not turn the page it revalidated into an empty 304.
     public static func build(directory: String, fileName: String, match: ReplayMatch) throws -> Built {
         let source = RecordSource(directory: directory, fileName: fileName)
+        var unreadable: [String] = []
+        source.skipsUnreadableRotatedFile = { unreadable.append("\($0)") }
         var answers: [String: ReplayedResponse] = [:]
         var refused: Set<String> = []
         let kindHTTP = Array("\"kind\":\"http\"".utf8)
@@ -41,6 +46,6 @@ public enum ReplayIndex {
                 refused.insert(key)
             }
         }
-        return Built(answers: answers, unusable: refused.count)
+        return Built(answers: answers, unusable: refused.count, unreadable: unreadable)
     }
 }

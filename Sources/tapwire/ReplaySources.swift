@@ -28,6 +28,7 @@ struct ReplaySources {
             ProxyService.log("replay: \(built.answers.count) recorded answer(s) from \(settings.directory)"
                              + (built.unusable > 0 ? ", \(built.unusable) request(s) whose newest body was not captured whole (notFound)" : "")
                              + "; not found: \(settings.notFound.rawValue)")
+            for why in built.unreadable { ProxyService.log("replay: skipped the rest of a damaged file: \(why)") }
             made.sources.append((settings, config.log.fileName, responder))
             made.byListener.append(responder)
         }
@@ -44,6 +45,7 @@ struct ReplaySources {
                                                   match: source.settings.match)
                 source.responder.replace(built.answers)
                 log("SIGHUP: replay: \(built.answers.count) recorded answer(s) from \(source.settings.directory)")
+                for why in built.unreadable { log("SIGHUP: replay: skipped the rest of a damaged file: \(why)") }
             } catch {
                 log("SIGHUP: replay: cannot read \(source.settings.directory), its previous answers stay: \(error)")
             }

@@ -59,6 +59,29 @@ final class RecordedResponseTests: XCTestCase {
         XCTAssertNotNil(refusal(Self.record(status: 1000)))
     }
 
+    /// A damaged rotated file (a gzip cut short, as a crash mid-compression leaves it) does not
+    /// sink the directory: its records up to the damage and every other file are used, and
+    /// the file is named as skipped.
+    func testADamagedRotatedFileIsSkippedWithItsRecordsBeforeTheDamage() throws {
+        let dir = try TemporaryLogDirectory()
+        defer { dir.remove() }
+        let name = "tapwire-20261202T100000.jsonl.gz"
+        try dir.writeGzip(name, [Self.record(id: 1, url: "http://api.local/a"), Self.record(id: 2, url: "http://api.local/b")]
+            .joined(separator: "\n") + "\n")
+        let gz = dir.path + "/" + name
+        let whole = try XCTUnwrap(FileManager.default.contents(atPath: gz))
+        try whole.prefix(whole.count - 8).write(to: URL(fileURLWithPath: gz))   // no gzip trailer
+        dir.write("tapwire.jsonl", Self.record(id: 3, url: "http://api.local/c") + "\n")
+        let match = ReplayMatch()
+        let built = try ReplayIndex.build(directory: dir.path, fileName: "tapwire.jsonl", match: match)
+        XCTAssertEqual(built.unreadable, ["\(gz): truncated gzip data"])
+        for path in ["/a", "/b", "/c"] {
+            XCTAssertNotNil(built.answers[match.key(method: "GET", url: "http://api.local" + path)], path)
+        }
+        // tail and query still see the failure.
+        XCTAssertThrowsError(try RecordSource(directory: dir.path, fileName: "tapwire.jsonl").forEachLine { _ in })
+    }
+
     /// A 304 (a revalidation), a 206 (a range) or a HEAD's answer never displaces a full
     /// answer for the same request; a later full answer does displace them.
     func testPartialAndConditionalAnswersDoNotDisplaceAFullOne() throws {
