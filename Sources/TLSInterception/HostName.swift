@@ -33,7 +33,17 @@ struct HostName: Hashable {
             self.kind = .ipAddress(bytes)
             return
         }
-        if host.hasSuffix(".") { host.removeLast() }
+        if host.hasSuffix(".") {
+            host.removeLast()
+            // "1.2.3.4." is the address 1.2.3.4 (inet_pton refuses the dot): as a DNS name its
+            // text would be the address's own, the same cache key, and a leaf with a DNS SAN
+            // would be served for the address from then on.
+            if let (bytes, canonical) = HostName.parseIPv4(host) {
+                self.text = canonical
+                self.kind = .ipAddress(bytes)
+                return
+            }
+        }
         host = host.lowercased()
         guard !host.isEmpty else { throw .invalidHost(host: raw, reason: "empty") }
         guard host.utf8.count <= 253 else { throw .invalidHost(host: raw, reason: "longer than 253 bytes") }

@@ -16,6 +16,14 @@ final class HostNameTests: XCTestCase {
         XCTAssertEqual(try HostName("_srv.example.com").text, "_srv.example.com")
     }
 
+    /// A dotted quad with a trailing dot is that address, never a DNS name whose text would
+    /// be the address's (one cache key for two certificates).
+    func testAnIPv4AddressWithATrailingDotIsTheAddress() throws {
+        let name = try HostName("1.2.3.4.")
+        XCTAssertEqual(name.kind, .ipAddress([1, 2, 3, 4]))
+        XCTAssertEqual(name.text, "1.2.3.4")
+    }
+
     func testNotQuiteIPv4IsADNSNameNotAnAddress() throws {
         // inet_pton accepts only dotted quads, so these never become IP SANs.
         XCTAssertEqual(try HostName("127.1").kind, .dns)

@@ -39,6 +39,16 @@ final class LeafCertificateCacheTests: XCTestCase {
         XCTAssertEqual(X509_check_host(leaf, "127.0.0.1", 0, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT), nil), 0)
     }
 
+    /// A CONNECT to "1.2.3.4." first must not leave a DNS-SAN leaf for the address 1.2.3.4.
+    func testATrailingDotAddressSharesTheAddresssIPLeaf() throws {
+        let cache = LeafCertificateCache(ca: authority)
+        let dotted = try cache.context(forHost: "1.2.3.4.")
+        XCTAssertTrue(try cache.context(forHost: "1.2.3.4") === dotted)
+        let leaf = try XCTUnwrap(leafCertificate(dotted))
+        defer { X509_free(leaf) }
+        XCTAssertEqual(X509_check_ip_asc(leaf, "1.2.3.4", 0), 1)
+    }
+
     func testIPv6LeafMatchesTheAddressWithOrWithoutBrackets() throws {
         let cache = LeafCertificateCache(ca: authority)
         let context = try cache.context(forHost: "::1")
