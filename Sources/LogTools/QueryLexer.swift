@@ -109,6 +109,12 @@ struct QueryLexer {
         }
         while i < chars.count, !chars[i].isWhitespace, !QueryLexer.endsText(chars[i]) { i += 1 }
         let word = String(chars[start..<i])
+        // `status >= 500` would otherwise be the bare field and two text searches, a silent
+        // wrong answer: an operator with no field before it is an error (quoted, it is text).
+        if let first = word.first, first == "=" || first == "<" || first == ">" || word.hasPrefix("!=") {
+            throw QuerySyntaxError(column: column, message:
+                "'\(word)' starts with an operator but has no field before it: write the comparison without spaces (status>=500), or quote the word to search for it")
+        }
         switch word.lowercased() {
         case "or": return Token(kind: .or, column: column, text: word)
         case "and": return Token(kind: .and, column: column, text: word)

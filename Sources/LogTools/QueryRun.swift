@@ -189,10 +189,12 @@ final class QueryRun {
                 // Newest first from a file read oldest first: keep its last `limit` matches.
                 var last: [[UInt8]] = []
                 let keepAll = options.limit == nil
+                // Any count a user can type, up to Int.max, must not overflow the trim mark.
+                let trimAt = limit > (Int.max - 64) / 2 ? Int.max : 2 * limit + 64
                 try scanner.forward(reader, isActive: false, cancelled: cancelled) { record in
                     last.append(record)
                     // Trimmed in batches, so each record is moved O(1) times on average.
-                    if !keepAll && last.count > 2 * limit + 64 { last.removeFirst(last.count - limit) }
+                    if !keepAll && last.count > trimAt { last.removeFirst(last.count - limit) }
                     return true
                 }
                 for record in last.suffix(keepAll ? last.count : limit).reversed() where !emit(record) { break }

@@ -338,6 +338,14 @@ final class QueryLanguageTests: XCTestCase {
         XCTAssertEqual(error("kind=http duration>")?.description, "query:1:20: expected a value after '>'")
         XCTAssertEqual(error("colour=red")?.column, 1)
         XCTAssertEqual(error("colour=red")?.message.hasPrefix("unknown field 'colour'"), true)
+        // Spaces around an operator: an error at the operator, not the bare field and two
+        // text searches (quoted, such a word is text).
+        XCTAssertEqual(error("status >= 500")?.column, 8)
+        XCTAssertEqual(error("status >= 500")?.message.hasPrefix("'>=' starts with an operator but has no field before it"), true)
+        XCTAssertEqual(error("status =500")?.column, 8)
+        XCTAssertEqual(error("kind=http !=404")?.column, 12, "after the negation")
+        XCTAssertNil(error("\"<html\""))
+        XCTAssertNil(error("!status=404"))
         XCTAssertEqual(error("a and")?.description, "query:1:6: expected a term after 'and'")
         XCTAssertEqual(error("or a")?.description, "query:1:1: expected a term, found 'or'")
         XCTAssertEqual(error("(a")?.description, "query:1:3: expected ')' to close '(' at column 1")

@@ -89,7 +89,7 @@ final class QueryScanTests: XCTestCase {
         for text in queries {
             let want = try expected(text)
             XCTAssertEqual(try run(text, reverse: true), Array(want.reversed()), text)
-            for limit in [0, 1, 3, 25, 500] {
+            for limit in [0, 1, 3, 25, 500, Int.max] {
                 XCTAssertEqual(try run(text, limit: limit), Array(want.prefix(limit)), "\(text) --limit \(limit)")
                 XCTAssertEqual(try run(text, limit: limit, reverse: true), Array(want.reversed().prefix(limit)),
                                "\(text) --reverse --limit \(limit)")
