@@ -36,9 +36,10 @@ final class ClientSession: ExchangeClient {
     /// Resumes the scan of a head that arrives in pieces; the input only grows until
     /// the head is drained, which is the parser's invariant.
     private var requestHeadParser = HTTPHeadParser()
-    private var flushPoll: LoopTimer?
-    /// Set while parsing waits for the output to drain (`parseNextHead`).
-    private var drainPoll: LoopTimer?
+    /// The timer of `pollOutput`, while the session waits for its output to drain.
+    private var outputPoll: LoopTimer?
+    /// Parsing waits for the output to drain below `limits.highWaterBytes` (`parseNextHead`).
+    private var parseWaitsForOutput = false
     private let staged = SocketOutput()
     /// Reads the socket (see `SocketReader`); after an intercepted CONNECT, the TLS filter's,
     /// which passes every call on to the filter's own reading.
@@ -246,9 +247,15 @@ final class ClientSession: ExchangeClient {
             guard let input = self.input else { return }
             let available = evbuffer_get_length(input)
             if available == 0 { return }
-            if drainPoll != nil { return }
+            if parseWaitsForOutput { return }
             if outputLength > config.highWaterBytes {
-                waitForOutputThenParse(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
+                parseWaitsForOutput = true
+                reader?.setEnabled(false)
+                pollOutput(downTo: config.highWaterBytes) { [unowned self] in
+                    self.parseWaitsForOutput = false
+                    self.reader?.setEnabled(true)
+                    if let input = self.input { self.parseNextHead(input) }
+                }
                 return
             }
             let n = min(available, config.maxHeaderBytes + 4)
@@ -705,50 +712,35 @@ final class ClientSession: ExchangeClient {
         guard bev != nil else { close(); return }
         reader?.setEnabled(false)
         if outputLength == 0 { close(); return }
-        pollUntilFlushed(lastLength: outputLength, idleSince: EventLoop.monotonicNow(), interval: 0.005)
+        pollOutput(downTo: 0) { [unowned self] in self.close() }
     }
 
-    /// Reading and parsing wait until the output is back under `limits.highWaterBytes`;
-    /// a client that takes none of it for `limits.clientIdleTimeout` is closed. Polled, as
-    /// for `pollUntilFlushed` (a TLS filter does not report the socket below draining).
-    private func waitForOutputThenParse(lastLength: Int, idleSince: Double, interval: Double) {
-        reader?.setEnabled(false)
+    /// Waits until at most `mark` bytes of output are left, then calls `done`; closes the
+    /// session instead once the client has taken none of it for `limits.clientIdleTimeout`
+    /// (a client that stops reading must not keep its slot). The limit counts time without
+    /// progress, so a slow but steady reader gets the end of a long answer. Polled, from 5 ms
+    /// to 250 ms, because a TLS filter reports its own buffer drained while the socket below
+    /// still holds the tail, and that drain is not reported to us. Closing after the answer
+    /// waits for 0; pipelined requests wait for `limits.highWaterBytes` (`parseNextHead`).
+    private func pollOutput(downTo mark: Int, lastLength: Int? = nil, idleSince: Double? = nil, interval: Double = 0.005,
+                            then done: @escaping () -> Void) {
+        let lastLength = lastLength ?? outputLength
+        let idleSince = idleSince ?? EventLoop.monotonicNow()
         let t = LoopTimer(loop: loop) { [unowned self] in
             guard !self.closed else { return }
             let length = self.outputLength
-            if length <= self.config.highWaterBytes {
-                self.drainPoll = nil
-                self.reader?.setEnabled(true)
-                if let input = self.input { self.parseNextHead(input) }
+            if length <= mark {
+                self.outputPoll = nil
+                done()
                 return
             }
             let now = EventLoop.monotonicNow()
             let since = length < lastLength ? now : idleSince
             if now - since > self.config.clientIdleTimeout { self.close(); return }
-            self.waitForOutputThenParse(lastLength: length, idleSince: since, interval: min(interval * 2, 0.25))
+            self.pollOutput(downTo: mark, lastLength: length, idleSince: since, interval: min(interval * 2, 0.25), then: done)
         }
         t.schedule(after: interval)
-        drainPoll = t
-    }
-
-    /// Closes once the answer is out, or once the client has taken none of it for
-    /// `limits.clientIdleTimeout` (a client that stops reading must not keep its slot).
-    /// The limit counts time without progress, not time since the exchange ended, so a slow
-    /// but steady reader gets the end of a long answer that the record calls complete. Polled, because a TLS filter reports its own buffer drained while
-    /// the socket below still holds the tail, and that drain is not reported to us; the
-    /// interval grows from 5 ms to 250 ms.
-    private func pollUntilFlushed(lastLength: Int, idleSince: Double, interval: Double) {
-        let t = LoopTimer(loop: loop) { [unowned self] in
-            guard !self.closed else { return }
-            let length = self.outputLength
-            if length == 0 { self.close(); return }
-            let now = EventLoop.monotonicNow()
-            let since = length < lastLength ? now : idleSince
-            if now - since > self.config.clientIdleTimeout { self.close(); return }
-            self.pollUntilFlushed(lastLength: length, idleSince: since, interval: min(interval * 2, 0.25))
-        }
-        t.schedule(after: interval)
-        flushPoll = t
+        outputPoll = t
     }
 
     private func writable() {
