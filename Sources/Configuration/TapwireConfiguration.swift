@@ -63,6 +63,8 @@ public struct TapwireConfiguration: Sendable {
         public var insecureUpstream = false
         /// `tls.http2`: intercepted clients may pick HTTP/2 by ALPN.
         public var http2 = true
+        /// `tls.leafCacheSize`: per-host leaf certificates kept (least recently used go first).
+        public var leafCacheSize = 1000
         public init() {}
     }
 
@@ -243,8 +245,10 @@ public struct TapwireConfiguration: Sendable {
             if let v = r.int(log["loopNice"], "log.loopNice", min: 0, max: 19) { c.engine.loopNice = v }
             if let v = r.seconds(log["syncInterval"], "log.syncInterval", min: 0) { c.log.syncInterval = v }
         }
-        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2"]) {
+        if let tls = r.object(top["tls"], "tls", allowed: ["intercept", "ignore", "caDirectory", "upstreamCAFile", "insecureUpstream", "http2",
+                                                            "leafCacheSize"]) {
             if let v = r.bool(tls["http2"], "tls.http2") { c.tls.http2 = v }
+            if let v = r.int(tls["leafCacheSize"], "tls.leafCacheSize", min: 1, max: 1_000_000) { c.tls.leafCacheSize = v }
             if let v = r.strings(tls["intercept"], "tls.intercept") { c.tls.intercept = v }
             if let v = r.strings(tls["ignore"], "tls.ignore") { c.tls.ignore = v }
             if let v = r.string(tls["caDirectory"], "tls.caDirectory") { c.tls.caDirectory = v }

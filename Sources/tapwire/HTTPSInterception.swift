@@ -24,7 +24,7 @@ struct HTTPSInterception: TLSInterceptor {
         let upstream = try UpstreamTLSContext(upstreamCAFile: tls.upstreamCAFile, insecure: tls.insecureUpstream)
         return (HTTPSInterception(intercept: tls.intercept.map { Glob($0, caseInsensitive: true) },
                                   ignore: tls.ignore.map { Glob($0, caseInsensitive: true) },
-                                  leaves: ca.map { LeafCertificateCache(ca: $0, offerHTTP2: tls.http2) }, upstream: upstream), ca)
+                                  leaves: ca.map { LeafCertificateCache(ca: $0, capacity: tls.leafCacheSize, offerHTTP2: tls.http2) }, upstream: upstream), ca)
     }
 
     func intercepts(host: String) -> Bool {

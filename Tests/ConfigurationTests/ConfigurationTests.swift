@@ -284,6 +284,14 @@ final class ConfigurationTests: XCTestCase {
                         "limits.http2ResetsPerSecond", "limits.http2SettingsPerSecond", "tls.http2"], "\(e)")
     }
 
+    func testTheLeafCacheSizeHasADefaultAndBounds() throws {
+        XCTAssertEqual(try parse("{}").get().tls.leafCacheSize, 1000)
+        XCTAssertEqual(try parse(#"{"tls": {"leafCacheSize": 3}}"#).get().tls.leafCacheSize, 3)
+        for bad in ["0", "1000001", "\"big\""] {
+            XCTAssertEqual(errors(#"{"tls": {"leafCacheSize": \#(bad)}}"#).map { String($0.prefix { $0 != ":" }) }, ["tls.leafCacheSize"], bad)
+        }
+    }
+
     func testDescriptorSetsAreReadAtLoadAndCheckedWithTheirPaths() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tw-cfg-pb-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
