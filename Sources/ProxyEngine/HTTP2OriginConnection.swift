@@ -34,7 +34,6 @@ final class HTTP2OriginConnection {
     private var byID: [Int32: HTTP2OriginStream] = [:]
     private var sending = false
     private var idleTimer: LoopTimer?
-    private let lingerTimeout: Double
     /// Set while the session is gone and the TLS connection only sends what is left (a
     /// GOAWAY): its closure holds this connection until `close()` drops it.
     private var lingerTimer: LoopTimer?
@@ -56,7 +55,6 @@ final class HTTP2OriginConnection {
         highWaterBytes = config.highWaterBytes
         maxStreams = config.upstreamMaxConcurrentStreams
         idleTimeout = config.upstreamIdleTimeout
-        lingerTimeout = config.upstreamIdleTimeout
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { close(); return nil }
         defer { nghttp2_session_callbacks_del(callbacks) }
@@ -90,7 +88,7 @@ final class HTTP2OriginConnection {
             Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().readable()
         }, { _, ctx in
             guard let ctx else { return }
-            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().writable()
+            Unmanaged<HTTP2OriginConnection>.fromOpaque(ctx).takeUnretainedValue().send()
         }, { _, events, ctx in
             guard let ctx else { return }
             if Int32(events) & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT) != 0 {
@@ -226,7 +224,7 @@ final class HTTP2OriginConnection {
         guard unsentBytes > 0 else { close(); return }
         // Reading goes on (`readable` drops the bytes): a socket closed with unread input
         // sends RST, which can discard the GOAWAY still queued in the kernel.
-        let deadline = EventLoop.monotonicNow() + lingerTimeout
+        let deadline = EventLoop.monotonicNow() + idleTimeout
         let timer = LoopTimer(loop: loop, persistent: true) { [self] in
             if unsentBytes == 0 || EventLoop.monotonicNow() >= deadline { close() }
         }
@@ -241,11 +239,6 @@ final class HTTP2OriginConnection {
             n += evbuffer_get_length(output)
         }
         return n
-    }
-
-    private func writable() {
-        // Lingering, the timer closes the connection.
-        if session != nil { send() }
     }
 
     // MARK: bytes

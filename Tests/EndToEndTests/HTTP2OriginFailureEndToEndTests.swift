@@ -105,6 +105,14 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
         XCTAssertLessThan(proxy.rssBytes, 100 << 20, "the 80 MB list was never kept")
     }
 
+    /// Requests `paths` on one client connection (so on one origin connection), checks that
+    /// they all ended before nghttp's own 8 s, and returns each path's record.
+    private func streamsBesideABreakingOne(_ proxy: TapwireProcess, _ paths: [String]) throws -> [(String, [String: Any])] {
+        let r = try runCommand("nghttp", ["-t", "8"] + paths.map { "http://127.0.0.1:\(proxy.port)\($0)" }, timeout: 30)
+        XCTAssertFalse(r.text.contains("Timeout") || r.stderr.contains("Timeout"), "the streams ended before nghttp's 8 s: \(r.stderr)")
+        return try paths.map { ($0, try record(proxy, $0)) }
+    }
+
     /// A protocol error in the origin's frames (a connection WINDOW_UPDATE of 0): nghttp2
     /// answers with GOAWAY PROTOCOL_ERROR, which reaches the origin, and the streams on that
     /// connection end at once with records naming the cause; the next exchange gets a fresh
@@ -112,11 +120,7 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
     func testAnOriginProtocolErrorEndsItsStreamsAtOnceNamingTheCause() throws {
         let proxy = try startProxy()
         defer { proxy.stop() }
-        let r = try runCommand("nghttp", ["-t", "8", "http://127.0.0.1:\(proxy.port)/slow?pe=1", "http://127.0.0.1:\(proxy.port)/malformed"],
-                               timeout: 30)
-        XCTAssertFalse(r.text.contains("Timeout") || r.stderr.contains("Timeout"), "the streams ended before nghttp's 8 s: \(r.stderr)")
-        for path in ["/slow?pe=1", "/malformed"] {
-            let rec = try record(proxy, path)
+        for (path, rec) in try streamsBesideABreakingOne(proxy, ["/slow?pe=1", "/malformed"]) {
             let error = try XCTUnwrap(rec["error"] as? [String: Any], "\(path): \(rec)")
             XCTAssertEqual(error["code"] as? String, "upstreamReset", "\(path): \(error)")
             let message = error["message"] as? String ?? ""
@@ -132,11 +136,7 @@ final class HTTP2OriginFailureEndToEndTests: XCTestCase {
     func testAnOriginFloodEndsItsStreamsAtOnceNamingTheCause() throws {
         let proxy = try startProxy()
         defer { proxy.stop() }
-        let r = try runCommand("nghttp", ["-t", "8", "http://127.0.0.1:\(proxy.port)/slow?pf=1", "http://127.0.0.1:\(proxy.port)/pingflood"],
-                               timeout: 30)
-        XCTAssertFalse(r.text.contains("Timeout") || r.stderr.contains("Timeout"), "the streams ended before nghttp's 8 s: \(r.stderr)")
-        for path in ["/slow?pf=1", "/pingflood"] {
-            let rec = try record(proxy, path)
+        for (path, rec) in try streamsBesideABreakingOne(proxy, ["/slow?pf=1", "/pingflood"]) {
             let message = (rec["error"] as? [String: Any])?["message"] as? String ?? ""
             XCTAssertTrue(message.hasPrefix("the origin broke the HTTP/2 protocol (Flooding"), "\(path): \(rec)")
         }
